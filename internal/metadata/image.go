@@ -1,0 +1,212 @@
+package metadata
+
+import (
+	"sort"
+)
+
+// NodeID identifies a node (Kafka's broker.id / node.id).
+type NodeID int32
+
+// NoLeader is the leader of an offline partition.
+const NoLeader NodeID = -1
+
+// TopicPartition names one partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// Broker is a registered node.
+type Broker struct {
+	ID   NodeID `json:"id"`
+	Host string `json:"host"`
+	Port int32  `json:"port"`
+	Rack string `json:"rack,omitempty"`
+	// Fenced brokers lead nothing and are not in any ISR.
+	Fenced bool `json:"fenced"`
+	// Epoch increases on every registration (a restart) so stale heartbeats are ignored.
+	Epoch int64 `json:"epoch"`
+}
+
+// Partition is the replication state of one partition.
+type Partition struct {
+	Replicas []NodeID `json:"replicas"`
+	ISR      []NodeID `json:"isr"`
+	Leader   NodeID   `json:"leader"`
+	// LeaderEpoch increases every time the leader changes.
+	LeaderEpoch int32 `json:"leader_epoch"`
+	// PartitionEpoch increases on every change of this partition (leader or ISR), so
+	// that stale AlterPartition requests can be rejected.
+	PartitionEpoch int32 `json:"partition_epoch"`
+}
+
+// Topic is a topic and its partitions, indexed by partition id.
+type Topic struct {
+	Name       string            `json:"name"`
+	ID         [16]byte          `json:"id"`
+	Partitions []Partition       `json:"partitions"`
+	Configs    map[string]string `json:"configs,omitempty"`
+	// Internal marks topics such as __consumer_offsets.
+	Internal bool `json:"internal,omitempty"`
+}
+
+// Image is an immutable snapshot of the cluster metadata. Never modify an Image or
+// anything reachable from it; Apply returns a new one that shares unchanged parts.
+type Image struct {
+	// Offset is the Raft index of the last record applied (0 for the empty image).
+	Offset    uint64            `json:"offset"`
+	ClusterID string            `json:"cluster_id"`
+	Brokers   map[NodeID]Broker `json:"brokers"`
+	Topics    map[string]*Topic `json:"topics"`
+	Configs   map[string]string `json:"configs,omitempty"` // dynamic broker-wide defaults
+}
+
+// Empty returns the image before any record.
+func Empty() *Image {
+	return &Image{Brokers: map[NodeID]Broker{}, Topics: map[string]*Topic{}, Configs: map[string]string{}}
+}
+
+// Topic returns the named topic or nil.
+func (im *Image) Topic(name string) *Topic { return im.Topics[name] }
+
+// Partition returns a partition's state and whether it exists.
+func (im *Image) Partition(tp TopicPartition) (Partition, bool) {
+	t := im.Topics[tp.Topic]
+	if t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
+		return Partition{}, false
+	}
+	return t.Partitions[tp.Partition], true
+}
+
+// TopicByID finds a topic by its id.
+func (im *Image) TopicByID(id [16]byte) *Topic {
+	for _, t := range im.Topics {
+		if t.ID == id {
+			return t
+		}
+	}
+	return nil
+}
+
+// TopicNames returns the topic names, sorted.
+func (im *Image) TopicNames() []string {
+	names := make([]string, 0, len(im.Topics))
+	for n := range im.Topics {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// BrokerIDs returns the registered broker ids, sorted.
+func (im *Image) BrokerIDs() []NodeID {
+	ids := make([]NodeID, 0, len(im.Brokers))
+	for id := range im.Brokers {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// Contains reports whether id is in ids.
+func Contains(ids []NodeID, id NodeID) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// LocalChanges is what one node must do after a new image: partitions it now leads,
+// partitions it now follows (with their leader), and partitions it no longer hosts.
+type LocalChanges struct {
+	Leaders   map[TopicPartition]Partition
+	Followers map[TopicPartition]Partition
+	Deleted   []TopicPartition
+	// TopicIDs of every partition named above, for the partition.metadata file.
+	TopicIDs map[string][16]byte
+	// Configs of the topics named above.
+	Configs map[string]map[string]string
+}
+
+// LocalChanges computes the changes for node between prev (may be nil) and im. A
+// partition appears when it is new or any of its state changed, so applying the same
+// changes twice is harmless.
+func (im *Image) LocalChanges(prev *Image, node NodeID) LocalChanges {
+	lc := LocalChanges{
+		Leaders:   map[TopicPartition]Partition{},
+		Followers: map[TopicPartition]Partition{},
+		TopicIDs:  map[string][16]byte{},
+		Configs:   map[string]map[string]string{},
+	}
+	if prev == nil {
+		prev = Empty()
+	}
+	for name, t := range im.Topics {
+		pt := prev.Topics[name]
+		if pt != nil && pt.ID != t.ID {
+			pt = nil // deleted and re-created with the same name
+		}
+		for i, p := range t.Partitions {
+			if !Contains(p.Replicas, node) {
+				if pt != nil && i < len(pt.Partitions) && Contains(pt.Partitions[i].Replicas, node) {
+					lc.Deleted = append(lc.Deleted, TopicPartition{name, int32(i)})
+				}
+				continue
+			}
+			if pt != nil && i < len(pt.Partitions) && samePartition(pt.Partitions[i], p) && sameConfigs(pt.Configs, t.Configs) {
+				continue
+			}
+			tp := TopicPartition{name, int32(i)}
+			if p.Leader == node {
+				lc.Leaders[tp] = p
+			} else {
+				lc.Followers[tp] = p
+			}
+			lc.TopicIDs[name] = t.ID
+			lc.Configs[name] = t.Configs
+		}
+	}
+	for name, pt := range prev.Topics {
+		t := im.Topics[name]
+		if t != nil && t.ID == pt.ID {
+			continue
+		}
+		for i, p := range pt.Partitions {
+			if Contains(p.Replicas, node) {
+				lc.Deleted = append(lc.Deleted, TopicPartition{name, int32(i)})
+			}
+		}
+	}
+	return lc
+}
+
+func samePartition(a, b Partition) bool {
+	return a.Leader == b.Leader && a.LeaderEpoch == b.LeaderEpoch && a.PartitionEpoch == b.PartitionEpoch &&
+		sameIDs(a.Replicas, b.Replicas) && sameIDs(a.ISR, b.ISR)
+}
+
+func sameIDs(a, b []NodeID) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func sameConfigs(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}

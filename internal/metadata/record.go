@@ -1,0 +1,141 @@
+package metadata
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// RecordType tags a Record's payload.
+type RecordType string
+
+const (
+	RegisterBrokerType   RecordType = "register_broker"
+	FenceBrokerType      RecordType = "fence_broker"
+	UnfenceBrokerType    RecordType = "unfence_broker"
+	CreateTopicType      RecordType = "create_topic"
+	DeleteTopicType      RecordType = "delete_topic"
+	CreatePartitionsType RecordType = "create_partitions"
+	ConfigType           RecordType = "config"
+	PartitionChangeType  RecordType = "partition_change"
+	ClusterIDType        RecordType = "cluster_id"
+)
+
+// Record is one change to the metadata. Exactly one payload field is set, matching Type.
+type Record struct {
+	Type           RecordType        `json:"type"`
+	ClusterID      string            `json:"cluster_id,omitempty"`
+	Broker         *Broker           `json:"broker,omitempty"`
+	BrokerID       NodeID            `json:"broker_id,omitempty"`
+	Topic          *Topic            `json:"topic,omitempty"`
+	TopicName      string            `json:"topic_name,omitempty"`
+	NewPartitions  []Partition       `json:"new_partitions,omitempty"`
+	Partition      int32             `json:"partition,omitempty"`
+	PartitionState *Partition        `json:"partition_state,omitempty"`
+	ConfigKey      string            `json:"config_key,omitempty"`
+	ConfigValue    *string           `json:"config_value,omitempty"` // nil deletes the key
+	ConfigSet      map[string]string `json:"config_set,omitempty"`   // replaces all of a topic's configs when non-nil with ConfigKey empty
+}
+
+// Encode serialises records for the Raft log.
+func Encode(recs []Record) ([]byte, error) { return json.Marshal(recs) }
+
+// Decode parses what Encode produced.
+func Decode(b []byte) ([]Record, error) {
+	var recs []Record
+	if err := json.Unmarshal(b, &recs); err != nil {
+		return nil, fmt.Errorf("decode metadata records: %w", err)
+	}
+	return recs, nil
+}
+
+// Apply returns the image after rec. Invalid records (a topic that does not exist, a
+// partition out of range) are ignored: the controller validates before proposing, and
+// the FSM must be deterministic on every node whatever the log holds.
+func (im *Image) Apply(rec Record, offset uint64) *Image {
+	n := *im
+	n.Offset = offset
+	switch rec.Type {
+	case ClusterIDType:
+		if n.ClusterID == "" {
+			n.ClusterID = rec.ClusterID
+		}
+	case RegisterBrokerType, FenceBrokerType, UnfenceBrokerType:
+		n.Brokers = applyBroker(im.Brokers, rec)
+	case CreateTopicType:
+		if rec.Topic != nil && im.Topics[rec.Topic.Name] == nil {
+			n.Topics = maps.Clone(im.Topics)
+			t := *rec.Topic
+			n.Topics[t.Name] = &t
+		}
+	case DeleteTopicType:
+		if im.Topics[rec.TopicName] != nil {
+			n.Topics = maps.Clone(im.Topics)
+			delete(n.Topics, rec.TopicName)
+		}
+	case CreatePartitionsType:
+		if t := im.Topics[rec.TopicName]; t != nil {
+			nt := *t
+			nt.Partitions = append(slices.Clip(t.Partitions), rec.NewPartitions...)
+			n.Topics = maps.Clone(im.Topics)
+			n.Topics[t.Name] = &nt
+		}
+	case PartitionChangeType:
+		if t := im.Topics[rec.TopicName]; t != nil && rec.PartitionState != nil &&
+			rec.Partition >= 0 && int(rec.Partition) < len(t.Partitions) {
+			nt := *t
+			nt.Partitions = slices.Clone(t.Partitions)
+			nt.Partitions[rec.Partition] = *rec.PartitionState
+			n.Topics = maps.Clone(im.Topics)
+			n.Topics[t.Name] = &nt
+		}
+	case ConfigType:
+		n.applyConfig(im, rec)
+	}
+	return &n
+}
+
+func applyBroker(old map[NodeID]Broker, rec Record) map[NodeID]Broker {
+	m := maps.Clone(old)
+	switch rec.Type {
+	case RegisterBrokerType:
+		if rec.Broker != nil {
+			m[rec.Broker.ID] = *rec.Broker
+		}
+	case FenceBrokerType, UnfenceBrokerType:
+		if b, ok := m[rec.BrokerID]; ok {
+			b.Fenced = rec.Type == FenceBrokerType
+			m[rec.BrokerID] = b
+		}
+	}
+	return m
+}
+
+func (n *Image) applyConfig(im *Image, rec Record) {
+	set := func(cfg map[string]string) map[string]string {
+		c := maps.Clone(cfg)
+		if c == nil {
+			c = map[string]string{}
+		}
+		if rec.ConfigKey == "" && rec.ConfigSet != nil {
+			return maps.Clone(rec.ConfigSet)
+		}
+		if rec.ConfigValue == nil {
+			delete(c, rec.ConfigKey)
+		} else {
+			c[rec.ConfigKey] = *rec.ConfigValue
+		}
+		return c
+	}
+	if rec.TopicName == "" {
+		n.Configs = set(im.Configs)
+		return
+	}
+	if t := im.Topics[rec.TopicName]; t != nil {
+		nt := *t
+		nt.Configs = set(t.Configs)
+		n.Topics = maps.Clone(im.Topics)
+		n.Topics[t.Name] = &nt
+	}
+}
