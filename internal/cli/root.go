@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit statuses fixed by INTERFACE.md.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// Main runs the runnel command line with args (without the program name) on the
+// process's standard streams and returns the exit status. extra commands (the server)
+// are added to the root.
+func Main(args []string, extra ...*cobra.Command) int {
+	return MainIO(args, os.Stdin, os.Stdout, os.Stderr, extra...)
+}
+
+// MainIO is Main with injectable streams, for tests and embedding.
+func MainIO(args []string, stdin io.Reader, stdout, stderr io.Writer, extra ...*cobra.Command) int {
+	root := NewRoot(extra...)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cmd, err := root.ExecuteContextC(ctx)
+	return report(stderr, cmd, err)
+}
+
+// NewRoot builds the `runnel` command tree: the client commands plus extra.
+func NewRoot(extra ...*cobra.Command) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "runnel",
+		Short:         "Runnel: a Kafka-compatible replicated commit log",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          noArgs,
+		RunE:          groupRunE,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newTopicCommand(), newProduceCommand(), newConsumeCommand(),
+		newGroupCommand(), newClusterCommand())
+	root.AddCommand(extra...)
+	return root
+}
+
+// usageError marks bad usage: exit status 2 and a hint to read --help.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// cobraUsagePrefixes are the starts of the errors cobra returns for bad usage without
+// passing them through the flag error function.
+var cobraUsagePrefixes = []string{
+	"unknown command", "required flag", "if any flags in the group",
+	"at least one of the flags", "unknown shorthand flag", "unknown flag",
+}
+
+func isUsage(err error) bool {
+	var ue usageError
+	if errors.As(err, &ue) {
+		return true
+	}
+	for _, p := range cobraUsagePrefixes {
+		if strings.HasPrefix(err.Error(), p) {
+			return true
+		}
+	}
+	return false
+}
+
+// report prints err as one line on stderr and returns the exit status for it.
+func report(stderr io.Writer, cmd *cobra.Command, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	msg := oneLine(err.Error())
+	if isUsage(err) {
+		path := "runnel"
+		if cmd != nil {
+			path = cmd.CommandPath()
+		}
+		fmt.Fprintf(stderr, "runnel: %s\nRun '%s --help' for usage.\n", msg, path)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "runnel: %s\n", msg)
+	return exitFailure
+}
+
+// oneLine folds a multi-line error into one line.
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
+}
+
+// groupRunE runs for a command that only groups subcommands: with no argument it is
+// a usage error (a subcommand is missing), with one it names the unknown subcommand.
+func groupRunE(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return usageErrorf("missing subcommand, one of: %s", subcommandNames(cmd))
+	}
+	return usageErrorf("unknown command %q for %q", args[0], cmd.CommandPath())
+}
+
+// noArgs, exactArgs wrap cobra's validators so that their errors are usage errors.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 && cmd.HasSubCommands() {
+		return usageErrorf("unknown command %q for %q", args[0], cmd.CommandPath())
+	}
+	return wrapUsage(cobra.NoArgs(cmd, args))
+}
+
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		return wrapUsage(cobra.ExactArgs(n)(cmd, args))
+	}
+}
+
+func wrapUsage(err error) error {
+	if err == nil {
+		return nil
+	}
+	return usageError{err}
+}
+
+func subcommandNames(cmd *cobra.Command) string {
+	var names []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
+		}
+	}
+	return strings.Join(names, ", ")
+}
