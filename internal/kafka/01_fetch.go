@@ -1,0 +1,197 @@
+package kafka
+
+// Fetch: v4-16.
+//
+// Consumers read below the high watermark; followers (replica id >= 0, v15+ in
+// ReplicaState) read up to the log end. Long poll: when fewer than MinBytes are
+// available the request waits, without holding a thread's worth of anything but a
+// parked goroutine, until the high watermark of one of its partitions moves or
+// MaxWaitMillis passes. Response size is bounded by MaxBytes and each partition's
+// PartitionMaxBytes, except that the first batch of the first partition with data is
+// always returned whole (KIP-74), so a consumer makes progress past a large batch.
+// Fetch sessions (v7+, KIP-227) are in fetch_sessions.go. Topic ids replace names from
+// v13. Read committed: with no transactions yet, the last stable offset equals the high
+// watermark. Preferred read replicas (KIP-392) are not offered.
+
+import (
+	"context"
+	"time"
+
+	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/replica"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { regKey(1, 4, 16, handleFetch) }
+
+// fetchPart is one partition to read in this request.
+type fetchPart struct {
+	sp    *sessionPartition
+	part  *replica.Partition
+	err   error
+	topic int // index in the response's topics
+}
+
+func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.FetchRequest)
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	replicaID := req.ReplicaID
+	if req.Version >= 15 {
+		replicaID = req.ReplicaState.ID
+	}
+	im := s.admin.Image()
+	parts, session, incremental, code := s.fetchPartitions(req, im)
+	if code != 0 {
+		resp.ErrorCode = code
+		return resp, nil
+	}
+	if session != nil {
+		defer session.mu.Unlock()
+		resp.SessionID = session.id
+	}
+	s.resolveParts(parts, replicaID)
+	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	for {
+		resp.Topics = resp.Topics[:0]
+		total := s.readParts(req, resp, parts, replicaID, incremental)
+		if total >= int(req.MinBytes) || total > 0 && req.MinBytes <= 1 || !time.Now().Before(deadline) || hasErr(parts) {
+			return resp, nil
+		}
+		if !s.waitForData(ctx, parts, deadline) {
+			resp.Topics = resp.Topics[:0]
+			s.readParts(req, resp, parts, replicaID, incremental)
+			return resp, nil
+		}
+	}
+}
+
+// fetchPartitions turns the request (and its session) into the list of partitions to
+// read. It returns a top-level error code for session errors. The returned session, if
+// any, is locked.
+func (s *Server) fetchPartitions(req *kmsg.FetchRequest, im *metadata.Image) ([]*fetchPart, *fetchSession, bool, int16) {
+	useIDs := req.Version >= 13
+	var reqParts []sessionPartition
+	for _, rt := range req.Topics {
+		name := rt.Topic
+		if useIDs {
+			if t := im.TopicByID(rt.TopicID); t != nil {
+				name = t.Name
+			} else {
+				name = ""
+			}
+		}
+		for _, rp := range rt.Partitions {
+			reqParts = append(reqParts, sessionPartition{
+				tp:          metadata.TopicPartition{Topic: name, Partition: rp.Partition},
+				topicID:     rt.TopicID,
+				fetchOffset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, currentLeaderEpoch: rp.CurrentLeaderEpoch,
+			})
+		}
+	}
+	switch {
+	case req.Version < 7 || (req.SessionID == 0 && req.SessionEpoch == -1):
+		return partsFrom(reqParts), nil, false, 0
+	case req.SessionEpoch == -1:
+		s.sessions.remove(req.SessionID)
+		return partsFrom(reqParts), nil, false, 0
+	case req.SessionEpoch == 0:
+		if req.SessionID != 0 {
+			s.sessions.remove(req.SessionID)
+		}
+		fs := s.sessions.create()
+		fs.mu.Lock()
+		for _, sp := range reqParts {
+			fs.upsert(sp)
+		}
+		return partsFromSession(fs), fs, false, 0
+	}
+	fs := s.sessions.get(req.SessionID)
+	if fs == nil {
+		return nil, nil, false, kerr.FetchSessionIDNotFound.Code
+	}
+	fs.mu.Lock()
+	if req.SessionEpoch != fs.epoch {
+		fs.mu.Unlock()
+		return nil, nil, false, kerr.InvalidFetchSessionEpoch.Code
+	}
+	fs.epoch++
+	if fs.epoch <= 0 {
+		fs.epoch = 1
+	}
+	for _, ft := range req.ForgottenTopics {
+		name := ft.Topic
+		if useIDs {
+			if t := im.TopicByID(ft.TopicID); t != nil {
+				name = t.Name
+			}
+		}
+		for _, p := range ft.Partitions {
+			fs.forget(metadata.TopicPartition{Topic: name, Partition: p})
+		}
+	}
+	for _, sp := range reqParts {
+		fs.upsert(sp)
+	}
+	return partsFromSession(fs), fs, true, 0
+}
+
+func partsFrom(sps []sessionPartition) []*fetchPart {
+	out := make([]*fetchPart, len(sps))
+	for i := range sps {
+		sp := sps[i]
+		sp.lastHW, sp.lastLSO, sp.lastLogStart = -1, -1, -1
+		out[i] = &fetchPart{sp: &sp}
+	}
+	return out
+}
+
+func partsFromSession(fs *fetchSession) []*fetchPart {
+	out := make([]*fetchPart, len(fs.order))
+	for i, sp := range fs.order {
+		out[i] = &fetchPart{sp: sp}
+	}
+	return out
+}
+
+func (s *Server) resolveParts(parts []*fetchPart, replicaID int32) {
+	for _, fp := range parts {
+		if fp.sp.tp.Topic == "" {
+			fp.err = errUnknownTopicID
+			continue
+		}
+		fp.part, fp.err = s.replicas.Partition(fp.sp.tp)
+	}
+}
+
+func hasErr(parts []*fetchPart) bool {
+	for _, fp := range parts {
+		if fp.err != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// waitForData parks until a partition's high watermark moves or the deadline passes. It
+// reports whether it was woken by data (false: deadline or shutdown).
+func (s *Server) waitForData(ctx context.Context, parts []*fetchPart, deadline time.Time) bool {
+	watch := make([]*replica.Partition, 0, len(parts))
+	for _, fp := range parts {
+		if fp.part != nil {
+			watch = append(watch, fp.part)
+		}
+	}
+	ch, stop := replica.Watch(watch)
+	defer stop()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,69 @@
+package kafka
+
+// CreateTopics: v2-7.
+//
+// Each topic is validated and created on its own (one topic's error does not fail the
+// others): name rules, partitions and replication factor (-1 = broker defaults, v4+),
+// manual assignments, and configs (unknown or malformed keys are INVALID_CONFIG naming
+// the key). ValidateOnly checks without creating. v5+ returns the topic's partitions,
+// replication factor and configs; v7+ its topic id. The call returns once this node has
+// applied the new metadata, so the topic is immediately produceable on a single node.
+
+import (
+	"context"
+
+	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { regKey(19, 2, 7, handleCreateTopics) }
+
+func handleCreateTopics(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.CreateTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	specs := make([]TopicSpec, len(req.Topics))
+	for i, rt := range req.Topics {
+		spec := TopicSpec{Name: rt.Topic, NumPartitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor, Configs: map[string]string{}}
+		if len(rt.ReplicaAssignment) > 0 {
+			spec.Assignments = map[int32][]metadata.NodeID{}
+			for _, a := range rt.ReplicaAssignment {
+				ids := make([]metadata.NodeID, len(a.Replicas))
+				for j, id := range a.Replicas {
+					ids[j] = metadata.NodeID(id)
+				}
+				spec.Assignments[a.Partition] = ids
+			}
+		}
+		for _, c := range rt.Configs {
+			if c.Value != nil {
+				spec.Configs[c.Name] = *c.Value
+			}
+		}
+		specs[i] = spec
+	}
+	ctx, cancel := withRequestTimeout(ctx, req.TimeoutMillis)
+	defer cancel()
+	errs := s.admin.CreateTopics(ctx, specs, req.ValidateOnly)
+	im := s.admin.Image()
+	for i, rt := range req.Topics {
+		st := kmsg.NewCreateTopicsResponseTopic()
+		st.Topic = rt.Topic
+		st.ErrorCode, st.ErrorMessage = errorCode(errs[i]), errorMessage(errs[i])
+		st.NumPartitions, st.ReplicationFactor = -1, -1
+		if t := im.Topics[rt.Topic]; t != nil && errs[i] == nil {
+			st.TopicID = t.ID
+			st.NumPartitions = int32(len(t.Partitions))
+			if len(t.Partitions) > 0 {
+				st.ReplicationFactor = int16(len(t.Partitions[0].Replicas))
+			}
+			for _, e := range s.cfg.Broker.DescribeTopic(t.Configs) {
+				c := kmsg.NewCreateTopicsResponseTopicConfig()
+				v := e.Value
+				c.Name, c.Value, c.ReadOnly, c.Source, c.IsSensitive = e.Name, &v, e.ReadOnly, int8(e.Source), e.Sensitive
+				st.Configs = append(st.Configs, c)
+			}
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}

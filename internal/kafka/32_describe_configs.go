@@ -1,0 +1,92 @@
+package kafka
+
+// DescribeConfigs: v1-4.
+//
+// Topic resources (type 2) list every topic config with its effective value and
+// source (topic override, broker default, Kafka default); broker resources (type 4)
+// list the broker's configs. ConfigNames filters; IncludeSynonyms (v1+) adds the
+// chain of defaults; IncludeDocumentation (v3+) the docs. An unknown topic is
+// UNKNOWN_TOPIC_OR_PARTITION, another node's broker resource INVALID_REQUEST.
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/runnel-io/runnel/internal/config"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { regKey(32, 1, 4, handleDescribeConfigs) }
+
+const (
+	resourceTopic        = 2
+	resourceBroker       = 4
+	resourceBrokerLogger = 8
+)
+
+func handleDescribeConfigs(_ context.Context, s *Server, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.DescribeConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	im := s.admin.Image()
+	for _, rr := range req.Resources {
+		res := kmsg.NewDescribeConfigsResponseResource()
+		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+		var entries []config.Entry
+		switch rr.ResourceType {
+		case resourceTopic:
+			t := im.Topics[rr.ResourceName]
+			if t == nil {
+				res.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				break
+			}
+			entries = s.cfg.Broker.DescribeTopic(t.Configs)
+		case resourceBroker:
+			if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(s.cfg.NodeID)) {
+				res.ErrorCode = kerr.InvalidRequest.Code
+				break
+			}
+			entries = s.cfg.Broker.DescribeBroker()
+		default:
+			res.ErrorCode = kerr.InvalidRequest.Code
+		}
+		res.Configs = describedConfigs(entries, rr.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
+		resp.Resources = append(resp.Resources, res)
+	}
+	return resp, nil
+}
+
+func describedConfigs(entries []config.Entry, names []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, e := range entries {
+		if len(want) > 0 && !want[e.Name] {
+			continue
+		}
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		v := e.Value
+		c.Name, c.Value, c.ReadOnly, c.IsSensitive = e.Name, &v, e.ReadOnly, e.Sensitive
+		c.Source = kmsg.ConfigSource(e.Source)
+		c.IsDefault = e.Source == config.SourceDefault
+		if t, err := kmsg.ParseConfigType(e.Type); err == nil {
+			c.ConfigType = t
+		}
+		if docs && e.Doc != "" {
+			d := e.Doc
+			c.Documentation = &d
+		}
+		if synonyms {
+			for _, syn := range e.Synonyms {
+				sc := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+				sv := syn.Value
+				sc.Name, sc.Value, sc.Source = syn.Name, &sv, kmsg.ConfigSource(syn.Source)
+				c.ConfigSynonyms = append(c.ConfigSynonyms, sc)
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}

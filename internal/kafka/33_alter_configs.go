@@ -1,0 +1,42 @@
+package kafka
+
+// AlterConfigs: v0-2 (legacy, non-incremental).
+//
+// For a topic, the given set REPLACES all of the topic's overrides (configs not named
+// return to their defaults), as Kafka's legacy AlterConfigs does. For the broker
+// resource with an empty name, the set replaces the cluster-wide dynamic defaults.
+// Unknown or malformed configs are INVALID_CONFIG naming the key.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { regKey(33, 0, 2, handleAlterConfigs) }
+
+func handleAlterConfigs(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.AlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	for _, rr := range req.Resources {
+		set := map[string]*string{}
+		for _, c := range rr.Configs {
+			set[c.Name] = c.Value
+		}
+		var err error
+		switch rr.ResourceType {
+		case resourceTopic:
+			err = s.admin.AlterTopicConfigs(ctx, rr.ResourceName, set, true, req.ValidateOnly)
+		case resourceBroker:
+			err = s.admin.AlterBrokerConfigs(ctx, set, req.ValidateOnly)
+		default:
+			err = kerr.InvalidRequest
+		}
+		res := kmsg.NewAlterConfigsResponseResource()
+		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+		res.ErrorCode, res.ErrorMessage = errorCode(err), errorMessage(err)
+		resp.Resources = append(resp.Resources, res)
+	}
+	return resp, nil
+}

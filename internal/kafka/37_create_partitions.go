@@ -1,0 +1,38 @@
+package kafka
+
+// CreatePartitions: v0-3.
+//
+// Count is the new total; it must exceed the current count (INVALID_PARTITIONS
+// otherwise). Assignments, when given, place the new partitions. ValidateOnly checks
+// without changing anything.
+
+import (
+	"context"
+
+	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { regKey(37, 0, 3, handleCreatePartitions) }
+
+func handleCreatePartitions(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.CreatePartitionsRequest)
+	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	ctx, cancel := withRequestTimeout(ctx, req.TimeoutMillis)
+	defer cancel()
+	for _, rt := range req.Topics {
+		var assignments [][]metadata.NodeID
+		for _, a := range rt.Assignment {
+			ids := make([]metadata.NodeID, len(a.Replicas))
+			for i, id := range a.Replicas {
+				ids[i] = metadata.NodeID(id)
+			}
+			assignments = append(assignments, ids)
+		}
+		err := s.admin.CreatePartitions(ctx, rt.Topic, rt.Count, assignments, req.ValidateOnly)
+		st := kmsg.NewCreatePartitionsResponseTopic()
+		st.Topic, st.ErrorCode, st.ErrorMessage = rt.Topic, errorCode(err), errorMessage(err)
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}

@@ -1,0 +1,41 @@
+package kafka
+
+// DescribeCluster: v0-1. The registered, unfenced brokers, the cluster id and the active
+// controller. v1's EndpointType must be 1 (brokers); controller endpoints (2) are
+// answered UNSUPPORTED_ENDPOINT_TYPE.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { regKey(60, 0, 1, handleDescribeCluster) }
+
+func handleDescribeCluster(_ context.Context, s *Server, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.DescribeClusterRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	if req.Version >= 1 && req.EndpointType != 1 {
+		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+		return resp, nil
+	}
+	im := s.admin.Image()
+	resp.ClusterID = im.ClusterID
+	resp.ControllerID = int32(s.admin.ControllerID())
+	resp.EndpointType = 1
+	for _, id := range im.BrokerIDs() {
+		b := im.Brokers[id]
+		if b.Fenced {
+			continue
+		}
+		rb := kmsg.NewDescribeClusterResponseBroker()
+		rb.NodeID, rb.Host, rb.Port = int32(b.ID), b.Host, b.Port
+		if b.Rack != "" {
+			rack := b.Rack
+			rb.Rack = &rack
+		}
+		resp.Brokers = append(resp.Brokers, rb)
+	}
+	return resp, nil
+}

@@ -1,0 +1,298 @@
+package kafka
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// maxInFlightPerConn bounds the responses a connection may have pending; past it the
+// reader waits for the writer, which is also back-pressure on the client.
+const maxInFlightPerConn = 64
+
+// request is one decoded request and the slot its response goes into.
+type request struct {
+	key, version  int16
+	correlationID int32
+	clientID      string
+	kreq          kmsg.Request
+	received      time.Time
+	conn          *conn
+}
+
+// pending is a response slot: the writer waits on done in request order.
+type pending struct {
+	req  *request
+	done chan struct{}
+	// buf is the encoded response frame; nil means no response (acks=0).
+	buf []byte
+	// closeAfter closes the connection once the slot is reached.
+	closeAfter bool
+}
+
+type conn struct {
+	s      *Server
+	nc     net.Conn
+	remote string
+	queue  chan *pending
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	return &conn{s: s, nc: nc, remote: nc.RemoteAddr().String(), queue: make(chan *pending, maxInFlightPerConn)}
+}
+
+// serve runs the reader on this goroutine and the writer on another; it returns when
+// both are done.
+func (c *conn) serve() {
+	s := c.s
+	s.metrics.connections.Inc()
+	defer s.metrics.connections.Dec()
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		c.writeLoop()
+	}()
+	err := c.readLoop()
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && s.ctx.Err() == nil {
+		s.logger.Info("closing connection", "remote", c.remote, "err", err)
+	}
+	close(c.queue)
+	<-writerDone
+	c.nc.Close()
+}
+
+func (c *conn) readLoop() error {
+	s := c.s
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	var sizeBuf [4]byte
+	maxBytes := s.cfg.Broker.SocketRequestMaxBytes
+	for {
+		if _, err := io.ReadFull(br, sizeBuf[:]); err != nil {
+			return err
+		}
+		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+		if size < 8 || (maxBytes > 0 && size > maxBytes) {
+			return fmt.Errorf("request frame of %d bytes is outside [8, socket.request.max.bytes=%d]", size, maxBytes)
+		}
+		// Take a slot before buffering the request: when the server is saturated the
+		// socket stops being read (back-pressure), and memory stays bounded.
+		select {
+		case s.slots <- struct{}{}:
+		case <-s.ctx.Done():
+			return nil
+		}
+		frame := make([]byte, size)
+		if _, err := io.ReadFull(br, frame); err != nil {
+			<-s.slots
+			return err
+		}
+		s.metrics.bytesIn.Add(float64(size + 4))
+		p, err := c.parse(frame)
+		if err != nil {
+			<-s.slots
+			return err
+		}
+		select {
+		case c.queue <- p:
+		case <-s.ctx.Done():
+			<-s.slots
+			return nil
+		}
+		go c.handle(p)
+	}
+}
+
+// parse decodes the request header and body. Unknown keys and undecodable bodies close
+// the connection (the client is not speaking Kafka); known keys at versions we do not
+// implement are answered with UNSUPPORTED_VERSION in handle.
+func (c *conn) parse(frame []byte) (*pending, error) {
+	r := &request{received: time.Now(), conn: c}
+	r.key = int16(binary.BigEndian.Uint16(frame[0:]))
+	r.version = int16(binary.BigEndian.Uint16(frame[2:]))
+	r.correlationID = int32(binary.BigEndian.Uint32(frame[4:]))
+	rest := frame[8:]
+	if len(rest) < 2 {
+		return nil, errors.New("request header truncated before client id")
+	}
+	idLen := int(int16(binary.BigEndian.Uint16(rest)))
+	rest = rest[2:]
+	if idLen > 0 {
+		if len(rest) < idLen {
+			return nil, errors.New("request header truncated in client id")
+		}
+		r.clientID = string(rest[:idLen])
+		rest = rest[idLen:]
+	}
+	r.kreq = kmsg.RequestForKey(r.key)
+	if r.kreq == nil {
+		return nil, fmt.Errorf("unknown API key %d", r.key)
+	}
+	p := &pending{req: r, done: make(chan struct{})}
+	if r.version < 0 || r.version > r.kreq.MaxVersion() {
+		return p, nil // answered as unsupported
+	}
+	r.kreq.SetVersion(r.version)
+	if r.kreq.IsFlexible() {
+		tr := &tagReader{b: rest}
+		kmsg.SkipTags(tr)
+		if tr.bad {
+			return nil, fmt.Errorf("%s v%d: malformed request header tags", kmsg.NameForKey(r.key), r.version)
+		}
+		rest = tr.b
+	}
+	if reg, ok := handlers[r.key]; ok && r.version >= reg.min && r.version <= reg.max {
+		if err := r.kreq.ReadFrom(rest); err != nil {
+			return nil, fmt.Errorf("%s v%d: malformed request: %w", kmsg.NameForKey(r.key), r.version, err)
+		}
+	}
+	return p, nil
+}
+
+// handle runs the request's handler and fills its response slot.
+func (c *conn) handle(p *pending) {
+	s := c.s
+	defer func() { <-s.slots }()
+	defer close(p.done)
+	r := p.req
+	name := kmsg.NameForKey(r.key)
+	reg, ok := handlers[r.key]
+	var resp kmsg.Response
+	var err error
+	if !ok || r.version < reg.min || r.version > reg.max {
+		resp, err = unsupportedVersion(r)
+	} else {
+		resp, err = reg.fn(s.ctx, s, r)
+	}
+	s.metrics.observe(name, time.Since(r.received), err)
+	if err != nil {
+		s.logger.Warn("request failed; closing connection", "api", name, "version", r.version,
+			"client_id", r.clientID, "remote", c.remote, "err", err)
+		p.closeAfter = true
+		return
+	}
+	if resp == nil {
+		return
+	}
+	p.buf = encodeResponse(r, resp)
+}
+
+func encodeResponse(r *request, resp kmsg.Response) []byte {
+	v := r.version
+	if r.key == 18 && v > resp.MaxVersion() {
+		v = 0
+	}
+	resp.SetVersion(v)
+	buf := make([]byte, 8, 256)
+	binary.BigEndian.PutUint32(buf[4:], uint32(r.correlationID))
+	// ApiVersions always answers with response header v0, so that a client that sent a
+	// version we do not know can still read the error (KIP-511).
+	if resp.IsFlexible() && r.key != 18 {
+		buf = append(buf, 0)
+	}
+	buf = resp.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	return buf
+}
+
+// unsupportedVersion answers a request at a version (or of a key) we do not implement.
+// ApiVersions gets a v0 response listing what we do support; other keys get their
+// response with UNSUPPORTED_VERSION in its top-level error code where it has one.
+func unsupportedVersion(r *request) (kmsg.Response, error) {
+	if r.key == 18 {
+		resp := apiVersionsResponse()
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return resp, nil
+	}
+	if r.version < 0 || r.version > r.kreq.MaxVersion() {
+		return nil, fmt.Errorf("%s v%d is newer than this server can decode", kmsg.NameForKey(r.key), r.version)
+	}
+	resp := r.kreq.ResponseKind()
+	if f := reflect.ValueOf(resp).Elem().FieldByName("ErrorCode"); f.IsValid() && f.CanSet() {
+		f.SetInt(int64(kerr.UnsupportedVersion.Code))
+	}
+	return resp, nil
+}
+
+// writeLoop writes responses in request order. It flushes before waiting on a response
+// that is not ready and when nothing else is queued, so a burst of responses costs one
+// syscall and no response waits behind a slow one in the buffer.
+func (c *conn) writeLoop() {
+	bw := bufio.NewWriterSize(c.nc, 64<<10)
+	broken := false
+	fail := func() {
+		broken = true
+		c.nc.Close()
+	}
+	for p := range c.queue {
+		select {
+		case <-p.done:
+		default:
+			if !broken && bw.Buffered() > 0 && bw.Flush() != nil {
+				fail()
+			}
+			<-p.done
+		}
+		if broken {
+			continue
+		}
+		if p.buf != nil {
+			if _, err := bw.Write(p.buf); err != nil {
+				fail()
+				continue
+			}
+			c.s.metrics.bytesOut.Add(float64(len(p.buf)))
+		}
+		if p.closeAfter {
+			bw.Flush()
+			fail()
+			continue
+		}
+		if len(c.queue) == 0 && bw.Flush() != nil {
+			fail()
+		}
+	}
+	if !broken {
+		bw.Flush()
+	}
+}
+
+// tagReader implements kmsg.TagReader over the request header's tagged fields.
+type tagReader struct {
+	b   []byte
+	bad bool
+}
+
+func (t *tagReader) Uvarint() uint32 {
+	v, n := binary.Uvarint(t.b)
+	if n <= 0 {
+		t.bad = true
+		t.b = nil
+		return 0
+	}
+	t.b = t.b[n:]
+	return uint32(v)
+}
+
+func (t *tagReader) Span(n int) []byte {
+	if n < 0 || n > len(t.b) {
+		t.bad = true
+		t.b = nil
+		return nil
+	}
+	s := t.b[:n]
+	t.b = t.b[n:]
+	return s
+}
+
+func (t *tagReader) Ok() bool { return !t.bad }

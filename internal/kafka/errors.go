@@ -1,0 +1,69 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+
+	"github.com/runnel-io/runnel/internal/log"
+	"github.com/runnel-io/runnel/internal/recordbatch"
+	"github.com/runnel-io/runnel/internal/replica"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// errorTable maps internal sentinels to Kafka error codes. It is the only place that
+// does: handlers call errorCode and never pick codes for internal errors themselves.
+var errorTable = []struct {
+	err  error
+	kerr *kerr.Error
+}{
+	{replica.ErrUnknownTopicOrPartition, kerr.UnknownTopicOrPartition},
+	{replica.ErrNotLeader, kerr.NotLeaderForPartition},
+	{replica.ErrNotEnoughReplicas, kerr.NotEnoughReplicas},
+	{replica.ErrNotEnoughReplicasAfterAppend, kerr.NotEnoughReplicasAfterAppend},
+	{replica.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
+	{replica.ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
+	{replica.ErrInvalidRequiredAcks, kerr.InvalidRequiredAcks},
+	{replica.ErrTimeout, kerr.RequestTimedOut},
+	{replica.ErrShuttingDown, kerr.NotLeaderForPartition},
+	{log.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
+	{log.ErrRecordTooLarge, kerr.MessageTooLarge},
+	{log.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	{log.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{log.ErrInvalidRecord, kerr.InvalidRecord},
+	{log.ErrKafkaStorage, kerr.KafkaStorageError},
+	{log.ErrClosed, kerr.NotLeaderForPartition},
+	{recordbatch.ErrUnsupportedMagic, kerr.UnsupportedForMessageFormat},
+	{recordbatch.ErrCorrupt, kerr.CorruptMessage},
+	{recordbatch.ErrTruncated, kerr.CorruptMessage},
+	{log.ErrCorruption, kerr.CorruptMessage},
+	{context.DeadlineExceeded, kerr.RequestTimedOut},
+	{context.Canceled, kerr.RequestTimedOut},
+}
+
+// errorCode is the Kafka error code for err (0 for nil). Errors that wrap a *kerr.Error
+// (the Admin implementation returns those) keep their code; anything unknown is
+// UNKNOWN_SERVER_ERROR.
+func errorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	for _, e := range errorTable {
+		if errors.Is(err, e.err) {
+			return e.kerr.Code
+		}
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// errorMessage is the text for responses that carry one (nil for no error).
+func errorMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	return &s
+}

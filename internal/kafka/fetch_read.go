@@ -1,0 +1,98 @@
+package kafka
+
+import (
+	"errors"
+
+	"github.com/runnel-io/runnel/internal/log"
+	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/replica"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+var errUnknownTopicID = kerr.UnknownTopicID
+
+// readParts reads every partition once and fills resp. It returns the number of record
+// bytes in the response. In an incremental session only partitions with news appear.
+func (s *Server) readParts(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, parts []*fetchPart, replicaID int32, incremental bool) int {
+	budget := int(req.MaxBytes)
+	if req.Version < 3 || budget <= 0 {
+		budget = int(^uint32(0) >> 1)
+	}
+	total := 0
+	topicIdx := map[string]int{}
+	for _, fp := range parts {
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.Partition = fp.sp.tp.Partition
+		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+		rp.PreferredReadReplica = -1
+		if fp.err != nil {
+			rp.ErrorCode = errorCode(fp.err)
+		} else {
+			n := s.readPart(fp, &rp, budget, total == 0, replicaID)
+			budget -= n
+			total += n
+		}
+		if incremental && rp.ErrorCode == 0 && len(rp.RecordBatches) == 0 &&
+			rp.HighWatermark == fp.sp.lastHW && rp.LastStableOffset == fp.sp.lastLSO && rp.LogStartOffset == fp.sp.lastLogStart {
+			continue
+		}
+		fp.sp.lastHW, fp.sp.lastLSO, fp.sp.lastLogStart = rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset
+		appendFetchPartition(resp, topicIdx, fp, rp)
+	}
+	return total
+}
+
+func appendFetchPartition(resp *kmsg.FetchResponse, topicIdx map[string]int, fp *fetchPart, rp kmsg.FetchResponseTopicPartition) {
+	i, ok := topicIdx[fp.sp.tp.Topic]
+	if !ok || fp.sp.tp.Topic == "" {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.TopicID = fp.sp.tp.Topic, fp.sp.topicID
+		resp.Topics = append(resp.Topics, rt)
+		i = len(resp.Topics) - 1
+		topicIdx[fp.sp.tp.Topic] = i
+	}
+	resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
+}
+
+// readPart reads one partition into rp and returns the bytes added.
+func (s *Server) readPart(fp *fetchPart, rp *kmsg.FetchResponseTopicPartition, budget int, first bool, replicaID int32) int {
+	maxBytes := min(int(fp.sp.maxBytes), budget)
+	if maxBytes <= 0 && !first {
+		res, err := fp.part.Read(replica.ReadOptions{FetchOffset: fp.sp.fetchOffset, MaxBytes: 0, CurrentLeaderEpoch: fp.sp.currentLeaderEpoch, ReplicaID: -1})
+		fillOffsets(rp, res, err)
+		return 0
+	}
+	res, err := fp.part.Read(replica.ReadOptions{
+		FetchOffset: fp.sp.fetchOffset, MaxBytes: int32(max(maxBytes, 0)), MinOneBatch: first,
+		CurrentLeaderEpoch: fp.sp.currentLeaderEpoch, ReplicaID: metadataNode(replicaID),
+	})
+	fillOffsets(rp, res, err)
+	if err != nil || res.Info.Size == 0 {
+		return 0
+	}
+	buf, err := res.Info.AppendTo(make([]byte, 0, res.Info.Size))
+	if err != nil {
+		s.logger.Error("fetch read failed", "topic", fp.sp.tp.Topic, "partition", fp.sp.tp.Partition,
+			"offset", fp.sp.fetchOffset, "err", err)
+		rp.ErrorCode = kerr.KafkaStorageError.Code
+		return 0
+	}
+	rp.RecordBatches = buf
+	return len(buf)
+}
+
+func fillOffsets(rp *kmsg.FetchResponseTopicPartition, res replica.ReadResult, err error) {
+	if err != nil && !errors.Is(err, errOffsetOutOfRange) {
+		rp.ErrorCode = errorCode(err)
+		return
+	}
+	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
+	if err != nil {
+		rp.ErrorCode = errorCode(err)
+	}
+}
+
+var errOffsetOutOfRange = log.ErrOffsetOutOfRange
+
+func metadataNode(id int32) metadata.NodeID { return metadata.NodeID(id) }

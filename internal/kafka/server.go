@@ -1,0 +1,157 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/runnel-io/runnel/internal/config"
+	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/replica"
+)
+
+// Admin is what the protocol layer needs from the controller. The server package
+// implements it over internal/controller; errors it returns wrap a *kerr.Error so that
+// errors.go can answer with the right code.
+type Admin interface {
+	// Image is the latest metadata image this node has applied to its replicas.
+	Image() *metadata.Image
+	// ControllerID is the active controller, or -1 when unknown.
+	ControllerID() metadata.NodeID
+	CreateTopics(ctx context.Context, specs []TopicSpec, validateOnly bool) []error
+	DeleteTopics(ctx context.Context, names []string) []error
+	CreatePartitions(ctx context.Context, topic string, newTotal int32, assignments [][]metadata.NodeID, validateOnly bool) error
+	AlterTopicConfigs(ctx context.Context, topic string, set map[string]*string, replaceAll, validateOnly bool) error
+	AlterBrokerConfigs(ctx context.Context, set map[string]*string, validateOnly bool) error
+	AllocateProducerID(ctx context.Context) (int64, error)
+}
+
+// TopicSpec is one topic of a CreateTopics request.
+type TopicSpec struct {
+	Name              string
+	NumPartitions     int32 // -1: broker default
+	ReplicationFactor int16 // -1: broker default
+	Assignments       map[int32][]metadata.NodeID
+	Configs           map[string]string
+}
+
+// Config configures the protocol server.
+type Config struct {
+	NodeID metadata.NodeID
+	// Broker is the node's configuration (limits, defaults for auto-created topics).
+	Broker *config.Broker
+	Logger *slog.Logger
+	// Listen overrides net.Listen, for tests on a virtual network.
+	Listen func(network, addr string) (net.Listener, error)
+}
+
+// Server is the Kafka protocol server of one node.
+type Server struct {
+	cfg      Config
+	logger   *slog.Logger
+	replicas *replica.Manager
+	admin    Admin
+	metrics  *Metrics
+	sessions *fetchSessions
+
+	// slots is the queued.max.requests semaphore; see the package doc.
+	slots chan struct{}
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu    sync.Mutex // guards ln and conns
+	ln    net.Listener
+	conns map[*conn]struct{}
+	wg    sync.WaitGroup
+}
+
+// NewServer builds a server; Serve starts it.
+func NewServer(cfg Config, replicas *replica.Manager, admin Admin, metrics *Metrics) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Listen == nil {
+		cfg.Listen = net.Listen
+	}
+	q := cfg.Broker.QueuedMaxRequests
+	if q <= 0 {
+		q = 500
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		cfg: cfg, logger: cfg.Logger, replicas: replicas, admin: admin, metrics: metrics,
+		sessions: newFetchSessions(1000),
+		slots:    make(chan struct{}, q),
+		ctx:      ctx, cancel: cancel,
+		conns: map[*conn]struct{}{},
+	}
+}
+
+// Listen binds the listener; it returns the bound address (useful with port 0).
+func (s *Server) Listen(addr string) (net.Addr, error) {
+	ln, err := s.cfg.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.ln = ln
+	s.mu.Unlock()
+	return ln.Addr(), nil
+}
+
+// Serve accepts connections until Close. Listen must have been called.
+func (s *Server) Serve() error {
+	s.mu.Lock()
+	ln := s.ln
+	s.mu.Unlock()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(5 * time.Millisecond)
+				continue
+			}
+			return err
+		}
+		c := newConn(s, nc)
+		s.mu.Lock()
+		if s.ctx.Err() != nil {
+			s.mu.Unlock()
+			nc.Close()
+			return nil
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			c.serve()
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// Close stops accepting, closes every connection and waits for their goroutines.
+func (s *Server) Close() error {
+	s.cancel()
+	s.mu.Lock()
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	for c := range s.conns {
+		c.nc.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}

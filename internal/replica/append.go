@@ -1,0 +1,141 @@
+package replica
+
+import (
+	"context"
+	"errors"
+
+	"github.com/runnel-io/runnel/internal/log"
+	"github.com/runnel-io/runnel/internal/metadata"
+)
+
+// AppendToLeader appends records (one or more v2 batches, stamped in place) as leader
+// and returns once the write satisfies acks:
+//
+//   - acks=0 or 1: appended, and fsynced when the topic's flush policy asks for it
+//     (the default: every acknowledged batch is durable, with group commit);
+//   - acks=-1 (all): additionally every ISR member has it (the high watermark passed it),
+//     and the ISR had at least min.insync.replicas members when it was appended.
+//
+// The append itself holds only the read side of leaderIsrLock; the fsync and the wait
+// for followers hold no partition lock, so other producers proceed meanwhile and share
+// the fsync (group commit).
+func (p *Partition) AppendToLeader(ctx context.Context, records []byte, acks int16) (log.AppendInfo, error) {
+	if acks != 0 && acks != 1 && acks != -1 {
+		return log.AppendInfo{}, ErrInvalidRequiredAcks
+	}
+	info, err := p.appendLocked(records, acks)
+	if err != nil {
+		return info, err
+	}
+	end := info.LastOffset + 1
+	if p.log.NeedsFlush(info) || (info.Duplicate && p.log.RecoveryPoint() < end) {
+		if err := p.log.Flush(end); err != nil {
+			return info, err
+		}
+	}
+	p.leaderIsrLock.RLock()
+	if p.leader == p.node {
+		p.maybeIncrementHWLocked()
+	}
+	p.leaderIsrLock.RUnlock()
+	if acks != -1 {
+		return info, nil
+	}
+	if err := p.waitForHW(ctx, end); err != nil {
+		return info, err
+	}
+	p.leaderIsrLock.RLock()
+	short := int32(len(p.isr)) < p.minISR
+	p.leaderIsrLock.RUnlock()
+	if short {
+		return info, ErrNotEnoughReplicasAfterAppend
+	}
+	return info, nil
+}
+
+func (p *Partition) appendLocked(records []byte, acks int16) (log.AppendInfo, error) {
+	p.leaderIsrLock.RLock()
+	defer p.leaderIsrLock.RUnlock()
+	if p.leader != p.node {
+		return log.AppendInfo{}, ErrNotLeader
+	}
+	if acks == -1 && int32(len(p.isr)) < p.minISR {
+		return log.AppendInfo{}, ErrNotEnoughReplicas
+	}
+	return p.log.AppendAsLeader(records, p.leaderEpoch)
+}
+
+// ReadOptions describe one partition of a fetch.
+type ReadOptions struct {
+	FetchOffset int64
+	MaxBytes    int32
+	// MinOneBatch returns a whole first batch even when it exceeds MaxBytes (KIP-74),
+	// so a consumer always makes progress.
+	MinOneBatch bool
+	// CurrentLeaderEpoch from the client (KIP-320); -1 skips the check.
+	CurrentLeaderEpoch int32
+	// ReplicaID is the fetching follower's node id, or -1 for a consumer.
+	ReplicaID metadata.NodeID
+}
+
+// ReadResult is one partition's fetched range and the offsets a fetch response reports.
+type ReadResult struct {
+	Info             log.ReadInfo
+	HighWatermark    int64
+	LastStableOffset int64
+	LogStartOffset   int64
+	LogEndOffset     int64
+}
+
+// Read returns the batches at o.FetchOffset. Consumers read below the high watermark;
+// followers read up to the log end. An offset between the high watermark and the log
+// end is valid and yields no records.
+func (p *Partition) Read(o ReadOptions) (ReadResult, error) {
+	p.leaderIsrLock.RLock()
+	leader, epoch := p.leader, p.leaderEpoch
+	p.leaderIsrLock.RUnlock()
+	if leader != p.node {
+		return ReadResult{}, ErrNotLeader
+	}
+	if err := checkEpoch(o.CurrentLeaderEpoch, epoch); err != nil {
+		return ReadResult{}, err
+	}
+	hw := p.hw.Load()
+	res := ReadResult{
+		HighWatermark: hw, LastStableOffset: hw,
+		LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset(),
+	}
+	maxOffset := hw
+	if o.ReplicaID >= 0 {
+		maxOffset = res.LogEndOffset
+	}
+	if o.FetchOffset < res.LogStartOffset || o.FetchOffset > res.LogEndOffset {
+		return res, log.ErrOffsetOutOfRange
+	}
+	if o.FetchOffset >= maxOffset {
+		return res, nil
+	}
+	info, err := p.log.Read(o.FetchOffset, o.MaxBytes, maxOffset, o.MinOneBatch)
+	if err != nil {
+		return res, err
+	}
+	res.Info = info
+	return res, nil
+}
+
+func checkEpoch(requested, current int32) error {
+	switch {
+	case requested < 0 || requested == current:
+		return nil
+	case requested < current:
+		return ErrFencedLeaderEpoch
+	default:
+		return ErrUnknownLeaderEpoch
+	}
+}
+
+// IsRetriable reports errors a client fixes by refreshing metadata and retrying.
+func IsRetriable(err error) bool {
+	return errors.Is(err, ErrNotLeader) || errors.Is(err, ErrNotEnoughReplicas) ||
+		errors.Is(err, ErrUnknownLeaderEpoch)
+}

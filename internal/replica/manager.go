@@ -1,0 +1,218 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/runnel-io/runnel/internal/log"
+	"github.com/runnel-io/runnel/internal/metadata"
+)
+
+// TopicSettings is what the replica layer needs from a topic's configuration.
+type TopicSettings struct {
+	Log    log.Config
+	MinISR int32
+}
+
+// Options configure a Manager.
+type Options struct {
+	Node   metadata.NodeID
+	Logs   *log.Manager
+	Logger *slog.Logger
+	// Resolve turns a topic's overrides (and the cluster's dynamic defaults) into
+	// settings. It must not fail for configs the controller accepted.
+	Resolve func(im *metadata.Image, t *metadata.Topic) TopicSettings
+	// HWCheckpointInterval is how often high watermarks are written to disk.
+	HWCheckpointInterval time.Duration
+}
+
+// Manager hosts every local replica (Kafka's ReplicaManager).
+type Manager struct {
+	opts   Options
+	logger *slog.Logger
+
+	// checkpointHW holds the high watermarks read at start-up, used when a partition
+	// first becomes leader after a restart. Read-only after NewManager.
+	checkpointHW map[metadata.TopicPartition]int64
+
+	// mu guards partitions and image. Lock order: mu -> Partition locks.
+	mu         sync.RWMutex
+	partitions map[metadata.TopicPartition]*Partition
+	image      *metadata.Image
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// NewManager creates the manager; ApplyImage populates it.
+func NewManager(o Options) (*Manager, error) {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.HWCheckpointInterval <= 0 {
+		o.HWCheckpointInterval = 5 * time.Second
+	}
+	hw, err := o.Logs.ReadHighWatermarks()
+	if err != nil {
+		return nil, fmt.Errorf("read high watermark checkpoint: %w", err)
+	}
+	m := &Manager{
+		opts: o, logger: o.Logger, checkpointHW: hw,
+		partitions: map[metadata.TopicPartition]*Partition{},
+		image:      metadata.Empty(),
+		stop:       make(chan struct{}),
+	}
+	m.wg.Add(1)
+	go m.checkpointLoop()
+	return m, nil
+}
+
+// ApplyImage makes the local replicas match im: creates logs for new partitions, changes
+// roles, applies config changes and deletes partitions no longer hosted here. Images
+// must be applied in order; the caller serialises calls.
+func (m *Manager) ApplyImage(im *metadata.Image) error {
+	m.mu.Lock()
+	prev := m.image
+	m.image = im
+	m.mu.Unlock()
+	lc := im.LocalChanges(prev, m.opts.Node)
+	var firstErr error
+	apply := func(tp metadata.TopicPartition, st metadata.Partition) {
+		if err := m.applyPartition(im, tp, st); err != nil {
+			m.logger.Error("cannot host partition", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	for tp, st := range lc.Leaders {
+		apply(tp, st)
+	}
+	for tp, st := range lc.Followers {
+		apply(tp, st)
+	}
+	for _, tp := range lc.Deleted {
+		m.deletePartition(tp)
+	}
+	return firstErr
+}
+
+func (m *Manager) applyPartition(im *metadata.Image, tp metadata.TopicPartition, st metadata.Partition) error {
+	settings := m.opts.Resolve(im, im.Topics[tp.Topic])
+	m.mu.Lock()
+	p := m.partitions[tp]
+	if p == nil {
+		l, err := m.opts.Logs.GetOrCreate(tp, settings.Log)
+		if err != nil {
+			m.mu.Unlock()
+			return err
+		}
+		p = newPartition(tp, m.opts.Node, l, m.logger)
+		m.partitions[tp] = p
+	} else {
+		p.log.UpdateConfig(settings.Log)
+	}
+	m.mu.Unlock()
+	hw, ok := m.checkpointHW[tp]
+	if !ok {
+		hw = -1
+	}
+	if p.applyState(st, settings.MinISR, settings.Log.FlushMessages <= 1, hw) {
+		m.logger.Info("became leader", "topic", tp.Topic, "partition", tp.Partition,
+			"leader_epoch", st.LeaderEpoch, "log_end_offset", p.log.LogEndOffset(), "high_watermark", p.HighWatermark())
+	}
+	return nil
+}
+
+func (m *Manager) deletePartition(tp metadata.TopicPartition) {
+	m.mu.Lock()
+	p := m.partitions[tp]
+	delete(m.partitions, tp)
+	m.mu.Unlock()
+	if p != nil {
+		p.leaderIsrLock.Lock()
+		p.leader = metadata.NoLeader
+		p.leaderIsrLock.Unlock()
+		p.notifyWaiters()
+	}
+	if err := m.opts.Logs.Delete(tp); err != nil {
+		m.logger.Error("delete partition log", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+	}
+}
+
+// Partition returns the local replica of tp. Errors: ErrUnknownTopicOrPartition when the
+// metadata has no such partition, ErrNotLeader when it exists but is not hosted here.
+func (m *Manager) Partition(tp metadata.TopicPartition) (*Partition, error) {
+	m.mu.RLock()
+	p := m.partitions[tp]
+	im := m.image
+	m.mu.RUnlock()
+	if p != nil {
+		return p, nil
+	}
+	if _, ok := im.Partition(tp); ok {
+		return nil, ErrNotLeader
+	}
+	return nil, ErrUnknownTopicOrPartition
+}
+
+// Partitions returns a snapshot of every local replica.
+func (m *Manager) Partitions() []*Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	ps := make([]*Partition, 0, len(m.partitions))
+	for _, p := range m.partitions {
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// Watch returns a channel signalled when the high watermark of any of parts moves, and a
+// function that stops watching. Fetch long polls use it.
+func Watch(parts []*Partition) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	for _, p := range parts {
+		p.addWaiter(ch)
+	}
+	return ch, func() {
+		for _, p := range parts {
+			p.removeWaiter(ch)
+		}
+	}
+}
+
+func (m *Manager) checkpointLoop() {
+	defer m.wg.Done()
+	t := time.NewTicker(m.opts.HWCheckpointInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+			m.checkpointHighWatermarks()
+		}
+	}
+}
+
+func (m *Manager) checkpointHighWatermarks() {
+	hws := map[metadata.TopicPartition]int64{}
+	for _, p := range m.Partitions() {
+		hws[p.tp] = p.HighWatermark()
+	}
+	if err := m.opts.Logs.WriteHighWatermarks(hws); err != nil {
+		m.logger.Error("write high watermark checkpoint", "err", err)
+	}
+}
+
+// Close stops background work and writes a last high watermark checkpoint. Logs are
+// closed by their log.Manager.
+func (m *Manager) Close(ctx context.Context) error {
+	close(m.stop)
+	m.wg.Wait()
+	m.checkpointHighWatermarks()
+	return nil
+}
