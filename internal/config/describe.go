@@ -1,0 +1,139 @@
+package config
+
+import (
+	"sort"
+	"strings"
+)
+
+// Source is where a config value comes from, numbered as Kafka's DescribeConfigs
+// ConfigSource.
+type Source int
+
+// Kafka's config sources.
+const (
+	SourceUnknown              Source = 0
+	SourceDynamicTopic         Source = 1 // a topic override (CreateTopics, AlterConfigs)
+	SourceDynamicBroker        Source = 2 // set on one broker at run time
+	SourceDynamicDefaultBroker Source = 3 // set for all brokers at run time
+	SourceStaticBroker         Source = 4 // server.properties or --set
+	SourceDefault              Source = 5 // the built-in default
+	SourceDynamicBrokerLogger  Source = 6
+)
+
+var sourceNames = map[Source]string{
+	SourceUnknown:              "UNKNOWN",
+	SourceDynamicTopic:         "DYNAMIC_TOPIC_CONFIG",
+	SourceDynamicBroker:        "DYNAMIC_BROKER_CONFIG",
+	SourceDynamicDefaultBroker: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+	SourceStaticBroker:         "STATIC_BROKER_CONFIG",
+	SourceDefault:              "DEFAULT_CONFIG",
+	SourceDynamicBrokerLogger:  "DYNAMIC_BROKER_LOGGER_CONFIG",
+}
+
+// String is Kafka's name for the source, as kafka-configs.sh prints it.
+func (s Source) String() string {
+	if n, ok := sourceNames[s]; ok {
+		return n
+	}
+	return "UNKNOWN"
+}
+
+// Entry is one config as DescribeConfigs reports it.
+type Entry struct {
+	Name  string
+	Value string
+	// Null is Kafka's null value: the config has no value and no default (Value is ""),
+	// or it is Sensitive and hidden.
+	Null      bool
+	Source    Source
+	ReadOnly  bool   // cannot be changed with AlterConfigs
+	Sensitive bool   // a password: Value is never shown
+	Type      string // Kafka's ConfigType name: BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD
+	Doc       string
+	// Synonyms are where the value could come from, highest precedence first: the topic
+	// override, then the broker properties set in the file, then the defaults. Synonyms
+	// carry Name, Value, Source and Type only.
+	Synonyms []Entry
+}
+
+// TypeCode is the entry's type as Kafka's numeric ConfigType, for the wire.
+func (e Entry) TypeCode() int8 {
+	for i, n := range typeNames {
+		if n == e.Type {
+			return int8(i)
+		}
+	}
+	return 0
+}
+
+// DescribeTopic lists every topic config of a topic with the given overrides, with its
+// value, source and synonyms, sorted by name. Overrides with unknown names are left out:
+// they cannot have been stored.
+func (b *Broker) DescribeTopic(overrides map[string]string) []Entry {
+	out := make([]Entry, 0, len(topicProps))
+	for i := range topicProps {
+		out = append(out, b.describeTopicConfig(&topicProps[i], overrides))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (b *Broker) describeTopicConfig(p *prop, overrides map[string]string) Entry {
+	e := Entry{Name: p.name, Type: p.typ.String(), Doc: p.doc}
+	var syns []Entry
+	if v, ok := overrides[p.name]; ok {
+		e.Value, e.Source = strings.TrimSpace(v), SourceDynamicTopic
+		syns = append(syns, Entry{Name: p.name, Value: e.Value, Source: SourceDynamicTopic, Type: e.Type})
+	} else {
+		e.Value, e.Source, _ = b.topicDefault(p)
+	}
+	brokerSyns := synonyms[p.name]
+	for _, s := range brokerSyns {
+		if b.Explicit(s.name) {
+			syns = append(syns, Entry{Name: s.name, Value: b.Raw[s.name], Source: SourceStaticBroker, Type: s.typ.String()})
+		}
+	}
+	hasDefault := false
+	for _, s := range brokerSyns {
+		if !s.null {
+			hasDefault = true
+			syns = append(syns, Entry{Name: s.name, Value: s.dflt, Source: SourceDefault, Type: s.typ.String()})
+		}
+	}
+	if !hasDefault {
+		syns = append(syns, Entry{Name: p.name, Value: p.dflt, Source: SourceDefault, Type: e.Type})
+	}
+	e.Synonyms = syns
+	return e
+}
+
+// DescribeBroker lists every broker property with its value and source, sorted by name.
+// Runnel has no dynamic broker configs, so all are read-only.
+func (b *Broker) DescribeBroker() []Entry {
+	out := make([]Entry, 0, len(brokerProps))
+	for i := range brokerProps {
+		out = append(out, b.describeBrokerConfig(&brokerProps[i]))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (b *Broker) describeBrokerConfig(p *prop) Entry {
+	v, has := b.Raw[p.name]
+	e := Entry{Name: p.name, Value: v, Null: !has, Source: SourceDefault, ReadOnly: true,
+		Sensitive: p.typ == TypePassword, Type: p.typ.String(), Doc: p.doc}
+	if b.Explicit(p.name) {
+		e.Source = SourceStaticBroker
+		e.Synonyms = append(e.Synonyms, Entry{Name: p.name, Value: v, Source: SourceStaticBroker, Type: e.Type})
+	}
+	if !p.null {
+		e.Synonyms = append(e.Synonyms, Entry{Name: p.name, Value: p.dflt, Source: SourceDefault, Type: e.Type})
+	}
+	if e.Sensitive {
+		e.Value, e.Null = "", true
+		for i := range e.Synonyms {
+			e.Synonyms[i].Value = ""
+		}
+	}
+	return e
+}
