@@ -59,6 +59,9 @@ type Image struct {
 	Brokers   map[NodeID]Broker `json:"brokers"`
 	Topics    map[string]*Topic `json:"topics"`
 	Configs   map[string]string `json:"configs,omitempty"` // dynamic broker-wide defaults
+	// NextProducerID is the first producer id not yet handed out in a block. It only
+	// grows, so ids from different blocks never collide, across restarts and leaders.
+	NextProducerID int64 `json:"next_producer_id,omitempty"`
 }
 
 // Empty returns the image before any record.

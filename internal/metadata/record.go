@@ -20,6 +20,10 @@ const (
 	ConfigType           RecordType = "config"
 	PartitionChangeType  RecordType = "partition_change"
 	ClusterIDType        RecordType = "cluster_id"
+	// ProducerIDsType hands out the block [ProducerIDBlockStart, NextProducerID) of
+	// producer ids. It applies only if ProducerIDBlockStart equals the image's
+	// NextProducerID, so two proposers working from the same image cannot both get a block.
+	ProducerIDsType RecordType = "producer_ids"
 )
 
 // Record is one change to the metadata. Exactly one payload field is set, matching Type.
@@ -36,6 +40,9 @@ type Record struct {
 	ConfigKey      string            `json:"config_key,omitempty"`
 	ConfigValue    *string           `json:"config_value,omitempty"` // nil deletes the key
 	ConfigSet      map[string]string `json:"config_set,omitempty"`   // replaces all of a topic's configs when non-nil with ConfigKey empty
+	// ProducerIDBlockStart and NextProducerID are the ProducerIDsType payload.
+	ProducerIDBlockStart int64 `json:"producer_id_block_start,omitempty"`
+	NextProducerID       int64 `json:"next_producer_id,omitempty"`
 }
 
 // Encode serialises records for the Raft log.
@@ -92,6 +99,10 @@ func (im *Image) Apply(rec Record, offset uint64) *Image {
 		}
 	case ConfigType:
 		n.applyConfig(im, rec)
+	case ProducerIDsType:
+		if rec.ProducerIDBlockStart == im.NextProducerID && rec.NextProducerID > im.NextProducerID {
+			n.NextProducerID = rec.NextProducerID
+		}
 	}
 	return &n
 }

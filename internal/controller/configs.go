@@ -1,0 +1,91 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/runnel-io/runnel/internal/metadata"
+)
+
+// AlterTopicConfigs changes topic's config overrides. A nil value deletes the key.
+// With replaceAll (Kafka AlterConfigs) the non-nil entries of set become the whole
+// set of overrides; without it (IncrementalAlterConfigs) only the named keys change.
+// Values are checked with Config.ValidateTopicConfig (ErrInvalidConfig).
+func (c *Controller) AlterTopicConfigs(ctx context.Context, topic string, set map[string]*string, replaceAll bool, validateOnly bool) error {
+	return c.withLeader(ctx, func(im *metadata.Image) error {
+		t := im.Topics[topic]
+		if t == nil {
+			return fmt.Errorf("%w: %q", ErrUnknownTopic, topic)
+		}
+		return c.alterConfigsLocked(ctx, c.cfg.ValidateTopicConfig, topic, t.Configs, set, replaceAll, validateOnly)
+	})
+}
+
+// AlterBrokerConfigs changes the dynamic cluster-wide defaults (Image.Configs), the
+// way IncrementalAlterConfigs on the default broker resource does: a nil value
+// deletes the key. Values are checked with Config.ValidateBrokerConfig.
+func (c *Controller) AlterBrokerConfigs(ctx context.Context, set map[string]*string, validateOnly bool) error {
+	return c.withLeader(ctx, func(im *metadata.Image) error {
+		return c.alterConfigsLocked(ctx, c.cfg.ValidateBrokerConfig, "", im.Configs, set, false, validateOnly)
+	})
+}
+
+func (c *Controller) alterConfigsLocked(ctx context.Context, validate func(k, v string) error, topic string,
+	current map[string]string, set map[string]*string, replaceAll, validateOnly bool) error {
+	for k, v := range set {
+		if err := validateConfig(validate, k, v); err != nil {
+			return err
+		}
+	}
+	recs := configRecords(topic, current, set, replaceAll)
+	if validateOnly || len(recs) == 0 {
+		return nil
+	}
+	_, err := c.proposeLocked(ctx, recs)
+	return err
+}
+
+// validateConfig checks one entry; a nil value (a deletion) only needs a key.
+func validateConfig(validate func(k, v string) error, key string, value *string) error {
+	if key == "" {
+		return fmt.Errorf("%w: empty config name", ErrInvalidConfig)
+	}
+	if value == nil || validate == nil {
+		return nil
+	}
+	if err := validate(key, *value); err != nil {
+		return fmt.Errorf("%w: %s=%s: %w", ErrInvalidConfig, key, *value, err)
+	}
+	return nil
+}
+
+// configRecords returns the ConfigType records that turn current into the result of
+// set (see AlterTopicConfigs), one per changed key in key order; none if nothing
+// changes.
+func configRecords(topic string, current map[string]string, set map[string]*string, replaceAll bool) []metadata.Record {
+	want := map[string]*string{}
+	if replaceAll {
+		for k := range current {
+			want[k] = nil
+		}
+	}
+	for k, v := range set {
+		want[k] = v
+	}
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var recs []metadata.Record
+	for _, k := range keys {
+		v := want[k]
+		old, had := current[k]
+		if (v == nil && !had) || (v != nil && had && old == *v) {
+			continue
+		}
+		recs = append(recs, metadata.Record{Type: metadata.ConfigType, TopicName: topic, ConfigKey: k, ConfigValue: v})
+	}
+	return recs
+}

@@ -1,0 +1,256 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/runnel-io/runnel/internal/metadata"
+)
+
+// Defaults for the zero values of Config.
+const (
+	DefaultSessionTimeout    = 9 * time.Second
+	DefaultSnapshotThreshold = 1024
+	DefaultSnapshotInterval  = 30 * time.Second
+)
+
+// Config configures a Controller. Zero values take the defaults written on each field.
+type Config struct {
+	// NodeID is this node's id; its Raft server id is the decimal NodeID.
+	NodeID metadata.NodeID
+	// DataDir holds meta.properties and __raft/.
+	DataDir string
+	// Listen is the host:port the Raft TCP transport binds (--controller-listen).
+	// Port 0 picks a free port (see Addr).
+	Listen string
+	// Advertise is the Raft address other voters dial. Default: the bound Listen
+	// address, which must then not be a wildcard such as 0.0.0.0.
+	Advertise string
+	// Voters is the quorum (--controllers). Empty means this node alone, at its
+	// advertised address.
+	Voters []Voter
+	// Logger receives the controller's logs and Raft's own (Raft's at Warn and above).
+	// Default: slog.Default().
+	Logger *slog.Logger
+
+	// ValidateTopicConfig checks one topic config entry (CreateTopics,
+	// AlterTopicConfigs). Nil accepts everything. Its error is wrapped in ErrInvalidConfig.
+	ValidateTopicConfig func(key, value string) error
+	// ValidateBrokerConfig checks one dynamic cluster-wide config entry
+	// (AlterBrokerConfigs). Default: ValidateTopicConfig.
+	ValidateBrokerConfig func(key, value string) error
+	// DefaultPartitions is used when a TopicSpec asks for -1 partitions. Default 1.
+	DefaultPartitions int32
+	// DefaultReplicationFactor is used when a TopicSpec asks for -1. Default 1.
+	DefaultReplicationFactor int16
+	// DisableTopicDeletion makes DeleteTopics fail with ErrTopicDeletionDisabled
+	// (Kafka delete.topic.enable=false). Default: deletion allowed.
+	DisableTopicDeletion bool
+	// SessionTimeout is how long a broker may go without a heartbeat before it is
+	// fenced. Default DefaultSessionTimeout. Not enforced yet (single-node issue).
+	SessionTimeout time.Duration
+
+	// SnapshotThreshold is how many applied entries trigger a Raft snapshot, checked
+	// every SnapshotInterval. Defaults DefaultSnapshotThreshold and DefaultSnapshotInterval.
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+}
+
+// Voter is one member of the metadata quorum.
+type Voter struct {
+	ID   metadata.NodeID
+	Addr string // Raft host:port
+}
+
+// Controller is one node's member of the metadata quorum. Every node runs one; the
+// Raft leader is the active controller and the only one that accepts proposals.
+type Controller struct {
+	cfg Config
+	log *slog.Logger
+	fsm *fsm
+	// done is closed by Close; every goroutine and wait of the Controller selects on it.
+	done      chan struct{}
+	closeOnce sync.Once
+	// wg tracks the goroutines started by Start, Subscribe and proposals.
+	wg sync.WaitGroup
+
+	// Set by Start before it returns; read-only afterwards. Nil before Start.
+	raft  *raft.Raft
+	trans *raft.NetworkTransport
+	store *raftboltdb.BoltStore
+
+	// proposeMu serialises every read-validate-propose-wait sequence, so a proposal is
+	// always validated against an image that includes every earlier proposal from this
+	// node. It guards the fields below.
+	proposeMu sync.Mutex
+	// freshTerm is the Raft term in which a Barrier completed on this node as leader:
+	// while the term is unchanged, the local image holds every committed record.
+	freshTerm uint64
+	// pidNext, pidEnd is the unused part of this node's producer id block.
+	// Invariant: pidNext <= pidEnd, and [pidNext, pidEnd) was granted by a committed
+	// ProducerIDs record to this node only.
+	pidNext, pidEnd int64
+}
+
+// New checks cfg and returns a Controller that is not started yet. Image works at once
+// (the empty image); everything else needs Start.
+func New(cfg Config) (*Controller, error) {
+	if cfg.DataDir == "" {
+		return nil, fmt.Errorf("controller: DataDir is required")
+	}
+	if cfg.Listen == "" {
+		return nil, fmt.Errorf("controller: Listen is required")
+	}
+	if cfg.NodeID < 0 {
+		return nil, fmt.Errorf("controller: node id %d is negative", cfg.NodeID)
+	}
+	applyDefaults(&cfg)
+	seen := map[metadata.NodeID]bool{}
+	for _, v := range cfg.Voters {
+		if seen[v.ID] || v.Addr == "" {
+			return nil, fmt.Errorf("controller: voter %d@%q is repeated or has no address", v.ID, v.Addr)
+		}
+		seen[v.ID] = true
+	}
+	c := &Controller{cfg: cfg, log: cfg.Logger.With("component", "controller"), done: make(chan struct{})}
+	c.fsm = newFSM(c.log)
+	return c, nil
+}
+
+func applyDefaults(cfg *Config) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.ValidateBrokerConfig == nil {
+		cfg.ValidateBrokerConfig = cfg.ValidateTopicConfig
+	}
+	if cfg.DefaultPartitions <= 0 {
+		cfg.DefaultPartitions = 1
+	}
+	if cfg.DefaultReplicationFactor <= 0 {
+		cfg.DefaultReplicationFactor = 1
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = DefaultSessionTimeout
+	}
+	if cfg.SnapshotThreshold == 0 {
+		cfg.SnapshotThreshold = DefaultSnapshotThreshold
+	}
+	if cfg.SnapshotInterval <= 0 {
+		cfg.SnapshotInterval = DefaultSnapshotInterval
+	}
+}
+
+// Image returns the latest applied image; never nil. It does not lock.
+func (c *Controller) Image() *metadata.Image { return c.fsm.image.Load() }
+
+// IsLeader reports whether this node is the active controller.
+func (c *Controller) IsLeader() bool {
+	return c.raft != nil && c.raft.State() == raft.Leader
+}
+
+// LeaderID returns the active controller's node id, if one is known.
+func (c *Controller) LeaderID() (metadata.NodeID, bool) {
+	if c.raft == nil {
+		return 0, false
+	}
+	_, id := c.raft.LeaderWithID()
+	if id == "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(id), 10, 32)
+	if err != nil {
+		return 0, false
+	}
+	return metadata.NodeID(n), true
+}
+
+// Addr returns the Raft address this node advertises ("" before Start).
+func (c *Controller) Addr() string {
+	if c.trans == nil {
+		return ""
+	}
+	return string(c.trans.LocalAddr())
+}
+
+// WaitApplied waits until Image().Offset >= offset, the context ends (ErrTimeout) or
+// the Controller closes (ErrClosed).
+func (c *Controller) WaitApplied(ctx context.Context, offset uint64) error {
+	for {
+		ch := c.fsm.changed()
+		if c.Image().Offset >= offset {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: waiting for metadata offset %d (at %d): %w", ErrTimeout, offset, c.Image().Offset, ctx.Err())
+		case <-c.done:
+			return ErrClosed
+		}
+	}
+}
+
+// Subscribe calls fn on its own goroutine with every new image, in apply order: first
+// fn(nil, Image()) at once, then fn(prev, cur) whenever the image changes, where prev
+// is always the cur of the previous call, so a subscriber never misses a change. If fn
+// is slower than the FSM, images that arrived meanwhile are coalesced into one call
+// (prev is then older than cur by several records); metadata.Image.LocalChanges(prev,
+// node) computes the right delta across such a gap. The FSM never waits for fn.
+//
+// The returned cancel stops the subscription and waits for a running fn to return; do
+// not call it from fn. Close also stops every subscription.
+func (c *Controller) Subscribe(fn func(prev, cur *metadata.Image)) (cancel func()) {
+	stop := make(chan struct{})
+	exited := make(chan struct{})
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer close(exited)
+		c.deliver(fn, stop)
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(stop) })
+		<-exited
+	}
+}
+
+// deliver is a subscriber's loop; it returns when stop or c.done closes.
+func (c *Controller) deliver(fn func(prev, cur *metadata.Image), stop <-chan struct{}) {
+	var last *metadata.Image
+	for {
+		ch := c.fsm.changed()
+		if cur := c.Image(); cur != last {
+			fn(last, cur)
+			last = cur
+			continue
+		}
+		select {
+		case <-ch:
+		case <-stop:
+			return
+		case <-c.done:
+			return
+		}
+	}
+}
+
+// Close stops Raft (without handing over leadership), every subscription and
+// goroutine, and closes the stores. It is safe to call more than once.
+func (c *Controller) Close() error {
+	var err error
+	c.closeOnce.Do(func() {
+		close(c.done)
+		err = c.shutdownRaft()
+		c.wg.Wait()
+	})
+	return err
+}
