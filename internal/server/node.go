@@ -1,0 +1,220 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/runnel-io/runnel/internal/config"
+	"github.com/runnel-io/runnel/internal/controller"
+	"github.com/runnel-io/runnel/internal/httpd"
+	"github.com/runnel-io/runnel/internal/kafka"
+	"github.com/runnel-io/runnel/internal/log"
+	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/replica"
+	"github.com/runnel-io/runnel/internal/vfs"
+)
+
+// Options are what tests may change about a node beyond its configuration.
+type Options struct {
+	Logger *slog.Logger
+	// StartTimeout bounds start-up (waiting for the quorum). Default 60 s.
+	StartTimeout time.Duration
+}
+
+// Node is one running Runnel node.
+type Node struct {
+	cfg    *config.Broker
+	logger *slog.Logger
+
+	ctrl     *controller.Controller
+	logs     *log.Manager
+	replicas *replica.Manager
+	kafka    *kafka.Server
+	http     *httpd.Server
+	admin    *admin
+
+	kafkaAddr net.Addr
+	ready     atomic.Bool
+	done      chan error
+	closeOnce sync.Once
+	closeErr  error
+	unsub     func()
+}
+
+// Start builds and starts a node. It returns once the node serves clients.
+func Start(ctx context.Context, cfg *config.Broker, o Options) (*Node, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 60 * time.Second
+	}
+	n := &Node{cfg: cfg, logger: o.Logger.With("node", cfg.NodeID), done: make(chan error, 1)}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := n.start(ctx, reg, o.StartTimeout); err != nil {
+		n.Close()
+		return nil, err
+	}
+	n.ready.Store(true)
+	n.logger.Info("runnel node ready", "kafka", n.kafkaAddr.String(), "advertise", cfg.Advertise,
+		"http", cfg.HTTPListen, "data_dir", cfg.DataDir, "controller", cfg.ControllerListen)
+	return n, nil
+}
+
+func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time.Duration) error {
+	cfg := n.cfg
+	var err error
+	n.http, err = httpd.Start(httpd.Options{Addr: cfg.HTTPListen, Registry: reg, Ready: n.readyErr, Status: n.status, Logger: n.logger})
+	if err != nil {
+		return err
+	}
+	n.ctrl, err = controller.New(n.controllerConfig())
+	if err != nil {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := n.ctrl.Start(sctx); err != nil {
+		return fmt.Errorf("metadata quorum: %w", err)
+	}
+	n.logs, err = log.NewManager(log.ManagerOptions{
+		FS: vfs.OS(), DataDir: cfg.DataDir, Defaults: n.logDefaults(), Logger: n.logger,
+		RetentionCheckInterval: time.Duration(cfg.LogRetentionCheckIntervalMs) * time.Millisecond,
+		FlushCheckInterval:     time.Duration(cfg.LogFlushSchedulerIntervalMs) * time.Millisecond,
+		CheckpointInterval:     time.Duration(cfg.LogFlushOffsetCheckpointIntervalMs) * time.Millisecond,
+	})
+	if err != nil {
+		return fmt.Errorf("open logs in %s: %w", cfg.DataDir, err)
+	}
+	n.logs.Start()
+	n.replicas, err = replica.NewManager(replica.Options{
+		Node: metadata.NodeID(cfg.NodeID), Logs: n.logs, Logger: n.logger, Resolve: n.resolveTopic,
+	})
+	if err != nil {
+		return err
+	}
+	n.admin = newAdmin(n.ctrl, n.logger)
+	n.unsub = n.ctrl.Subscribe(n.applyImage)
+	if err := n.register(sctx); err != nil {
+		return err
+	}
+	reg.MustRegister(newPartitionCollector(n.replicas))
+	n.kafka = kafka.NewServer(kafka.Config{NodeID: metadata.NodeID(cfg.NodeID), Broker: cfg, Logger: n.logger},
+		n.replicas, n.admin, kafka.NewMetrics(reg))
+	n.kafkaAddr, err = n.kafka.Listen(cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("kafka listener on %s: %w", cfg.Listen, err)
+	}
+	go func() { n.done <- n.kafka.Serve() }()
+	return nil
+}
+
+func (n *Node) controllerConfig() controller.Config {
+	cfg := n.cfg
+	var voters []controller.Voter
+	for _, v := range cfg.Controllers {
+		voters = append(voters, controller.Voter{ID: metadata.NodeID(v.ID), Addr: v.Addr})
+	}
+	return controller.Config{
+		NodeID: metadata.NodeID(cfg.NodeID), DataDir: cfg.DataDir, Listen: cfg.ControllerListen,
+		Voters: voters, Logger: n.logger.With("component", "controller"),
+		ValidateTopicConfig:      config.ValidateTopicConfig,
+		DefaultPartitions:        cfg.NumPartitions,
+		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
+		DisableTopicDeletion:     !cfg.DeleteTopicEnable,
+		SessionTimeout:           time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+	}
+}
+
+// register announces this node (its advertised Kafka address) to the controller and
+// waits until this node has applied its own registration.
+func (n *Node) register(ctx context.Context) error {
+	host, portStr, err := net.SplitHostPort(n.cfg.Advertise)
+	if err != nil {
+		return fmt.Errorf("advertise address %q: %w", n.cfg.Advertise, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return fmt.Errorf("advertise address %q: bad port", n.cfg.Advertise)
+	}
+	b := metadata.Broker{ID: metadata.NodeID(n.cfg.NodeID), Host: host, Port: int32(port), Rack: n.cfg.BrokerRack}
+	for {
+		err := n.ctrl.RegisterBroker(ctx, b)
+		if err == nil {
+			return n.admin.waitLocal(ctx, n.ctrl.Image().Offset)
+		}
+		if !errors.Is(err, controller.ErrNotController) || ctx.Err() != nil {
+			return fmt.Errorf("register node %d with the controller: %w", n.cfg.NodeID, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// applyImage runs on the controller's delivery goroutine, in image order.
+func (n *Node) applyImage(_, cur *metadata.Image) {
+	if err := n.replicas.ApplyImage(cur); err != nil {
+		n.logger.Error("applying metadata", "offset", cur.Offset, "err", err)
+	}
+	n.admin.setApplied(cur)
+}
+
+func (n *Node) readyErr() error {
+	if !n.ready.Load() {
+		return errors.New("starting")
+	}
+	return nil
+}
+
+// KafkaAddr is the bound Kafka listener address.
+func (n *Node) KafkaAddr() net.Addr { return n.kafkaAddr }
+
+// Done yields the Kafka server's exit.
+func (n *Node) Done() <-chan error { return n.done }
+
+// Close stops the node in reverse start order: stop serving clients, stop applying
+// metadata, checkpoint and close the logs (flushing them), leave the quorum.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		n.ready.Store(false)
+		var errs []error
+		if n.kafka != nil {
+			errs = append(errs, n.kafka.Close())
+		}
+		if n.unsub != nil {
+			n.unsub()
+		}
+		if n.replicas != nil {
+			errs = append(errs, n.replicas.Close(context.Background()))
+		}
+		if n.logs != nil {
+			errs = append(errs, n.logs.Close())
+		}
+		if n.ctrl != nil {
+			errs = append(errs, n.ctrl.Close())
+		}
+		if n.http != nil {
+			errs = append(errs, n.http.Close())
+		}
+		n.closeErr = errors.Join(errs...)
+		n.logger.Info("runnel node stopped", "err", n.closeErr)
+	})
+	return n.closeErr
+}

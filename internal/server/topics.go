@@ -1,0 +1,117 @@
+package server
+
+import (
+	"fmt"
+	"maps"
+	"sort"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/runnel-io/runnel/internal/log"
+	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/replica"
+)
+
+// resolveTopic computes a topic's effective settings: the broker's static defaults, the
+// cluster's dynamic defaults, then the topic's overrides.
+func (n *Node) resolveTopic(im *metadata.Image, t *metadata.Topic) replica.TopicSettings {
+	overrides := maps.Clone(im.Configs)
+	if overrides == nil {
+		overrides = map[string]string{}
+	}
+	if t != nil {
+		maps.Copy(overrides, t.Configs)
+	}
+	tc, err := n.cfg.ResolveTopic(overrides)
+	if err != nil {
+		// The controller validated every key; fall back to the defaults rather than
+		// refuse to host the partition, and say why.
+		n.logger.Error("topic config does not resolve; using defaults", "topic", topicName(t), "err", err)
+		tc, _ = n.cfg.ResolveTopic(nil)
+	}
+	return replica.TopicSettings{
+		MinISR: tc.MinInsyncReplicas,
+		Log: log.Config{
+			SegmentBytes: tc.SegmentBytes, SegmentMs: tc.SegmentMs, SegmentIndexBytes: tc.SegmentIndexBytes,
+			IndexIntervalBytes: tc.IndexIntervalBytes, RetentionMs: tc.RetentionMs, RetentionBytes: tc.RetentionBytes,
+			FlushMessages: tc.FlushMessages, FlushMs: tc.FlushMs, MaxMessageBytes: tc.MaxMessageBytes,
+			MessageTimestampType: tc.MessageTimestampType, FileDeleteDelayMs: tc.FileDeleteDelayMs,
+		},
+	}
+}
+
+func (n *Node) logDefaults() log.Config { return n.resolveTopic(metadata.Empty(), nil).Log }
+
+func topicName(t *metadata.Topic) string {
+	if t == nil {
+		return ""
+	}
+	return t.Name
+}
+
+// partitionCollector exports per-partition offsets at scrape time, so the produce path
+// does no metric work per partition.
+type partitionCollector struct {
+	replicas                  *replica.Manager
+	logEnd, logStart, hw, isr *prometheus.Desc
+	underReplicated           *prometheus.Desc
+}
+
+func newPartitionCollector(r *replica.Manager) *partitionCollector {
+	labels := []string{"topic", "partition"}
+	return &partitionCollector{
+		replicas:        r,
+		logEnd:          prometheus.NewDesc("runnel_log_end_offset", "Log end offset of each local partition.", labels, nil),
+		logStart:        prometheus.NewDesc("runnel_log_start_offset", "Log start offset of each local partition.", labels, nil),
+		hw:              prometheus.NewDesc("runnel_high_watermark", "High watermark of each partition this node leads.", labels, nil),
+		isr:             prometheus.NewDesc("runnel_isr_size", "In-sync replicas of each partition this node leads.", labels, nil),
+		underReplicated: prometheus.NewDesc("runnel_under_replicated_partitions", "Partitions led here whose ISR is smaller than their replica set.", nil, nil),
+	}
+}
+
+func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.logEnd
+	ch <- c.logStart
+	ch <- c.hw
+	ch <- c.isr
+	ch <- c.underReplicated
+}
+
+func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
+	under := 0
+	for _, p := range c.replicas.Partitions() {
+		tp := p.TopicPartition()
+		part := fmt.Sprint(tp.Partition)
+		st := p.State()
+		ch <- prometheus.MustNewConstMetric(c.logEnd, prometheus.GaugeValue, float64(st.LogEndOffset), tp.Topic, part)
+		ch <- prometheus.MustNewConstMetric(c.logStart, prometheus.GaugeValue, float64(st.LogStartOffset), tp.Topic, part)
+		if p.IsLeader() {
+			ch <- prometheus.MustNewConstMetric(c.hw, prometheus.GaugeValue, float64(st.HighWatermark), tp.Topic, part)
+			ch <- prometheus.MustNewConstMetric(c.isr, prometheus.GaugeValue, float64(len(st.ISR)), tp.Topic, part)
+			if len(st.ISR) < len(st.Replicas) {
+				under++
+			}
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(c.underReplicated, prometheus.GaugeValue, float64(under))
+}
+
+// status is the plain-text console page.
+func (n *Node) status() string {
+	var b strings.Builder
+	im := n.admin.Image()
+	fmt.Fprintf(&b, "Runnel node %d  cluster %s  controller %d  ready %v\n\n", n.cfg.NodeID, im.ClusterID, n.admin.ControllerID(), n.ready.Load())
+	fmt.Fprintf(&b, "%-40s %9s %7s %12s %12s %12s\n", "PARTITION", "LEADER", "EPOCH", "LOG-START", "HIGH-WATER", "LOG-END")
+	ps := n.replicas.Partitions()
+	sort.Slice(ps, func(i, j int) bool {
+		a, b := ps[i].TopicPartition(), ps[j].TopicPartition()
+		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+	})
+	for _, p := range ps {
+		st := p.State()
+		tp := p.TopicPartition()
+		fmt.Fprintf(&b, "%-40s %9d %7d %12d %12d %12d\n", fmt.Sprintf("%s-%d", tp.Topic, tp.Partition),
+			st.Leader, st.LeaderEpoch, st.LogStartOffset, st.HighWatermark, st.LogEndOffset)
+	}
+	return b.String()
+}
