@@ -109,15 +109,17 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 	}
 	n.admin = newAdmin(n.ctrl, n.logger)
 	n.unsub = n.ctrl.Subscribe(n.applyImage)
-	if err := n.register(sctx); err != nil {
-		return err
-	}
 	reg.MustRegister(newPartitionCollector(n.replicas))
 	n.kafka = kafka.NewServer(kafka.Config{NodeID: metadata.NodeID(cfg.NodeID), Broker: cfg, Logger: n.logger},
 		n.replicas, n.admin, kafka.NewMetrics(reg))
+	// Bind before registering, so that a listener on port 0 (tests) is advertised with
+	// the port it got.
 	n.kafkaAddr, err = n.kafka.Listen(cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("kafka listener on %s: %w", cfg.Listen, err)
+	}
+	if err := n.register(sctx); err != nil {
+		return err
 	}
 	go func() { n.done <- n.kafka.Serve() }()
 	return nil
@@ -150,6 +152,9 @@ func (n *Node) register(ctx context.Context) error {
 	port, err := strconv.Atoi(portStr)
 	if err != nil {
 		return fmt.Errorf("advertise address %q: bad port", n.cfg.Advertise)
+	}
+	if port == 0 {
+		port = n.kafkaAddr.(*net.TCPAddr).Port
 	}
 	b := metadata.Broker{ID: metadata.NodeID(n.cfg.NodeID), Host: host, Port: int32(port), Rack: n.cfg.BrokerRack}
 	for {
@@ -218,3 +223,6 @@ func (n *Node) Close() error {
 	})
 	return n.closeErr
 }
+
+// HTTPAddr is the bound HTTP listener address.
+func (n *Node) HTTPAddr() net.Addr { return n.http.Addr() }
