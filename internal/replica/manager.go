@@ -27,6 +27,10 @@ type Options struct {
 	Resolve func(im *metadata.Image, t *metadata.Topic) TopicSettings
 	// HWCheckpointInterval is how often high watermarks are written to disk.
 	HWCheckpointInterval time.Duration
+	// OnLeadershipChange, if set, is called on the image-applying goroutine, with no
+	// lock held, whenever this node starts or stops leading a partition (also when a
+	// led partition is deleted). Coordinators of internal topics hook in here.
+	OnLeadershipChange func(p *Partition, leader bool, leaderEpoch int32)
 }
 
 // Manager hosts every local replica (Kafka's ReplicaManager).
@@ -120,9 +124,14 @@ func (m *Manager) applyPartition(im *metadata.Image, tp metadata.TopicPartition,
 	if !ok {
 		hw = -1
 	}
+	wasLeader := p.IsLeader()
 	if p.applyState(st, settings.MinISR, settings.Log.FlushMessages <= 1, hw) {
 		m.logger.Info("became leader", "topic", tp.Topic, "partition", tp.Partition,
 			"leader_epoch", st.LeaderEpoch, "log_end_offset", p.log.LogEndOffset(), "high_watermark", p.HighWatermark())
+	}
+	isLeader := st.Leader == m.opts.Node
+	if m.opts.OnLeadershipChange != nil && (isLeader != wasLeader || isLeader) {
+		m.opts.OnLeadershipChange(p, isLeader, st.LeaderEpoch)
 	}
 	return nil
 }
@@ -134,9 +143,13 @@ func (m *Manager) deletePartition(tp metadata.TopicPartition) {
 	m.mu.Unlock()
 	if p != nil {
 		p.leaderIsrLock.Lock()
+		wasLeader, epoch := p.leader == p.node, p.leaderEpoch
 		p.leader = metadata.NoLeader
 		p.leaderIsrLock.Unlock()
 		p.notifyWaiters()
+		if wasLeader && m.opts.OnLeadershipChange != nil {
+			m.opts.OnLeadershipChange(p, false, epoch)
+		}
 	}
 	if err := m.opts.Logs.Delete(tp); err != nil {
 		m.logger.Error("delete partition log", "topic", tp.Topic, "partition", tp.Partition, "err", err)
