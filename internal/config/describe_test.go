@@ -1,0 +1,128 @@
+package config
+
+import (
+	"reflect"
+	"sort"
+	"testing"
+)
+
+func entryByName(t *testing.T, es []Entry, name string) Entry {
+	t.Helper()
+	for _, e := range es {
+		if e.Name == name {
+			return e
+		}
+	}
+	t.Fatalf("no entry %s", name)
+	return Entry{}
+}
+
+// syn is a short form of a synonym for comparisons.
+type syn struct {
+	Name, Value string
+	Source      Source
+}
+
+func synsOf(e Entry) []syn {
+	var out []syn
+	for _, s := range e.Synonyms {
+		out = append(out, syn{s.Name, s.Value, s.Source})
+	}
+	return out
+}
+
+func TestDescribeTopicSources(t *testing.T) {
+	b, err := Load(writeFile(t, "log.retention.hours=24\nlog.segment.bytes=2048\n"), []string{"log.retention.minutes=30"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := b.DescribeTopic(map[string]string{"segment.bytes": "4096", "cleanup.policy": "compact", "no.such": "x"})
+	if !sort.SliceIsSorted(es, func(i, j int) bool { return es[i].Name < es[j].Name }) || len(es) != len(topicProps) {
+		t.Fatalf("DescribeTopic is not every topic config sorted by name: %d entries", len(es))
+	}
+	tests := []struct {
+		name   string
+		value  string
+		source Source
+		typ    string
+		syns   []syn
+	}{
+		{"segment.bytes", "4096", SourceDynamicTopic, "INT", []syn{
+			{"segment.bytes", "4096", SourceDynamicTopic},
+			{"log.segment.bytes", "2048", SourceStaticBroker},
+			{"log.segment.bytes", "1073741824", SourceDefault}}},
+		{"retention.ms", "1800000", SourceStaticBroker, "LONG", []syn{
+			{"log.retention.minutes", "30", SourceStaticBroker},
+			{"log.retention.hours", "24", SourceStaticBroker},
+			{"log.retention.hours", "168", SourceDefault}}},
+		{"cleanup.policy", "compact", SourceDynamicTopic, "LIST", []syn{
+			{"cleanup.policy", "compact", SourceDynamicTopic},
+			{"log.cleanup.policy", "delete", SourceDefault}}},
+		{"flush.messages", "1", SourceDefault, "LONG", []syn{
+			{"log.flush.interval.messages", "1", SourceDefault}}},
+		{"flush.ms", longMax, SourceDefault, "LONG", []syn{
+			{"flush.ms", longMax, SourceDefault}}},
+		{"leader.replication.throttled.replicas", "", SourceDefault, "LIST", []syn{
+			{"leader.replication.throttled.replicas", "", SourceDefault}}},
+		{"min.cleanable.dirty.ratio", "0.5", SourceDefault, "DOUBLE", []syn{
+			{"log.cleaner.min.cleanable.ratio", "0.5", SourceDefault}}},
+	}
+	for _, tt := range tests {
+		e := entryByName(t, es, tt.name)
+		if e.Value != tt.value || e.Source != tt.source || e.Type != tt.typ || e.ReadOnly || e.Sensitive || e.Null || e.Doc == "" {
+			t.Errorf("%s: got %q %v %s ro=%v doc=%q, want %q %v %s", tt.name, e.Value, e.Source, e.Type, e.ReadOnly, e.Doc, tt.value, tt.source, tt.typ)
+		}
+		if got := synsOf(e); !reflect.DeepEqual(got, tt.syns) {
+			t.Errorf("%s synonyms:\n got %v\nwant %v", tt.name, got, tt.syns)
+		}
+	}
+	if e := entryByName(t, es, "segment.bytes"); e.TypeCode() != 3 {
+		t.Errorf("TypeCode of INT = %d, want 3", e.TypeCode())
+	}
+}
+
+func TestDescribeBroker(t *testing.T) {
+	b, err := Load("", []string{"num.partitions=6", "broker.rack=r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := b.DescribeBroker()
+	if len(es) != len(brokerProps) || !sort.SliceIsSorted(es, func(i, j int) bool { return es[i].Name < es[j].Name }) {
+		t.Fatalf("DescribeBroker is not every broker property sorted by name")
+	}
+	tests := []struct {
+		name   string
+		value  string
+		null   bool
+		source Source
+		typ    string
+		syns   []syn
+	}{
+		{"num.partitions", "6", false, SourceStaticBroker, "INT", []syn{{"num.partitions", "6", SourceStaticBroker}, {"num.partitions", "1", SourceDefault}}},
+		{"broker.rack", "r", false, SourceStaticBroker, "STRING", []syn{{"broker.rack", "r", SourceStaticBroker}}},
+		{"log.retention.ms", "", true, SourceDefault, "LONG", nil},
+		{"log.flush.interval.messages", "1", false, SourceDefault, "LONG", []syn{{"log.flush.interval.messages", "1", SourceDefault}}},
+		{"offsets.topic.replication.factor", "3", false, SourceDefault, "SHORT", []syn{{"offsets.topic.replication.factor", "3", SourceDefault}}},
+		{"advertise", "localhost:9092", false, SourceDefault, "STRING", nil},
+	}
+	for _, tt := range tests {
+		e := entryByName(t, es, tt.name)
+		if e.Value != tt.value || e.Null != tt.null || e.Source != tt.source || e.Type != tt.typ || !e.ReadOnly {
+			t.Errorf("%s: got %q null=%v %v %s, want %q null=%v %v %s", tt.name, e.Value, e.Null, e.Source, e.Type, tt.value, tt.null, tt.source, tt.typ)
+		}
+		if got := synsOf(e); !reflect.DeepEqual(got, tt.syns) {
+			t.Errorf("%s synonyms: got %v, want %v", tt.name, got, tt.syns)
+		}
+	}
+}
+
+func TestSourceAndTypeNames(t *testing.T) {
+	if SourceDynamicTopic.String() != "DYNAMIC_TOPIC_CONFIG" || SourceDefault.String() != "DEFAULT_CONFIG" || Source(42).String() != "UNKNOWN" {
+		t.Error("Source names are not Kafka's")
+	}
+	for typ, name := range map[Type]string{TypeBoolean: "BOOLEAN", TypeLong: "LONG", TypePassword: "PASSWORD", Type(-1): "UNKNOWN"} {
+		if typ.String() != name || (name != "UNKNOWN" && (Entry{Type: name}).TypeCode() != int8(typ)) {
+			t.Errorf("Type %d: %s / %d, want %s", typ, typ, Entry{Type: name}.TypeCode(), name)
+		}
+	}
+}
