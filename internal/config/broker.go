@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"maps"
-	"net"
 	"os"
 	"reflect"
 	"sort"
@@ -259,112 +258,6 @@ func (b *Broker) derive() error {
 	}
 	b.Controllers, _ = parseVoters(b.Raw["controllers"])
 	return b.deriveTagged()
-}
-
-// applyKafkaAddresses copies Kafka's listeners, advertised.listeners and
-// controller.quorum.voters onto Runnel's listen, controller.listen, advertise and
-// controllers, when they were set at or after the Runnel key.
-func (b *Broker) applyKafkaAddresses() error {
-	type feed struct {
-		kafka, runnel string
-		pick          func(string) (string, string) // value for runnel, or a reason
-	}
-	feeds := []feed{
-		{"listeners", "listen", b.clientListener},
-		{"listeners", "controller.listen", b.controllerListener},
-		{"advertised.listeners", "advertise", b.clientListener},
-		{"controller.quorum.voters", "controllers", func(v string) (string, string) { return v, "" }},
-	}
-	for _, f := range feeds {
-		ks, ok := b.explicit[f.kafka]
-		if !ok || ks < b.explicit[f.runnel] {
-			continue
-		}
-		v, reason := f.pick(b.Raw[f.kafka])
-		if reason != "" {
-			return invalid(f.kafka, b.Raw[f.kafka], reason)
-		}
-		if v != "" {
-			b.Raw[f.runnel], b.explicit[f.runnel] = v, ks
-		}
-	}
-	return nil
-}
-
-// clientListener picks the one entry of a listeners list that is not a controller
-// listener; it must be PLAINTEXT, the only protocol Runnel serves.
-func (b *Broker) clientListener(v string) (string, string) {
-	ls, _ := parseListeners(v)
-	var addrs []string
-	for _, l := range ls {
-		if b.isControllerListener(l.name) {
-			continue
-		}
-		if p := b.securityProtocol(l.name); p != "PLAINTEXT" {
-			return "", fmt.Sprintf("has listener %s with protocol %s; Runnel serves PLAINTEXT only", l.name, p)
-		}
-		addrs = append(addrs, l.addr)
-	}
-	if len(addrs) > 1 {
-		return "", "has more than one client listener; Runnel serves one"
-	}
-	if len(addrs) == 0 {
-		return "", ""
-	}
-	return addrs[0], ""
-}
-
-// controllerListener picks the entry named by controller.listener.names, if any.
-func (b *Broker) controllerListener(v string) (string, string) {
-	ls, _ := parseListeners(v)
-	for _, l := range ls {
-		if b.isControllerListener(l.name) {
-			return l.addr, ""
-		}
-	}
-	return "", ""
-}
-
-func (b *Broker) isControllerListener(name string) bool {
-	for _, n := range splitList(b.Raw["controller.listener.names"]) {
-		if strings.EqualFold(n, name) {
-			return true
-		}
-	}
-	return false
-}
-
-// securityProtocol maps a listener name through listener.security.protocol.map; a name
-// not in the map is its own protocol, as in Kafka.
-func (b *Broker) securityProtocol(name string) string {
-	for _, e := range splitList(b.Raw["listener.security.protocol.map"]) {
-		n, p, _ := strings.Cut(e, ":")
-		if strings.EqualFold(strings.TrimSpace(n), name) {
-			return strings.ToUpper(strings.TrimSpace(p))
-		}
-	}
-	return name
-}
-
-// hostname is os.Hostname, replaceable in tests.
-var hostname = os.Hostname
-
-// advertiseFor gives the address to advertise for a listen address. A listener on all
-// interfaces (":9092", "0.0.0.0:9092") cannot be dialled as such, so, as Kafka does, it
-// is advertised under this host's name.
-func advertiseFor(listen string) string {
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return listen
-	}
-	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
-		return listen
-	}
-	h, err := hostname()
-	if err != nil || h == "" {
-		h = "localhost"
-	}
-	return net.JoinHostPort(h, port)
 }
 
 // taggedFields maps a property name to the index of the Broker field tagged with it.
