@@ -67,8 +67,11 @@ func describedConfigs(entries []config.Entry, names []string, synonyms, docs boo
 			continue
 		}
 		c := kmsg.NewDescribeConfigsResponseResourceConfig()
-		v := e.Value
-		c.Name, c.Value, c.ReadOnly, c.IsSensitive = e.Name, &v, e.ReadOnly, e.Sensitive
+		c.Name, c.ReadOnly, c.IsSensitive = e.Name, e.ReadOnly, e.Sensitive
+		if !e.Null && !e.Sensitive {
+			v := e.Value
+			c.Value = &v
+		}
 		c.Source = kmsg.ConfigSource(e.Source)
 		c.IsDefault = e.Source == config.SourceDefault
 		if t, err := kmsg.ParseConfigType(e.Type); err == nil {
