@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +23,11 @@ func startQuorum(t *testing.T, n int) []*Controller {
 	var wg sync.WaitGroup
 	for i := range n {
 		cfg := Config{NodeID: voters[i].ID, DataDir: t.TempDir(), Listen: voters[i].Addr, Voters: voters, Logger: testLogger(t)}
+		if i == 0 {
+			// A wildcard listener advertises its address from Voters.
+			_, port, _ := net.SplitHostPort(voters[i].Addr)
+			cfg.Listen = "0.0.0.0:" + port
+		}
 		c, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)

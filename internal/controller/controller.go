@@ -30,8 +30,9 @@ type Config struct {
 	// Listen is the host:port the Raft TCP transport binds (--controller-listen).
 	// Port 0 picks a free port (see Addr).
 	Listen string
-	// Advertise is the Raft address other voters dial. Default: the bound Listen
-	// address, which must then not be a wildcard such as 0.0.0.0.
+	// Advertise is the Raft address other voters dial. Default: this node's address
+	// in Voters, else the bound Listen address (which must then not be a wildcard
+	// such as 0.0.0.0).
 	Advertise string
 	// Voters is the quorum (--controllers). Empty means this node alone, at its
 	// advertised address.

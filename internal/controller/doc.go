@@ -19,6 +19,10 @@
 //
 // and <data-dir>/meta.properties (Kafka's format: version, node.id, cluster.id).
 //
+// Locks: proposeMu, then fsm.mu (taken briefly to publish an image). The FSM never
+// takes proposeMu, so a proposer may hold it while it waits for the FSM. Subscribers'
+// callbacks run with no lock held and may call any method.
+//
 // Placement of new replicas (placement.go) and leader election (election.go) are pure
 // functions, tested with tables.
 package controller

@@ -113,10 +113,10 @@ func (c *Controller) openRaft() error {
 
 func (c *Controller) newTransport(hl *hclogAdapter) (*raft.NetworkTransport, error) {
 	var adv net.Addr
-	if c.cfg.Advertise != "" {
-		a, err := net.ResolveTCPAddr("tcp", c.cfg.Advertise)
+	if addr := c.advertise(); addr != "" {
+		a, err := net.ResolveTCPAddr("tcp", addr)
 		if err != nil {
-			return nil, fmt.Errorf("controller: advertise address %q: %w", c.cfg.Advertise, err)
+			return nil, fmt.Errorf("controller: advertise address %q: %w", addr, err)
 		}
 		adv = a
 	}
@@ -125,6 +125,20 @@ func (c *Controller) newTransport(hl *hclogAdapter) (*raft.NetworkTransport, err
 		return nil, fmt.Errorf("controller: raft listener on %s (set an advertise address if it is a wildcard): %w", c.cfg.Listen, err)
 	}
 	return t, nil
+}
+
+// advertise is Config.Advertise, else this node's address in Config.Voters, else ""
+// (the transport then advertises its bound address).
+func (c *Controller) advertise() string {
+	if c.cfg.Advertise != "" {
+		return c.cfg.Advertise
+	}
+	for _, v := range c.cfg.Voters {
+		if v.ID == c.cfg.NodeID {
+			return v.Addr
+		}
+	}
+	return ""
 }
 
 func (c *Controller) raftConfig(hl *hclogAdapter) *raft.Config {
