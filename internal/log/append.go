@@ -1,0 +1,288 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/runnel-io/runnel/internal/recordbatch"
+)
+
+// AppendInfo describes an append.
+type AppendInfo struct {
+	FirstOffset, LastOffset int64
+	// LogAppendTime is the time stamped on the batches of a LogAppendTime topic, in ms;
+	// -1 for CreateTime topics.
+	LogAppendTime  int64
+	LogStartOffset int64
+	NumBatches     int
+	NumRecords     int
+	Bytes          int
+	// Duplicate is true for a retry of an idempotent batch already in the log: nothing
+	// was written and the offsets are the original ones.
+	Duplicate bool
+}
+
+// validated sums what validateBatches learnt.
+type validated struct {
+	batches, records int
+	idempotent       bool // some batch has a producer id
+}
+
+// validateBatches checks every batch before anything is written: framing, CRC, magic
+// and, for the leader, the size limit, a nonzero record count matching
+// lastOffsetDelta, and no control batches. It never decompresses.
+func validateBatches(records []byte, leader bool, maxBytes int32) (validated, error) {
+	var v validated
+	if len(records) == 0 {
+		return v, fmt.Errorf("%w: no batches", ErrInvalidRecord)
+	}
+	for rest := records; len(rest) > 0; {
+		b, next, err := recordbatch.Next(rest, 0)
+		if err != nil {
+			return v, fmt.Errorf("%w: batch %d: %v", ErrCorruption, v.batches, err)
+		}
+		rest = next
+		if leader && len(b) > int(maxBytes) {
+			return v, fmt.Errorf("%w: batch %d is %d bytes, max.message.bytes is %d", ErrRecordTooLarge, v.batches, len(b), maxBytes)
+		}
+		if err := b.Verify(); err != nil {
+			if errors.Is(err, recordbatch.ErrUnsupportedMagic) {
+				return v, fmt.Errorf("%w: batch %d: %v", ErrInvalidRecord, v.batches, err)
+			}
+			return v, fmt.Errorf("%w: batch %d: %v", ErrCorruption, v.batches, err)
+		}
+		if leader {
+			if err := validateLeaderBatch(b); err != nil {
+				return v, fmt.Errorf("%w: batch %d: %v", ErrInvalidRecord, v.batches, err)
+			}
+		}
+		v.batches++
+		v.records += int(b.RecordCount())
+		v.idempotent = v.idempotent || b.ProducerID() >= 0
+	}
+	return v, nil
+}
+
+func validateLeaderBatch(b recordbatch.Batch) error {
+	n := b.RecordCount()
+	switch {
+	case n == 0:
+		return errors.New("no records")
+	case n != b.LastOffsetDelta()+1:
+		return fmt.Errorf("record count %d does not match last offset delta %d", n, b.LastOffsetDelta())
+	case b.IsControl():
+		return errors.New("control batches cannot be produced")
+	}
+	return nil
+}
+
+// AppendAsLeader validates records (one or more concatenated v2 batches), assigns
+// offsets from the log end offset and stamps the leader epoch in place, then appends.
+// See the package documentation for the idempotence rules. It does not fsync: the
+// caller asks NeedsFlush and calls Flush before acknowledging.
+func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, error) {
+	cfg := l.config.Load()
+	v, err := validateBatches(records, true, cfg.MaxMessageBytes)
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWritableLocked(); err != nil {
+		return AppendInfo{}, err
+	}
+	if v.idempotent {
+		if info, dup, err := l.checkProducersLocked(records); dup || err != nil {
+			return info, err
+		}
+	}
+	now := l.now()
+	info := AppendInfo{FirstOffset: l.leo.Load(), LogAppendTime: -1, NumBatches: v.batches, NumRecords: v.records, Bytes: len(records)}
+	if cfg.MessageTimestampType == LogAppendTime {
+		info.LogAppendTime = now.UnixMilli()
+	}
+	next := info.FirstOffset
+	for rest := records; len(rest) > 0; {
+		b, r, _ := recordbatch.Next(rest, 0)
+		rest = r
+		b.SetBaseOffset(next)
+		b.SetPartitionLeaderEpoch(leaderEpoch)
+		if info.LogAppendTime >= 0 {
+			b.SetLogAppendTime(info.LogAppendTime)
+		}
+		next = b.NextOffset()
+	}
+	info.LastOffset = next - 1
+	if err := l.appendLocked(records, info.FirstOffset, info.LastOffset, cfg, now); err != nil {
+		return AppendInfo{}, err
+	}
+	l.epochs.assign(leaderEpoch, info.FirstOffset)
+	if v.idempotent {
+		l.updateProducersLocked(records)
+	}
+	info.LogStartOffset = l.logStart.Load()
+	return info, nil
+}
+
+// checkProducersLocked runs the idempotence checks of every batch. dup is true when
+// the append is a retry: info then carries the original offsets.
+func (l *Log) checkProducersLocked(records []byte) (info AppendInfo, dup bool, err error) {
+	var stack [4]pendingSeq
+	pending := stack[:0]
+	for rest := records; len(rest) > 0; {
+		b, r, _ := recordbatch.Next(rest, 0)
+		rest = r
+		if b.ProducerID() < 0 {
+			continue
+		}
+		orig, err := l.producers.check(b, pending)
+		if err != nil {
+			return AppendInfo{}, false, err
+		}
+		if orig != nil {
+			return AppendInfo{FirstOffset: orig.firstOffset, LastOffset: orig.lastOffset, LogAppendTime: -1,
+				LogStartOffset: l.logStart.Load(), NumBatches: 1, NumRecords: int(b.RecordCount()), Duplicate: true}, true, nil
+		}
+		_, last := batchSeqs(b)
+		pending = append(pending, pendingSeq{pid: b.ProducerID(), epoch: b.ProducerEpoch(), lastSeq: last})
+	}
+	return AppendInfo{}, false, nil
+}
+
+func (l *Log) updateProducersLocked(records []byte) {
+	for rest := records; len(rest) > 0; {
+		b, r, _ := recordbatch.Next(rest, 0)
+		rest = r
+		l.producers.update(b)
+	}
+}
+
+// AppendAsFollower appends batches fetched from the leader as they are: offsets and
+// leader epochs are kept. The first batch must start at the log end offset
+// (ErrOffsetOutOfRange otherwise) and offsets must increase.
+func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
+	v, err := validateBatches(records, false, 0)
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWritableLocked(); err != nil {
+		return AppendInfo{}, err
+	}
+	leo := l.leo.Load()
+	info := AppendInfo{FirstOffset: recordbatch.Batch(records).BaseOffset(), LogAppendTime: -1,
+		NumBatches: v.batches, NumRecords: v.records, Bytes: len(records)}
+	if info.FirstOffset != leo {
+		return AppendInfo{}, fmt.Errorf("%w: follower append starts at %d, the log ends at %d", ErrOffsetOutOfRange, info.FirstOffset, leo)
+	}
+	next := leo
+	for rest := records; len(rest) > 0; {
+		b, r, _ := recordbatch.Next(rest, 0)
+		rest = r
+		if b.BaseOffset() < next {
+			return AppendInfo{}, fmt.Errorf("%w: batch at offset %d follows offset %d", ErrInvalidRecord, b.BaseOffset(), next-1)
+		}
+		next = b.NextOffset()
+	}
+	info.LastOffset = next - 1
+	if err := l.appendLocked(records, info.FirstOffset, info.LastOffset, l.config.Load(), l.now()); err != nil {
+		return AppendInfo{}, err
+	}
+	for rest := records; len(rest) > 0; {
+		b, r, _ := recordbatch.Next(rest, 0)
+		rest = r
+		l.epochs.assign(b.PartitionLeaderEpoch(), b.BaseOffset())
+		l.producers.update(b)
+	}
+	info.LogStartOffset = l.logStart.Load()
+	return info, nil
+}
+
+// appendLocked writes validated, stamped batches at the end of the active segment,
+// rolling first when needed, then indexes them and publishes the new size and LEO.
+func (l *Log) appendLocked(records []byte, first, last int64, cfg *Config, now time.Time) error {
+	seg := l.activeLocked()
+	if l.shouldRollLocked(seg, int64(len(records)), last, cfg, now) {
+		if err := l.rollLocked(now); err != nil {
+			return err
+		}
+		seg = l.activeLocked()
+	}
+	pos := seg.size.Load()
+	if _, err := seg.file.WriteAt(records, pos); err != nil {
+		// Readers never see the partial write (size is not published); drop it so
+		// that a reopen does not have to.
+		_ = seg.file.Truncate(pos)
+		return l.failLocked("write", err)
+	}
+	p := pos
+	for rest := records; len(rest) > 0; {
+		b, r, _ := recordbatch.Next(rest, 0)
+		rest = r
+		if seg.firstBatchTimestamp < 0 {
+			seg.firstBatchTimestamp = now.UnixMilli()
+		}
+		seg.builder.add(b, p)
+		p += int64(len(b))
+	}
+	seg.nextOffset = last + 1
+	seg.size.Store(p)
+	l.leo.Store(last + 1)
+	return nil
+}
+
+// shouldRollLocked is Kafka's LogSegment.shouldRoll: the batches would not fit in
+// segment.bytes, the segment is older than segment.ms, its index is full, or an
+// offset would not fit in a 4-byte relative offset.
+func (l *Log) shouldRollLocked(seg *Segment, n, last int64, cfg *Config, now time.Time) bool {
+	size := seg.size.Load()
+	if size == 0 {
+		return false
+	}
+	return size > cfg.SegmentBytes-n ||
+		(seg.firstBatchTimestamp >= 0 && now.UnixMilli()-seg.firstBatchTimestamp > cfg.SegmentMs) ||
+		seg.index.isFull() ||
+		last-seg.baseOffset > math.MaxInt32
+}
+
+// Roll starts a new active segment at the log end offset (a no-op when the active
+// segment is empty).
+func (l *Log) Roll() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWritableLocked(); err != nil {
+		return err
+	}
+	return l.rollLocked(l.now())
+}
+
+// rollLocked closes the active segment (final time index entry, index files written
+// without fsync), snapshots the producer state, and creates the new active segment.
+// The old segment is fsynced by the next Flush, outside the append lock.
+func (l *Log) rollLocked(now time.Time) error {
+	old := l.activeLocked()
+	leo := l.leo.Load()
+	if old.size.Load() == 0 && old.baseOffset == leo {
+		return nil
+	}
+	old.builder.finish()
+	if err := old.writeIndexes(); err != nil {
+		return l.failLocked("write index", err)
+	}
+	if err := l.writeProducerSnapshotLocked(leo); err != nil {
+		return l.failLocked("write producer snapshot", err)
+	}
+	seg, err := createSegment(l.fs, l.dir, leo, l.config.Load())
+	if err != nil {
+		return l.failLocked("create segment", err)
+	}
+	old.needsSync = true
+	l.unflushed = append(l.unflushed, old)
+	ss := l.segs()
+	l.publishLocked(append(ss[:len(ss):len(ss)], seg))
+	l.logger.Debug("rolled segment", "base", leo, "previous", old.baseOffset, "bytes", old.size.Load())
+	return nil
+}

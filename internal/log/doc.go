@@ -1,0 +1,84 @@
+// Package log stores partition logs on disk: Kafka's LogSegment, UnifiedLog and
+// LogManager, unaware of leaders, ISR and Raft. Every file operation goes through
+// vfs.FS, and every file name is made and parsed in filenames.go.
+//
+// # Directory layout
+//
+//	<data dir>/recovery-point-offset-checkpoint   "topic partition offset" (checkpoint format)
+//	<data dir>/log-start-offset-checkpoint
+//	<data dir>/replication-offset-checkpoint      high watermarks, written for the replica layer
+//	<data dir>/<topic>-<partition>/
+//	    00000000000000000000.log        segment: raw v2 batches
+//	    00000000000000000000.index      offset index
+//	    00000000000000000000.timeindex  time index
+//	    00000000000000170410.log        the active segment (base offset = its first offset)
+//	    00000000000000170410.snapshot   producer state as of offset 170410
+//	    leader-epoch-checkpoint         "epoch startOffset" (checkpoint format)
+//	<data dir>/<topic>-<partition>.<id>-delete/   a deleted log, removed at startup
+//
+// Offsets in names are zero-padded to 20 digits so that ls sorts them numerically.
+//
+// # Segment (.log)
+//
+// Batches are stored exactly as producers sent them, after the leader stamped the
+// base offset and partition leader epoch in place (both outside the CRC). Each batch
+// carries its own framing and checksum, so the file has no other structure:
+//
+//	+-------------------- batch --------------------+-------------------- batch ---
+//	| baseOffset 8 | batchLength 4 | epoch 4 | magic 1 | crc 4 | attrs … records |  …
+//	+--------------+---------------+---------+---------+-------+-----------------+---
+//	               |<------------- batchLength ------------------------------>|
+//	                                                    |<-- CRC-32C covers -->|
+//
+// # Offset index (.index) and time index (.timeindex)
+//
+//	.index      | relativeOffset uint32 | position uint32 |             8 bytes / entry
+//	.timeindex  | timestamp int64       | relativeOffset uint32 |      12 bytes / entry
+//
+// Both are sparse: one entry every index.interval.bytes of appended batches. An offset
+// entry names the last offset of a batch and the position where that batch starts; a
+// time entry (T, O) says that every record up to offset O has a timestamp <= T, and T
+// strictly increases. Entries are kept in memory and written whole when the segment
+// rolls and at Close, never preallocated; no checksum covers them. At Open, segments
+// below the recovery point load their indexes lazily and rebuild them when missing or
+// failing the sanity check (sizes not a multiple of the entry size, entries not
+// increasing, positions past the segment end); the segments from the recovery point on,
+// and always the last one, are scanned and their indexes rebuilt.
+//
+// # Durability
+//
+// An append writes to the page cache. Flush(upTo) fsyncs the active segment (and the
+// segments rolled since the previous flush, with their indexes) and then advances the
+// recovery point: every offset below RecoveryPoint is durable. With the default
+// flush.messages=1 the replica layer flushes before it acknowledges; concurrent
+// flushes share one fsync, and no fsync ever runs under the append lock. The epoch
+// checkpoint is written (atomically, fsynced) by the flush that follows a change.
+// Producer snapshots are written at roll and close without fsync: a torn one fails its
+// CRC and recovery falls back to an older snapshot or a full scan.
+//
+// # Recovery
+//
+// Recovery scans the segments from the recovery point on batch by batch (framing,
+// CRC via Verify, offsets increasing) and truncates at the first bad batch, logging
+// the file, the offset and the bytes dropped; later segments are deleted. Nothing
+// before the last valid batch is lost. Corruption found in a segment below the
+// recovery point (while rebuilding its index, or reading it) is never truncated: it is
+// reported as ErrCorruption.
+//
+// # Idempotent producers
+//
+// Batches with a producer id go through the producer state: a retry of one of the
+// last five batches of that producer (same epoch, same first and last sequence) is
+// answered with the original offsets and nothing is written (AppendInfo.Duplicate); a
+// gap in the sequence is ErrOutOfOrderSequence; an older epoch ErrInvalidProducerEpoch;
+// a new epoch must start at sequence 0; an unknown producer may start anywhere (Kafka
+// >= 2.5). Transactions are not supported.
+//
+// # Concurrency
+//
+// Lock order: Log.flushMu -> Log.mu -> index locks. Log.mu is the append lock;
+// Log.flushMu serialises fsyncs, truncation, retention and Close. Readers take
+// neither: the segment list, the log end offset and each segment's size are published
+// atomically after the bytes are written, and readers use ReadAt on those immutable
+// ranges. Deleted segments stay readable for file.delete.delay.ms.
+package log

@@ -1,0 +1,98 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/runnel-io/runnel/internal/vfs"
+)
+
+// ReadInfo is a byte range of whole batches in a segment file. The range is immutable
+// while the segment lives; a segment deleted by retention stays readable for
+// file.delete.delay.ms.
+type ReadInfo struct {
+	File        vfs.File
+	Position    int64
+	Size        int32
+	FirstOffset int64 // base offset of the first batch; -1 when Size is 0
+}
+
+// AppendTo appends the bytes of the range to dst.
+func (r ReadInfo) AppendTo(dst []byte) ([]byte, error) {
+	if r.Size == 0 {
+		return dst, nil
+	}
+	n := len(dst)
+	dst = append(dst, make([]byte, r.Size)...)
+	if _, err := r.File.ReadAt(dst[n:], r.Position); err != nil && !(errors.Is(err, io.EOF)) {
+		return dst[:n], fmt.Errorf("%w: reading %d bytes at %d of %s: %v", ErrKafkaStorage, r.Size, r.Position, r.File.Name(), err)
+	}
+	return dst, nil
+}
+
+// Read returns whole batches starting with the batch that contains offset and ending
+// before maxOffset (exclusive, usually the high watermark), at most maxBytes unless
+// minOneBatch and the first batch alone is bigger (then exactly that batch). offset
+// below LogStartOffset or above LogEndOffset is ErrOffsetOutOfRange; offset ==
+// maxOffset is an empty ReadInfo. Read takes no lock and never waits for appends.
+func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadInfo, error) {
+	if l.closed.Load() {
+		return ReadInfo{}, ErrClosed
+	}
+	leo := l.leo.Load() // before any segment size: see Log.leo
+	if offset < l.logStart.Load() || offset > leo {
+		return ReadInfo{}, fmt.Errorf("%w: offset %d, log is [%d, %d]", ErrOffsetOutOfRange, offset, l.logStart.Load(), leo)
+	}
+	maxOffset = min(maxOffset, leo)
+	if offset >= maxOffset {
+		return ReadInfo{FirstOffset: -1}, nil
+	}
+	h := hdrPool.Get().(*hdrBuf)
+	defer hdrPool.Put(h)
+	ss := l.segs()
+	for i := max(floorSegment(ss, offset), 0); i < len(ss); i++ {
+		seg := ss[i]
+		limit := seg.size.Load()
+		pos, hdr, found, err := seg.translate(offset, limit, h)
+		if err != nil {
+			return ReadInfo{}, err
+		}
+		if !found {
+			continue // offset falls after this segment's last batch (a gap)
+		}
+		if hdr.base >= maxOffset {
+			return ReadInfo{FirstOffset: -1}, nil
+		}
+		return l.readRange(seg, pos, hdr, limit, maxBytes, maxOffset, minOneBatch, h)
+	}
+	return ReadInfo{FirstOffset: -1}, nil
+}
+
+// readRange cuts the range [pos, ...) of seg to whole batches below maxOffset and
+// within maxBytes.
+func (l *Log) readRange(seg *Segment, pos int64, first batchHeader, limit int64, maxBytes int32, maxOffset int64, minOneBatch bool, h *hdrBuf) (ReadInfo, error) {
+	if maxOffset <= first.last {
+		// The first batch already reaches maxOffset: nothing is below it.
+		return ReadInfo{FirstOffset: -1}, nil
+	}
+	if mpos, _, found, err := seg.translate(maxOffset, limit, h); err != nil {
+		return ReadInfo{}, err
+	} else if found {
+		limit = mpos
+	}
+	if limit-pos > int64(maxBytes) {
+		end, err := seg.wholeBatchesEnd(pos, pos+int64(max(maxBytes, 0)), h)
+		if err != nil {
+			return ReadInfo{}, err
+		}
+		limit = end
+	}
+	if limit == pos {
+		if !minOneBatch {
+			return ReadInfo{FirstOffset: -1}, nil
+		}
+		limit = pos + first.size
+	}
+	return ReadInfo{File: seg.file, Position: pos, Size: int32(limit - pos), FirstOffset: first.base}, nil
+}

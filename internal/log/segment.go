@@ -1,0 +1,337 @@
+package log
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/runnel-io/runnel/internal/recordbatch"
+	"github.com/runnel-io/runnel/internal/vfs"
+)
+
+// Segment is one .log file of raw v2 batches with its two indexes (Kafka LogSegment).
+// Only the active (last) segment grows; the others are immutable until deleted or
+// truncated, so readers use ReadAt on them without any lock.
+type Segment struct {
+	fs         vfs.FS
+	baseOffset int64    // immutable
+	path       string   // immutable
+	file       vfs.File // immutable; written only by the holder of Log.mu
+	index      *OffsetIndex
+	timeIndex  *TimeIndex
+
+	// size is the number of bytes readers may use: whole batches only. The appender
+	// stores it after its write returns, so a reader never sees a partial batch.
+	size atomic.Int64
+
+	// indexesLoaded is true once the indexes are in memory. Segments below the
+	// recovery point load (or rebuild) them on first use, under loadMu.
+	indexesLoaded atomic.Bool
+	loadMu        sync.Mutex
+
+	// guarded by Log.mu:
+	nextOffset int64 // offset after the last batch; baseOffset when empty; -1 when not scanned
+	builder    indexBuilder
+	// firstBatchTimestamp is the max timestamp of the first batch, for segment.ms; -1 when empty.
+	firstBatchTimestamp int64
+	// needsSync is true for a segment that was rolled but not yet fsynced (Log.unflushed).
+	needsSync bool
+}
+
+// indexBuilder adds index entries as batches are appended or scanned (Kafka
+// LogSegment.append): an offset index entry (lastOffset, position) once more than
+// index.interval.bytes were appended since the previous one, and with it a time index
+// entry for the largest timestamp so far.
+type indexBuilder struct {
+	index                *OffsetIndex
+	timeIndex            *TimeIndex
+	interval             int64
+	bytesSinceIndex      int64
+	maxTimestamp         int64 // -1 when none
+	offsetOfMaxTimestamp int64
+}
+
+func (b *indexBuilder) add(batch recordbatch.Batch, pos int64) {
+	last := batch.LastOffset()
+	if ts := batch.MaxTimestamp(); ts > b.maxTimestamp {
+		b.maxTimestamp, b.offsetOfMaxTimestamp = ts, last
+	}
+	if b.bytesSinceIndex > b.interval {
+		b.index.append(last, pos)
+		b.timeIndex.maybeAppend(b.maxTimestamp, b.offsetOfMaxTimestamp)
+		b.bytesSinceIndex = 0
+	}
+	b.bytesSinceIndex += int64(len(batch))
+}
+
+// finish records the largest timestamp in the time index, as Kafka does when a segment
+// becomes inactive, so that the last entry always holds the segment's max timestamp.
+func (b *indexBuilder) finish() {
+	if b.maxTimestamp >= 0 {
+		b.timeIndex.maybeAppend(b.maxTimestamp, b.offsetOfMaxTimestamp)
+	}
+}
+
+func newSegmentStruct(fsys vfs.FS, dir string, base int64, f vfs.File, cfg *Config) *Segment {
+	s := &Segment{
+		fs:                  fsys,
+		baseOffset:          base,
+		path:                MakeFilename(dir, FileTypeSegment, base),
+		file:                f,
+		index:               newOffsetIndex(MakeFilename(dir, FileTypeOffsetIndex, base), base, cfg.SegmentIndexBytes),
+		timeIndex:           newTimeIndex(MakeFilename(dir, FileTypeTimeIndex, base), base),
+		nextOffset:          -1,
+		firstBatchTimestamp: -1,
+	}
+	s.builder = indexBuilder{index: s.index, timeIndex: s.timeIndex, interval: int64(cfg.IndexIntervalBytes),
+		maxTimestamp: -1, offsetOfMaxTimestamp: -1}
+	return s
+}
+
+// createSegment creates an empty segment at base, replacing stale files of that name.
+func createSegment(fsys vfs.FS, dir string, base int64, cfg *Config) (*Segment, error) {
+	f, err := fsys.OpenFile(MakeFilename(dir, FileTypeSegment, base), os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	s := newSegmentStruct(fsys, dir, base, f, cfg)
+	s.nextOffset = base
+	s.indexesLoaded.Store(true)
+	if err := s.removeIndexFiles(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// openSegment opens an existing segment; its state is filled by recovery.
+func openSegment(fsys vfs.FS, dir string, base int64, cfg *Config) (*Segment, error) {
+	f, err := fsys.OpenFile(MakeFilename(dir, FileTypeSegment, base), os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	s := newSegmentStruct(fsys, dir, base, f, cfg)
+	s.size.Store(fi.Size())
+	return s, nil
+}
+
+func (s *Segment) removeIndexFiles() error {
+	if err := s.index.remove(s.fs); err != nil {
+		return err
+	}
+	return s.timeIndex.remove(s.fs)
+}
+
+// writeIndexes writes both indexes to their files (no fsync).
+func (s *Segment) writeIndexes() error {
+	if err := s.index.writeFile(s.fs); err != nil {
+		return err
+	}
+	return s.timeIndex.writeFile(s.fs)
+}
+
+// sync fsyncs the segment and, when withIndexes, its index files.
+func (s *Segment) sync(withIndexes bool) error {
+	if err := s.file.Sync(); err != nil {
+		return err
+	}
+	if !withIndexes {
+		return nil
+	}
+	if err := s.index.syncFile(s.fs); err != nil {
+		return err
+	}
+	return s.timeIndex.syncFile(s.fs)
+}
+
+// ensureIndexes loads the indexes of a segment that recovery did not scan, rebuilding
+// them from the segment when the files are missing or fail their sanity check.
+func (s *Segment) ensureIndexes() error {
+	if s.indexesLoaded.Load() {
+		return nil
+	}
+	s.loadMu.Lock()
+	defer s.loadMu.Unlock()
+	if s.indexesLoaded.Load() {
+		return nil
+	}
+	size := s.size.Load()
+	err := s.index.load(s.fs, size)
+	if err == nil {
+		err = s.timeIndex.load(s.fs, -1)
+	}
+	if errors.Is(err, errBadIndex) {
+		err = s.rebuildIndexes(size)
+	}
+	if err != nil {
+		return err
+	}
+	s.indexesLoaded.Store(true)
+	return nil
+}
+
+// rebuildIndexes recomputes both indexes of an immutable segment by scanning it. Any
+// bad batch is corruption: this segment is below the recovery point and must not be
+// truncated silently.
+func (s *Segment) rebuildIndexes(size int64) error {
+	b := indexBuilder{
+		index:     newOffsetIndex(s.index.path, s.baseOffset, int32(s.index.maxEntries*offsetEntrySize)),
+		timeIndex: newTimeIndex(s.timeIndex.path, s.baseOffset),
+		interval:  s.builder.interval, maxTimestamp: -1, offsetOfMaxTimestamp: -1,
+	}
+	valid, err := scanBatches(s.file, 0, size, true, func(batch recordbatch.Batch, pos int64) error {
+		b.add(batch, pos)
+		return nil
+	})
+	if err != nil || valid != size {
+		return fmt.Errorf("%w: rebuilding the indexes of %s: bad batch at position %d of %d: %v",
+			ErrCorruption, s.path, valid, size, err)
+	}
+	b.finish()
+	s.index.reset(b.index.buf)
+	s.timeIndex.reset(b.timeIndex.buf)
+	return nil
+}
+
+func (s *Segment) close() error { return s.file.Close() }
+
+// hdrBuf holds the start of a batch header: baseOffset, batchLength, ... lastOffsetDelta.
+type hdrBuf [27]byte
+
+var hdrPool = sync.Pool{New: func() any { return new(hdrBuf) }}
+
+// batchHeader is what the read path needs of a batch.
+type batchHeader struct {
+	base, last int64
+	size       int64
+}
+
+// readHeaderAt reads the header of the batch at pos. A batch that does not fit before
+// limit or has an impossible length is ErrCorruption.
+func readHeaderAt(f vfs.File, pos, limit int64, h *hdrBuf) (batchHeader, error) {
+	if _, err := f.ReadAt(h[:], pos); err != nil && !(errors.Is(err, io.EOF) && pos+int64(len(h)) <= limit) {
+		return batchHeader{}, fmt.Errorf("%w: reading the batch header at position %d of %s: %v", ErrCorruption, pos, f.Name(), err)
+	}
+	base := int64(binary.BigEndian.Uint64(h[0:]))
+	length := int64(int32(binary.BigEndian.Uint32(h[8:])))
+	lod := int64(int32(binary.BigEndian.Uint32(h[23:])))
+	size := length + recordbatch.LengthPrefixSize
+	if size < recordbatch.HeaderSize || pos+size > limit || lod < 0 {
+		return batchHeader{}, fmt.Errorf("%w: batch at position %d of %s announces %d bytes (limit %d)", ErrCorruption, pos, f.Name(), size, limit)
+	}
+	return batchHeader{base: base, last: base + lod, size: size}, nil
+}
+
+// translate finds the first batch whose last offset is >= target, starting from the
+// offset index, among the batches that end at or before limit. found is false when
+// every batch below limit ends before target.
+func (s *Segment) translate(target, limit int64, h *hdrBuf) (pos int64, hdr batchHeader, found bool, err error) {
+	if err := s.ensureIndexes(); err != nil {
+		return 0, batchHeader{}, false, err
+	}
+	_, pos = s.index.lookup(target)
+	for pos < limit {
+		hdr, err = readHeaderAt(s.file, pos, limit, h)
+		if err != nil {
+			return 0, hdr, false, err
+		}
+		if hdr.last >= target {
+			return pos, hdr, true, nil
+		}
+		pos += hdr.size
+	}
+	return pos, batchHeader{}, false, nil
+}
+
+// wholeBatchesEnd returns the end of the last batch that starts at or after from and
+// ends at or before limit (from itself when none does).
+func (s *Segment) wholeBatchesEnd(from, limit int64, h *hdrBuf) (int64, error) {
+	if _, p := s.index.lookupPosition(limit); p > from {
+		from = p
+	}
+	for from < limit {
+		hdr, err := readHeaderAt(s.file, from, s.size.Load(), h)
+		if err != nil {
+			return 0, err
+		}
+		if from+hdr.size > limit {
+			break
+		}
+		from += hdr.size
+	}
+	return from, nil
+}
+
+const scanChunk = 256 << 10
+
+// scanBatches calls fn for every batch of f between positions from and end, reading
+// in large chunks. It stops at the first batch that is torn, badly framed or (when
+// verify) fails Verify, and returns the position where the good batches end with the
+// reason; a clean end returns (end, nil). An error from fn stops the scan as is.
+func scanBatches(f vfs.File, from, end int64, verify bool, fn func(b recordbatch.Batch, pos int64) error) (int64, error) {
+	var backing []byte
+	buf := backing
+	pos := from // file position of buf[0]
+	for pos < end {
+		b, rest, err := recordbatch.Next(buf, int(min(end-pos, 1<<31-1)))
+		if errors.Is(err, recordbatch.ErrTruncated) {
+			n, rerr := refill(f, &backing, buf, pos, end)
+			if rerr != nil {
+				return pos, rerr
+			}
+			if n == len(buf) {
+				return pos, fmt.Errorf("%w: %d bytes at position %d hold only part of a batch", recordbatch.ErrTruncated, len(buf), pos)
+			}
+			buf = backing[:n]
+			continue
+		}
+		if err != nil {
+			return pos, err
+		}
+		if verify {
+			if err := b.Verify(); err != nil {
+				return pos, err
+			}
+		}
+		if err := fn(b, pos); err != nil {
+			return pos, err
+		}
+		pos += int64(len(b))
+		buf = rest
+	}
+	return pos, nil
+}
+
+// refill moves the unread bytes buf to the front of *backing and reads more after
+// them, enough for the batch buf starts (when its length is known). It returns the
+// new number of buffered bytes.
+func refill(f vfs.File, backing *[]byte, buf []byte, pos, end int64) (int, error) {
+	want := scanChunk
+	if len(buf) >= recordbatch.LengthPrefixSize {
+		size := int(int32(binary.BigEndian.Uint32(buf[8:]))) + recordbatch.LengthPrefixSize
+		want = max(want, size)
+	}
+	want = int(min(int64(want), end-pos))
+	if cap(*backing) < want {
+		nb := make([]byte, want)
+		copy(nb, buf)
+		*backing = nb
+	} else {
+		*backing = (*backing)[:cap(*backing)]
+		copy(*backing, buf)
+	}
+	n, err := f.ReadAt((*backing)[len(buf):want], pos+int64(len(buf)))
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, err
+	}
+	return len(buf) + n, nil
+}

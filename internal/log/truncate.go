@@ -1,0 +1,163 @@
+package log
+
+import (
+	"fmt"
+
+	"github.com/runnel-io/runnel/internal/recordbatch"
+)
+
+// Truncate drops every offset >= to (a follower whose log diverged from the leader's).
+// Whole batches go: when to falls inside a batch, that batch is dropped too and the
+// log end becomes its base offset. Segments above to are retired, the segment holding
+// to is cut and fsynced, and the epoch cache and producer state follow. to at or
+// past the log end is a no-op; to at or below the first segment's base empties the
+// log and restarts it at to (TruncateFullyAndStartAt).
+func (l *Log) Truncate(to int64) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	if err := l.checkWritableLocked(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	if to >= l.leo.Load() {
+		l.mu.Unlock()
+		return nil
+	}
+	if ss := l.segs(); to <= ss[0].baseOffset || to < l.logStart.Load() {
+		l.mu.Unlock()
+		return l.truncateFullyLocked(to)
+	}
+	seg, err := l.truncateLocked(to)
+	epochs := l.epochCheckpointLocked()
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := seg.file.Sync(); err != nil {
+		return l.fail("fsync", err)
+	}
+	return l.writeEpochCheckpoint(epochs)
+}
+
+// truncateLocked does the in-memory and file work of Truncate and returns the
+// segment that now ends the log, to be fsynced outside mu.
+func (l *Log) truncateLocked(to int64) (*Segment, error) {
+	ss := l.segs()
+	i := floorSegment(ss, to)
+	seg := ss[i]
+	victims := ss[i+1:]
+	l.publishLocked(append([]*Segment(nil), ss[:i+1]...))
+	l.dropUnflushedLocked(append(victims[:len(victims):len(victims)], seg))
+	seg.needsSync = false
+	if err := l.retireLocked(victims, l.now()); err != nil {
+		return nil, err
+	}
+	h := hdrPool.Get().(*hdrBuf)
+	defer hdrPool.Put(h)
+	pos, hdr, found, err := seg.translate(to, seg.size.Load(), h)
+	if err != nil {
+		return nil, err
+	}
+	leo := seg.nextOffset
+	if leo < 0 || i < len(ss)-1 {
+		leo = to // a trusted segment whose end was not scanned: to is inside it
+	}
+	if found {
+		leo = min(to, hdr.base)
+		if err := seg.file.Truncate(pos); err != nil {
+			return nil, l.failLocked("truncate", err)
+		}
+		seg.size.Store(pos)
+	}
+	if err := l.resetActiveStateLocked(seg, leo); err != nil {
+		return nil, err
+	}
+	l.leo.Store(leo)
+	if l.recoveryPoint.Load() > leo {
+		l.recoveryPoint.Store(leo)
+	}
+	l.epochs.truncateFromEnd(leo)
+	if err := l.removeSnapshotsAbove(leo); err != nil {
+		return nil, err
+	}
+	snaps, err := l.scanDir()
+	if err != nil {
+		return nil, err
+	}
+	return seg, l.loadProducerState(snaps.snapshots)
+}
+
+// resetActiveStateLocked makes seg, cut at its current size, the active segment
+// again: its indexes lose the entries past the cut and its largest timestamp is
+// recomputed from the time index plus the batches after the last index entry.
+func (l *Log) resetActiveStateLocked(seg *Segment, leo int64) error {
+	if err := seg.ensureIndexes(); err != nil {
+		return err
+	}
+	size := seg.size.Load()
+	seg.index.truncateToPosition(size)
+	seg.timeIndex.truncateToOffset(leo)
+	seg.nextOffset = leo
+	b := &seg.builder
+	b.maxTimestamp, b.offsetOfMaxTimestamp, _ = seg.timeIndex.lastEntry()
+	b.bytesSinceIndex = 0
+	_, from := seg.index.lookupPosition(size)
+	_, err := scanBatches(seg.file, from, size, false, func(batch recordbatch.Batch, _ int64) error {
+		if ts := batch.MaxTimestamp(); ts > b.maxTimestamp {
+			b.maxTimestamp, b.offsetOfMaxTimestamp = ts, batch.LastOffset()
+		}
+		b.bytesSinceIndex += int64(len(batch))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w: rescanning %s after truncation: %v", ErrCorruption, seg.path, err)
+	}
+	return nil
+}
+
+// TruncateFullyAndStartAt empties the log and restarts it at off (a follower far
+// behind the leader's log start): every segment is retired, the epoch cache and the
+// producer state are cleared.
+func (l *Log) TruncateFullyAndStartAt(off int64) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	return l.truncateFullyLocked(off)
+}
+
+// truncateFullyLocked is TruncateFullyAndStartAt with flushMu held.
+func (l *Log) truncateFullyLocked(off int64) error {
+	l.mu.Lock()
+	if err := l.checkWritableLocked(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	now := l.now()
+	victims := l.segs()
+	l.unflushed = nil
+	if err := l.retireLocked(victims, now); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	seg, err := createSegment(l.fs, l.dir, off, l.config.Load())
+	if err != nil {
+		l.mu.Unlock()
+		return l.fail("create segment", err)
+	}
+	l.publishLocked([]*Segment{seg})
+	l.leo.Store(off)
+	l.logStart.Store(off)
+	l.recoveryPoint.Store(off)
+	l.epochs.clear()
+	l.producers.clear()
+	err = l.removeSnapshotsBelow(-1)
+	epochs := l.epochCheckpointLocked()
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.fail("sync dir", err)
+	}
+	return l.writeEpochCheckpoint(epochs)
+}
