@@ -71,8 +71,8 @@ func (c *Controller) allocateProducerIDBlockLocked(ctx context.Context) error {
 // AlterPartition applies an ISR change asked for by the partition's leader (Kafka
 // AlterPartition). leaderEpoch and partitionEpoch are the leader's view; stale ones
 // fail with ErrFencedLeaderEpoch or ErrInvalidUpdateVersion. The new ISR must contain
-// the leader and only replicas (ErrInvalidRequest), and the replicas it adds must be
-// registered and unfenced (ErrIneligibleReplica). It returns the partition's new
+// the leader and only replicas (ErrInvalidRequest), all registered and unfenced
+// (ErrIneligibleReplica). Epochs ahead of the image's give ErrNotController. It returns the partition's new
 // state (its PartitionEpoch one higher), or the current state if the ISR is unchanged.
 func (c *Controller) AlterPartition(ctx context.Context, tp metadata.TopicPartition, leader metadata.NodeID,
 	leaderEpoch, partitionEpoch int32, newISR []metadata.NodeID) (metadata.Partition, error) {
@@ -104,27 +104,36 @@ func (c *Controller) AlterPartition(ctx context.Context, tp metadata.TopicPartit
 	return out, err
 }
 
-// validateAlterPartition is AlterPartition's checks, in Kafka's order.
+// validateAlterPartition is AlterPartition's checks, in Kafka's order. Epochs above
+// the current ones mean this controller's image is behind: ErrNotController, so the
+// leader retries and finds the real controller.
 func validateAlterPartition(im *metadata.Image, tp metadata.TopicPartition, p metadata.Partition,
 	leader metadata.NodeID, leaderEpoch, partitionEpoch int32, newISR []metadata.NodeID) error {
+	name := fmt.Sprintf("%s-%d", tp.Topic, tp.Partition)
 	switch {
+	case leaderEpoch > p.LeaderEpoch || partitionEpoch > p.PartitionEpoch:
+		return fmt.Errorf("%w: %s epochs %d/%d are ahead of this controller's %d/%d",
+			ErrNotController, name, leaderEpoch, partitionEpoch, p.LeaderEpoch, p.PartitionEpoch)
+	case leaderEpoch < p.LeaderEpoch:
+		return fmt.Errorf("%w: %s leader epoch %d, current %d", ErrFencedLeaderEpoch, name, leaderEpoch, p.LeaderEpoch)
 	case leader != p.Leader:
-		return fmt.Errorf("%w: broker %d is not the leader of %s-%d (the leader is %d)", ErrInvalidRequest, leader, tp.Topic, tp.Partition, p.Leader)
-	case leaderEpoch != p.LeaderEpoch:
-		return fmt.Errorf("%w: %s-%d leader epoch %d, current %d", ErrFencedLeaderEpoch, tp.Topic, tp.Partition, leaderEpoch, p.LeaderEpoch)
-	case partitionEpoch != p.PartitionEpoch:
-		return fmt.Errorf("%w: %s-%d partition epoch %d, current %d", ErrInvalidUpdateVersion, tp.Topic, tp.Partition, partitionEpoch, p.PartitionEpoch)
-	case !metadata.Contains(newISR, leader):
-		return fmt.Errorf("%w: the new ISR %v of %s-%d does not contain the leader %d", ErrInvalidRequest, newISR, tp.Topic, tp.Partition, leader)
+		return fmt.Errorf("%w: broker %d is not the leader of %s (the leader is %d)", ErrInvalidRequest, leader, name, p.Leader)
+	case partitionEpoch < p.PartitionEpoch:
+		return fmt.Errorf("%w: %s partition epoch %d, current %d", ErrInvalidUpdateVersion, name, partitionEpoch, p.PartitionEpoch)
 	}
 	for i, r := range newISR {
 		if !metadata.Contains(p.Replicas, r) || slices.Contains(newISR[:i], r) {
-			return fmt.Errorf("%w: the new ISR %v of %s-%d names %d, which is repeated or not a replica %v",
-				ErrInvalidRequest, newISR, tp.Topic, tp.Partition, r, p.Replicas)
+			return fmt.Errorf("%w: the new ISR %v of %s names %d, which is repeated or not a replica %v",
+				ErrInvalidRequest, newISR, name, r, p.Replicas)
 		}
-		if b, ok := im.Brokers[r]; !metadata.Contains(p.ISR, r) && (!ok || b.Fenced) {
-			return fmt.Errorf("%w: broker %d cannot join the ISR of %s-%d: it is not registered or is fenced",
-				ErrIneligibleReplica, r, tp.Topic, tp.Partition)
+	}
+	if !metadata.Contains(newISR, leader) {
+		return fmt.Errorf("%w: the new ISR %v of %s does not contain the leader %d", ErrInvalidRequest, newISR, name, leader)
+	}
+	for _, r := range newISR {
+		if b, ok := im.Brokers[r]; !ok || b.Fenced {
+			return fmt.Errorf("%w: broker %d cannot be in the ISR of %s: it is not registered or is fenced",
+				ErrIneligibleReplica, r, name)
 		}
 	}
 	return nil

@@ -276,8 +276,8 @@ func TestAlterPartition(t *testing.T) {
 		{"unknown partition", metadata.TopicPartition{Topic: "t", Partition: 1}, 1, 0, 0, []metadata.NodeID{1}, ErrUnknownTopic, ""},
 		{"not leader", tp, 2, 0, 0, []metadata.NodeID{2}, ErrInvalidRequest, ""},
 		{"stale leader epoch", tp, 1, -1, 0, []metadata.NodeID{1}, ErrFencedLeaderEpoch, ""},
-		{"future leader epoch", tp, 1, 1, 0, []metadata.NodeID{1}, ErrFencedLeaderEpoch, ""},
-		{"stale partition epoch", tp, 1, 0, 5, []metadata.NodeID{1}, ErrInvalidUpdateVersion, ""},
+		{"future leader epoch", tp, 1, 1, 0, []metadata.NodeID{1}, ErrNotController, ""},
+		{"future partition epoch", tp, 1, 0, 1, []metadata.NodeID{1}, ErrNotController, ""},
 		{"leader not in isr", tp, 1, 0, 0, []metadata.NodeID{2}, ErrInvalidRequest, ""},
 		{"not a replica", tp, 1, 0, 0, []metadata.NodeID{1, 4}, ErrInvalidRequest, ""},
 		{"repeated", tp, 1, 0, 0, []metadata.NodeID{1, 1}, ErrInvalidRequest, ""},
@@ -295,11 +295,14 @@ func TestAlterPartition(t *testing.T) {
 	if got := describe(c.Image().Topic("t").Partitions[0]); got != "replicas=[1 2 3] isr=[1 3 2] leader=1 le=0 pe=2" {
 		t.Fatalf("image: %s", got)
 	}
-	// A fenced broker cannot join the ISR.
+	// A fenced broker cannot be in the ISR.
 	c.AlterPartition(ctx, tp, 1, 0, 2, []metadata.NodeID{1})
 	c.proposeFence(t, 2)
 	_, err := c.AlterPartition(ctx, tp, 1, 0, 3, []metadata.NodeID{1, 2})
 	wantErr(t, "fenced joins", err, ErrIneligibleReplica)
+	if p, err := c.AlterPartition(ctx, tp, 1, 0, 3, []metadata.NodeID{1, 3}); err != nil || p.PartitionEpoch != 4 {
+		t.Fatalf("expand with an unfenced broker: %s, %v", describe(p), err)
+	}
 }
 
 // proposeFence fences a broker directly (fencing has no public operation yet).
