@@ -359,7 +359,15 @@ func (n *memNode) crashCopy(rng *rand.Rand) *memNode {
 	data := append([]byte(nil), n.synced...)
 	if n.dirtyFrom >= int64(len(n.synced)) && len(n.data) > len(n.synced) {
 		tail := n.data[len(n.synced):]
-		keep := rng.Intn(len(tail) + 1)
+		// Nothing, everything or a random prefix, each often enough to matter.
+		var keep int
+		switch rng.Intn(4) {
+		case 0:
+		case 1:
+			keep = len(tail)
+		default:
+			keep = rng.Intn(len(tail) + 1)
+		}
 		data = append(data, tail[:keep]...)
 		if keep > 0 && rng.Intn(3) == 0 {
 			torn := 1 + rng.Intn(min(keep, 16))
