@@ -47,7 +47,7 @@ func TestParseFilenameRejects(t *testing.T) {
 }
 
 func TestPartitionDirNames(t *testing.T) {
-	for _, tp := range []TopicPartition{{"orders", 0}, {"a-b-c", 12}, {"__consumer_offsets", 49}, {"x.y", 3}} {
+	for _, tp := range []TopicPartition{{Topic: "orders"}, {Topic: "a-b-c", Partition: 12}, {Topic: "__consumer_offsets", Partition: 49}, {Topic: "x.y", Partition: 3}} {
 		got, ok := ParsePartitionDirName(PartitionDirName(tp))
 		if !ok || got != tp {
 			t.Fatalf("round trip of %v gave %v %v", tp, got, ok)

@@ -115,7 +115,9 @@ func (l *Log) recoverSegments(recoveryPoint int64) error {
 		if err != nil {
 			return err
 		}
-		if truncated && i < len(ss)-1 {
+		// A segment that lost its tail, even at a batch boundary, leaves a hole
+		// before the next one: what follows cannot be kept.
+		if i < len(ss)-1 && (truncated || ss[i].nextOffset != ss[i+1].baseOffset) {
 			return l.dropSegmentsAfter(i)
 		}
 		if i < len(ss)-1 {

@@ -170,7 +170,10 @@ func (s *Segment) ensureIndexes() error {
 		err = s.timeIndex.load(s.fs, -1)
 	}
 	if errors.Is(err, errBadIndex) {
-		err = s.rebuildIndexes(size)
+		if err = s.rebuildIndexes(size); err == nil {
+			// Best effort: a failure only means rebuilding again after a restart.
+			_ = s.writeIndexes()
+		}
 	}
 	if err != nil {
 		return err

@@ -1,0 +1,264 @@
+package log
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/runnel-io/runnel/internal/log/logtest"
+	"github.com/runnel-io/runnel/internal/recordbatch"
+	"github.com/runnel-io/runnel/internal/vfs"
+)
+
+// history remembers every appended batch by base offset, to compare after a crash.
+type history map[int64][]byte
+
+// checkAgainst reads the whole log batch by batch and fails unless every batch is
+// byte-for-byte one that was appended, and offsets are contiguous from 0 to the end.
+func (h history) checkAgainst(t *testing.T, l *Log) {
+	t.Helper()
+	for off := l.LogStartOffset(); off < l.LogEndOffset(); {
+		ri, err := l.Read(off, 1, l.LogEndOffset(), true)
+		if err != nil {
+			t.Fatalf("Read(%d): %v", off, err)
+		}
+		got, _ := ri.AppendTo(nil)
+		if ri.FirstOffset != off || !bytes.Equal(got, h[off]) {
+			t.Fatalf("batch at %d (read %d bytes from %d) differs from the one appended", off, len(got), ri.FirstOffset)
+		}
+		off = recordbatch.Batch(got).NextOffset()
+	}
+}
+
+// TestCrashKeepsFlushedOffsets appends, flushes and rolls at random, crashes the
+// memory filesystem, and checks that recovery keeps every flushed offset, only
+// offsets that were appended, contiguously, and that recovering twice is a no-op.
+func TestCrashKeepsFlushedOffsets(t *testing.T) {
+	for name, cfg := range testConfigs() {
+		t.Run(name, func(t *testing.T) {
+			for seed := int64(0); seed < 25; seed++ {
+				crashOnce(t, cfg, seed)
+			}
+		})
+	}
+}
+
+func crashOnce(t *testing.T, cfg Config, seed int64) {
+	rng := rand.New(rand.NewSource(seed))
+	env := memEnv()
+	l := openLog(t, env, cfg)
+	h := history{}
+	var flushed, checkpointed int64
+	for i := 0; i < 60+rng.Intn(60); i++ {
+		b := logtest.BatchWith(logtest.BatchOptions{Records: 1 + rng.Intn(8), ValueSize: 8 + rng.Intn(40), Timestamp: int64(1000 + i)})
+		info, err := l.AppendAsLeader(b, int32(1+i/40))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h[info.FirstOffset] = b
+		switch r := rng.Intn(10); {
+		case r < 3:
+			if err := l.Flush(l.LogEndOffset()); err != nil {
+				t.Fatal(err)
+			}
+			flushed = l.LogEndOffset()
+		case r == 3:
+			checkpointed = l.RecoveryPoint()
+		case r == 4:
+			l.Roll()
+		}
+	}
+	crashed := testEnv{fs: env.mem.CrashClone(seed), dir: env.dir}
+	r := openLog(t, crashed, cfg, withRecoveryPoint(checkpointed))
+	leo := r.LogEndOffset()
+	if leo < flushed {
+		t.Fatalf("seed %d: recovered log end %d, but %d was flushed", seed, leo, flushed)
+	}
+	h.checkAgainst(t, r)
+	if r.RecoveryPoint() != leo {
+		t.Fatalf("seed %d: recovery point %d after recovery, log end %d", seed, r.RecoveryPoint(), leo)
+	}
+	for _, e := range r.EpochEntries() {
+		if e.StartOffset >= leo {
+			t.Fatalf("seed %d: epoch %v starts past the log end %d", seed, e, leo)
+		}
+	}
+	// Crash again right away (everything recovered is durable) and recover again.
+	again := openLog(t, testEnv{fs: crashed.mem2(r), dir: env.dir}, cfg, withRecoveryPoint(0))
+	if again.LogEndOffset() != leo || again.Size() != r.Size() {
+		t.Fatalf("seed %d: second recovery changed the log: end %d size %d, was %d %d", seed, again.LogEndOffset(), again.Size(), leo, r.Size())
+	}
+	if _, err := again.AppendAsLeader(logtest.Batch(2, 10), 9); err != nil {
+		t.Fatalf("seed %d: append after recovery: %v", seed, err)
+	}
+}
+
+// mem2 crashes the filesystem of an env made by CrashClone.
+func (e testEnv) mem2(*Log) vfs.FS { return e.fs.(*vfs.Mem).CrashClone(99) }
+
+func TestCorruptTailTruncated(t *testing.T) {
+	forEachLogConfig(t, func(t *testing.T, env testEnv, cfg Config) {
+		l := openLog(t, env, cfg)
+		leo := appendRecords(t, l, 40, 5, 30)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		bases := l.SegmentBaseOffsets()
+		active := MakeFilename(env.dir, FileTypeSegment, bases[len(bases)-1])
+		f, _ := env.fs.OpenFile(active, os.O_WRONLY|os.O_APPEND, 0)
+		f.Write(bytes.Repeat([]byte{0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 1, 0}, 3)) // a header announcing 256 bytes, torn
+		f.Close()
+
+		var logs logBuffer
+		r := openLog(t, env, cfg, withRecoveryPoint(leo), withLogger(logs.logger()))
+		if r.LogEndOffset() != leo {
+			t.Fatalf("log end %d after truncating the tail, want %d", r.LogEndOffset(), leo)
+		}
+		out := logs.String()
+		if !strings.Contains(out, "truncating torn or corrupt segment tail") || !strings.Contains(out, active) ||
+			!strings.Contains(out, "bytes_dropped=36") {
+			t.Fatalf("no warning naming the file and the bytes dropped:\n%s", out)
+		}
+		checkContiguous(t, readAll(t, r, 0, leo, 1<<20), 0, leo)
+	})
+}
+
+func TestCorruptLastBatchDropped(t *testing.T) {
+	env := memEnv()
+	cfg := DefaultConfig()
+	l := openLog(t, env, cfg)
+	appendRecords(t, l, 10, 3, 30)
+	last := mustAppend(t, l, logtest.Batch(4, 30))
+	l.Close()
+	path := MakeFilename(env.dir, FileTypeSegment, 0)
+	data, _ := vfs.ReadFile(env.fs, path)
+	data[len(data)-5] ^= 0xff // inside the last batch's records: CRC mismatch
+	vfs.WriteFileAtomic(env.fs, path, data)
+	r := openLog(t, env, cfg, withRecoveryPoint(l.RecoveryPoint()))
+	if r.LogEndOffset() != last.FirstOffset {
+		t.Fatalf("log end %d, want %d (corrupt last batch dropped)", r.LogEndOffset(), last.FirstOffset)
+	}
+}
+
+// TestCorruptionBelowRecoveryPoint checks that a bad batch in a trusted segment is
+// reported, not truncated away.
+func TestCorruptionBelowRecoveryPoint(t *testing.T) {
+	env := memEnv()
+	cfg := testConfigs()["tiny"]
+	l := openLog(t, env, cfg)
+	leo := appendRecords(t, l, 60, 4, 30)
+	l.Close()
+	path := MakeFilename(env.dir, FileTypeSegment, 0)
+	data, _ := vfs.ReadFile(env.fs, path)
+	data[recordbatch.Batch(data).Size()+70] ^= 0xff // the second batch's records
+	vfs.WriteFileAtomic(env.fs, path, data)
+	env.fs.Remove(MakeFilename(env.dir, FileTypeOffsetIndex, 0))
+
+	r := openLog(t, env, cfg, withRecoveryPoint(leo))
+	if r.LogEndOffset() != leo || r.SegmentBaseOffsets()[0] != 0 {
+		t.Fatalf("recovery changed a segment below the recovery point: leo %d segments %v", r.LogEndOffset(), r.SegmentBaseOffsets())
+	}
+	_, err := r.Read(0, 1<<20, leo, true)
+	wantErr(t, err, ErrCorruption)
+	after := r.SegmentBaseOffsets()[1]
+	checkContiguous(t, readAll(t, r, after, leo, 1<<20), after, leo)
+}
+
+func TestMissingOrBadIndexRebuilt(t *testing.T) {
+	forEachLogConfig(t, func(t *testing.T, env testEnv, cfg Config) {
+		l := openLog(t, env, cfg)
+		leo := appendRecords(t, l, 80, 5, 30)
+		l.Close()
+		names, _ := env.fs.ReadDir(env.dir)
+		for i, name := range names {
+			ft, _, _ := ParseFilename(name)
+			p := filepath.Join(env.dir, name)
+			switch {
+			case ft == FileTypeOffsetIndex && i%2 == 0:
+				env.fs.Remove(p)
+			case ft == FileTypeOffsetIndex:
+				vfs.WriteFileAtomic(env.fs, p, bytes.Repeat([]byte{0xff, 0, 0, 1, 0, 0, 0, 0}, 3))
+			case ft == FileTypeTimeIndex && i%3 == 0:
+				vfs.WriteFileAtomic(env.fs, p, []byte{1, 2, 3})
+			}
+		}
+		r := openLog(t, env, cfg, withRecoveryPoint(leo))
+		checkContiguous(t, readAll(t, r, 0, leo, 1<<20), 0, leo)
+		for off := int64(0); off < leo; off += 11 {
+			checkContiguous(t, readAll(t, r, off, leo, 200), off, leo)
+		}
+		if off, _, ok := r.FetchOffsetByTimestamp(1050); !ok || off > leo {
+			t.Fatalf("timestamp lookup after rebuild: %d %v", off, ok)
+		}
+		if _, err := env.fs.Stat(MakeFilename(env.dir, FileTypeOffsetIndex, 0)); r.NumSegments() > 1 && err != nil {
+			t.Fatalf("rebuilt index not written back: %v", err)
+		}
+	})
+}
+
+func TestDiskFullGoesOffline(t *testing.T) {
+	env := memEnv()
+	cfg := testConfigs()["tiny"]
+	l := openLog(t, env, cfg)
+	leo := appendRecords(t, l, 20, 4, 30)
+	if err := l.Flush(leo); err != nil {
+		t.Fatal(err)
+	}
+	env.mem.Inject(vfs.OpWrite, env.dir+"/*.log", syscall.ENOSPC)
+	_, err := l.AppendAsLeader(logtest.Batch(3, 30), 1)
+	wantErr(t, err, ErrKafkaStorage)
+	if !errors.Is(err, syscall.ENOSPC) && !strings.Contains(err.Error(), "no space") {
+		t.Fatalf("error does not say why: %v", err)
+	}
+	_, err = l.AppendAsLeader(logtest.Batch(3, 30), 1)
+	wantErr(t, err, ErrKafkaStorage) // offline, although the disk "recovered"
+	wantErr(t, l.Flush(leo+1), ErrKafkaStorage)
+	if l.LogEndOffset() != leo {
+		t.Fatalf("log end moved to %d", l.LogEndOffset())
+	}
+	checkContiguous(t, readAll(t, l, 0, leo, 1<<20), 0, leo)
+	l.Close()
+	r := openLog(t, env, cfg, withRecoveryPoint(leo))
+	checkContiguous(t, readAll(t, r, 0, leo, 1<<20), 0, leo)
+	if _, err := r.AppendAsLeader(logtest.Batch(3, 30), 1); err != nil {
+		t.Fatalf("append after reopen: %v", err)
+	}
+}
+
+func TestFsyncFailureKeepsRecoveryPoint(t *testing.T) {
+	env := memEnv()
+	l := openLog(t, env, DefaultConfig())
+	leo := appendRecords(t, l, 5, 4, 30)
+	env.mem.Inject(vfs.OpSync, "", syscall.EIO)
+	wantErr(t, l.Flush(leo), ErrKafkaStorage)
+	if l.RecoveryPoint() != 0 {
+		t.Fatalf("recovery point %d after a failed fsync", l.RecoveryPoint())
+	}
+	_, err := l.AppendAsLeader(logtest.Batch(1, 10), 1)
+	wantErr(t, err, ErrKafkaStorage)
+}
+
+func TestLeftoverFilesRemoved(t *testing.T) {
+	env := memEnv()
+	l := openLog(t, env, DefaultConfig())
+	leo := appendRecords(t, l, 5, 4, 30)
+	l.Close()
+	for _, name := range []string{"00000000000000000003.log.deleted", "00000000000000000003.index.swap",
+		"leader-epoch-checkpoint.tmp", "00000000000000000099.snapshot"} {
+		vfs.WriteFileAtomic(env.fs, filepath.Join(env.dir, name), []byte("junk"))
+	}
+	r := openLog(t, env, DefaultConfig(), withRecoveryPoint(leo))
+	for _, name := range []string{"00000000000000000003.log.deleted", "00000000000000000003.index.swap",
+		"leader-epoch-checkpoint.tmp", "00000000000000000099.snapshot"} {
+		if _, err := env.fs.Stat(filepath.Join(env.dir, name)); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("%s not removed at recovery: %v", name, err)
+		}
+	}
+	checkContiguous(t, readAll(t, r, 0, leo, 1<<20), 0, leo)
+}
