@@ -195,7 +195,7 @@ func (m *Manager) flushOnce() {
 	now := m.o.Now()
 	for tp, l := range m.All() {
 		cfg := l.config.Load()
-		if l.LogEndOffset() <= l.RecoveryPoint() || l.TimeSinceFlush(now) < time.Duration(cfg.FlushMs)*time.Millisecond {
+		if l.LogEndOffset() <= l.RecoveryPoint() || now.UnixMilli()-l.lastFlushMs.Load() < cfg.FlushMs {
 			continue
 		}
 		if err := l.Flush(l.LogEndOffset()); err != nil && !errors.Is(err, ErrClosed) {

@@ -48,6 +48,15 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 	if offset >= maxOffset {
 		return ReadInfo{FirstOffset: -1}, nil
 	}
+	ri, err := l.read(offset, maxBytes, maxOffset, minOneBatch)
+	if err != nil && offset < l.logStart.Load() {
+		// Retention deleted the segment while we read it.
+		return ReadInfo{}, fmt.Errorf("%w: offset %d is below the log start %d", ErrOffsetOutOfRange, offset, l.logStart.Load())
+	}
+	return ri, err
+}
+
+func (l *Log) read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadInfo, error) {
 	h := hdrPool.Get().(*hdrBuf)
 	defer hdrPool.Put(h)
 	ss := l.segs()

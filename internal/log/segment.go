@@ -221,8 +221,12 @@ type batchHeader struct {
 // readHeaderAt reads the header of the batch at pos. A batch that does not fit before
 // limit or has an impossible length is ErrCorruption.
 func readHeaderAt(f vfs.File, pos, limit int64, h *hdrBuf) (batchHeader, error) {
-	if _, err := f.ReadAt(h[:], pos); err != nil && !(errors.Is(err, io.EOF) && pos+int64(len(h)) <= limit) {
-		return batchHeader{}, fmt.Errorf("%w: reading the batch header at position %d of %s: %v", ErrCorruption, pos, f.Name(), err)
+	if n, err := f.ReadAt(h[:], pos); err != nil && !(errors.Is(err, io.EOF) && n == len(h)) {
+		class := ErrKafkaStorage
+		if errors.Is(err, io.EOF) {
+			class = ErrCorruption // the file is shorter than its published size
+		}
+		return batchHeader{}, fmt.Errorf("%w: reading the batch header at position %d of %s: %v", class, pos, f.Name(), err)
 	}
 	base := int64(binary.BigEndian.Uint64(h[0:]))
 	length := int64(int32(binary.BigEndian.Uint32(h[8:])))

@@ -1,0 +1,213 @@
+package log
+
+import (
+	"errors"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/runnel-io/runnel/internal/log/logtest"
+	"github.com/runnel-io/runnel/internal/recordbatch"
+	"github.com/runnel-io/runnel/internal/vfs"
+)
+
+// TestConcurrentAppendReadFlush runs appenders, flushers, readers and retention at
+// once (run it with -race). Readers must always get whole, valid batches with
+// increasing offsets below the bound they asked for.
+func TestConcurrentAppendReadFlush(t *testing.T) {
+	forEachLogConfig(t, func(t *testing.T, env testEnv, cfg Config) {
+		cfg.RetentionBytes = 20_000
+		l := openLog(t, env, cfg)
+		var wg sync.WaitGroup
+		done := make(chan struct{})
+		errc := make(chan error, 16)
+		for w := 0; w < 3; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 150; i++ {
+					info, err := l.AppendAsLeader(logtest.Batch(1+i%5, 30), 1)
+					if err == nil && l.NeedsFlush(info) {
+						err = l.Flush(info.LastOffset + 1)
+					}
+					if err == nil && l.RecoveryPoint() <= info.LastOffset && cfg.FlushMessages == 1 {
+						err = errors.New("flushed offset not below the recovery point")
+					}
+					if err != nil {
+						errc <- err
+						return
+					}
+				}
+			}()
+		}
+		for r := 0; r < 2; r++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					if err := readOnce(l); err != nil {
+						errc <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				case <-time.After(time.Millisecond):
+					if _, err := l.DeleteOldSegments(time.Now()); err != nil {
+						errc <- err
+						return
+					}
+				}
+			}
+		}()
+		waitAppenders(t, l, 3*150*3)
+		close(done)
+		wg.Wait()
+		close(errc)
+		for err := range errc {
+			t.Fatal(err)
+		}
+		start, leo := l.LogStartOffset(), l.LogEndOffset()
+		checkContiguous(t, readAll(t, l, start, leo, 1<<20), start, leo)
+	})
+}
+
+// waitAppenders waits until the appenders wrote their records (3 writers x 150
+// batches of 1-5 records, 3 on average).
+func waitAppenders(t *testing.T, l *Log, want int64) {
+	deadline := time.Now().Add(20 * time.Second)
+	for l.LogEndOffset() < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("appenders stuck at log end %d, want %d", l.LogEndOffset(), want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// readOnce reads from a random-ish place up to the log end and validates batches.
+func readOnce(l *Log) error {
+	leo := l.LogEndOffset()
+	start := l.LogStartOffset()
+	if leo == start {
+		return nil
+	}
+	off := start + (leo-start)/3
+	ri, err := l.Read(off, 4096, leo, true)
+	if errors.Is(err, ErrOffsetOutOfRange) {
+		return nil // retention moved the start meanwhile
+	}
+	if err != nil {
+		return err
+	}
+	data, err := ri.AppendTo(nil)
+	if err != nil {
+		return nil // the segment was deleted and closed under us
+	}
+	next := int64(-1)
+	for len(data) > 0 {
+		b, rest, err := recordbatch.Next(data, 0)
+		if err != nil {
+			return err
+		}
+		if err := b.Verify(); err != nil {
+			return err
+		}
+		if b.BaseOffset() <= next || b.LastOffset() >= leo {
+			return errors.New("read returned batches out of order or past the bound")
+		}
+		next, data = b.LastOffset(), rest
+	}
+	if next < off {
+		return errors.New("read ended before the offset asked for")
+	}
+	return nil
+}
+
+// blockingSyncFS wraps a filesystem so that fsyncs of .log files wait for release.
+type blockingSyncFS struct {
+	vfs.FS
+	entered chan struct{}
+	release chan struct{}
+}
+
+type blockingSyncFile struct {
+	vfs.File
+	fs *blockingSyncFS
+}
+
+func (f blockingSyncFile) Sync() error {
+	f.fs.entered <- struct{}{}
+	<-f.fs.release
+	return f.File.Sync()
+}
+
+func (b *blockingSyncFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
+	f, err := b.FS.OpenFile(name, flag, perm)
+	if err != nil || flag&os.O_RDWR == 0 {
+		return f, err
+	}
+	return blockingSyncFile{File: f, fs: b}, nil
+}
+
+// TestFlushDoesNotBlockAppends holds an fsync and checks that appends and reads go
+// on meanwhile, and that flushes queued behind it share the next fsync.
+func TestFlushDoesNotBlockAppends(t *testing.T) {
+	bfs := &blockingSyncFS{FS: vfs.NewMem(), entered: make(chan struct{}, 10), release: make(chan struct{})}
+	l, err := Open(Options{FS: vfs.NewMem(), Dir: "/d/t-0", Config: DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	l, err = Open(Options{FS: bfs, Dir: "/d/t-0", Config: DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := mustAppend(t, l, logtest.Batch(2, 10))
+	flushed := make(chan error, 4)
+	go func() { flushed <- l.Flush(info.LastOffset + 1) }()
+	<-bfs.entered // the fsync is in progress
+	for i := 0; i < 5; i++ {
+		info = mustAppend(t, l, logtest.Batch(2, 10))
+	}
+	checkContiguous(t, readAll(t, l, 0, l.LogEndOffset(), 1<<20), 0, l.LogEndOffset())
+	for i := 0; i < 3; i++ {
+		go func() { flushed <- l.Flush(info.LastOffset + 1) }()
+	}
+	bfs.release <- struct{}{}
+	if err := <-flushed; err != nil {
+		t.Fatal(err)
+	}
+	<-bfs.entered // one more fsync, shared by the three flushes
+	bfs.release <- struct{}{}
+	for i := 0; i < 3; i++ {
+		if err := <-flushed; err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-bfs.entered:
+		t.Fatal("a third fsync: queued flushes did not share one")
+	default:
+	}
+	if l.RecoveryPoint() != l.LogEndOffset() {
+		t.Fatalf("recovery point %d, log end %d", l.RecoveryPoint(), l.LogEndOffset())
+	}
+	close(bfs.release)
+	go func() {
+		for range bfs.entered {
+		}
+	}()
+}
