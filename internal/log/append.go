@@ -103,18 +103,7 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 	if cfg.MessageTimestampType == LogAppendTime {
 		info.LogAppendTime = now.UnixMilli()
 	}
-	next := info.FirstOffset
-	for rest := records; len(rest) > 0; {
-		b, r, _ := recordbatch.Next(rest, 0)
-		rest = r
-		b.SetBaseOffset(next)
-		b.SetPartitionLeaderEpoch(leaderEpoch)
-		if info.LogAppendTime >= 0 {
-			b.SetLogAppendTime(info.LogAppendTime)
-		}
-		next = b.NextOffset()
-	}
-	info.LastOffset = next - 1
+	info.LastOffset = stampBatches(records, info.FirstOffset, leaderEpoch, info.LogAppendTime)
 	if err := l.appendLocked(records, info.FirstOffset, info.LastOffset, cfg, now); err != nil {
 		return AppendInfo{}, err
 	}
@@ -124,6 +113,23 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 	}
 	info.LogStartOffset = l.logStart.Load()
 	return info, nil
+}
+
+// stampBatches assigns offsets from first, stamps the leader epoch and, when
+// appendTime >= 0, the log append time, in place. It returns the last offset.
+func stampBatches(records []byte, first int64, leaderEpoch int32, appendTime int64) int64 {
+	next := first
+	for rest := records; len(rest) > 0; {
+		b, r, _ := recordbatch.Next(rest, 0)
+		rest = r
+		b.SetBaseOffset(next)
+		b.SetPartitionLeaderEpoch(leaderEpoch)
+		if appendTime >= 0 {
+			b.SetLogAppendTime(appendTime)
+		}
+		next = b.NextOffset()
+	}
+	return next - 1
 }
 
 // checkProducersLocked runs the idempotence checks of every batch. dup is true when

@@ -124,7 +124,7 @@ func TestReadLimits(t *testing.T) {
 		wantSize       int
 		wantFirstBatch int64
 	}{
-		{"whole log", 0, 1 <<20, 100, false, sizes[0] * 10, 0},
+		{"whole log", 0, 1 << 20, 100, false, sizes[0] * 10, 0},
 		{"mid batch starts at its base", 15, 1 << 20, 100, false, sizes[0] * 9, 10},
 		{"high watermark excludes batches", 0, 1 << 20, 30, false, sizes[0] * 3, 0},
 		{"high watermark mid batch", 0, 1 << 20, 35, false, sizes[0] * 3, 0},

@@ -101,7 +101,7 @@ func (m *Manager) loadLogs() error {
 	}
 	var (
 		wg   sync.WaitGroup
-		mu   sync.Mutex
+		mu   sync.Mutex // guards errs
 		errs []error
 		sem  = make(chan struct{}, m.o.RecoveryThreads)
 	)
@@ -123,18 +123,28 @@ func (m *Manager) loadLogs() error {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			l, err := Open(m.logOptions(tp, m.o.Defaults, rps[tp], starts[tp]))
+			err := m.openExisting(tp, rps[tp], starts[tp])
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				errs = append(errs, fmt.Errorf("opening %s: %w", name, err))
-				return
 			}
-			m.logs[tp] = l
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// openExisting opens (recovers) the log of tp found at startup.
+func (m *Manager) openExisting(tp TopicPartition, rp, start int64) error {
+	l, err := Open(m.logOptions(tp, m.o.Defaults, rp, start))
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.logs[tp] = l
+	return nil
 }
 
 func (m *Manager) logOptions(tp TopicPartition, cfg Config, rp, start int64) Options {

@@ -78,14 +78,19 @@ func (l *Log) truncateLocked(to int64) (*Segment, error) {
 		l.recoveryPoint.Store(leo)
 	}
 	l.epochs.truncateFromEnd(leo)
+	return seg, l.reloadProducerStateLocked(leo)
+}
+
+// reloadProducerStateLocked rebuilds the producer state after truncation to leo.
+func (l *Log) reloadProducerStateLocked(leo int64) error {
 	if err := l.removeSnapshotsAbove(leo); err != nil {
-		return nil, err
+		return err
 	}
 	snaps, err := l.scanDir()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return seg, l.loadProducerState(snaps.snapshots)
+	return l.loadProducerState(snaps.snapshots)
 }
 
 // resetActiveStateLocked makes seg, cut at its current size, the active segment
