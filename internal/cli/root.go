@@ -2,15 +2,21 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Exit statuses fixed by INTERFACE.md.
@@ -50,6 +56,7 @@ func NewRoot(extra ...*cobra.Command) *cobra.Command {
 		Args:          noArgs,
 		RunE:          groupRunE,
 	}
+	root.CompletionOptions.HiddenDefaultCmd = true
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newTopicCommand(), newProduceCommand(), newConsumeCommand(),
 		newGroupCommand(), newClusterCommand())
@@ -149,4 +156,97 @@ func subcommandNames(cmd *cobra.Command) string {
 		}
 	}
 	return strings.Join(names, ", ")
+}
+
+// defaultBootstrap is where client commands look for the cluster without -b.
+const defaultBootstrap = "localhost:9092"
+
+// connFlags are the connection flags every client command takes.
+type connFlags struct {
+	bootstrap string // -b: HOST:PORT[,HOST:PORT...]
+}
+
+func addConnFlags(fs *pflag.FlagSet) *connFlags {
+	c := &connFlags{}
+	fs.StringVarP(&c.bootstrap, "bootstrap", "b", defaultBootstrap, "Kafka listeners to bootstrap from, HOST:PORT[,HOST:PORT...]")
+	return c
+}
+
+// seeds splits and checks --bootstrap.
+func (c *connFlags) seeds() ([]string, error) {
+	var seeds []string
+	for s := range strings.SplitSeq(c.bootstrap, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			return nil, usageErrorf("bad --bootstrap %q: want HOST:PORT", s)
+		}
+		seeds = append(seeds, s)
+	}
+	if len(seeds) == 0 {
+		return nil, usageErrorf("--bootstrap is empty")
+	}
+	return seeds, nil
+}
+
+// client builds a kgo client for the cluster; the caller closes it.
+func (c *connFlags) client(opts ...kgo.Opt) (*kgo.Client, error) {
+	seeds, err := c.seeds()
+	if err != nil {
+		return nil, err
+	}
+	base := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("runnel-cli")}
+	cl, err := kgo.NewClient(append(base, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	return cl, nil
+}
+
+// admin builds a kadm client for the cluster; the caller closes it.
+func (c *connFlags) admin() (*kadm.Client, error) {
+	cl, err := c.client()
+	if err != nil {
+		return nil, err
+	}
+	return kadm.NewClient(cl), nil
+}
+
+// withMessage adds the broker's error message, if any, to a Kafka error code.
+func withMessage(err error, msg string) error {
+	if err == nil || msg == "" || strings.Contains(err.Error(), msg) {
+		return err
+	}
+	return fmt.Errorf("%w: %s", err, msg)
+}
+
+// newTable returns a tabwriter for human tables; the caller flushes it.
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+}
+
+// writeJSON writes v as indented JSON, for --json.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// dash renders a missing number as "-".
+func dash(n int64) string {
+	if n < 0 {
+		return "-"
+	}
+	return fmt.Sprint(n)
+}
+
+// joinInt32s renders replica lists as 1,2,3.
+func joinInt32s(ns []int32) string {
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = fmt.Sprint(n)
+	}
+	return strings.Join(parts, ",")
 }
