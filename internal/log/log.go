@@ -28,6 +28,12 @@ type Options struct {
 	LogStartOffset int64
 	Logger         *slog.Logger     // nil = slog.Default()
 	Now            func() time.Time // nil = time.Now
+	// OnTruncate, if set, is called after Truncate or TruncateFullyAndStartAt moved
+	// the recovery point down, outside the log's locks. The Manager rewrites the
+	// recovery point checkpoint there (Kafka LogManager.truncateTo): a stale, higher
+	// checkpoint would make the next recovery trust segments written after the
+	// truncation that were never flushed.
+	OnTruncate func()
 }
 
 // Log is one partition's log (Kafka UnifiedLog + LocalLog): a list of segments, the
@@ -36,11 +42,12 @@ type Options struct {
 // Lock order: flushMu -> mu -> index locks. Readers take no Log lock: they load the
 // segment list and offsets atomically and read immutable byte ranges.
 type Log struct {
-	fs     vfs.FS           // immutable
-	dir    string           // immutable
-	tp     TopicPartition   // immutable
-	logger *slog.Logger     // immutable
-	now    func() time.Time // immutable
+	fs         vfs.FS           // immutable
+	dir        string           // immutable
+	tp         TopicPartition   // immutable
+	logger     *slog.Logger     // immutable
+	now        func() time.Time // immutable
+	onTruncate func()           // immutable, may be nil
 
 	config atomic.Pointer[Config]
 	// segments is the sorted, never empty list of segments, replaced (copy on write)
@@ -91,7 +98,7 @@ func Open(o Options) (*Log, error) {
 	}
 	cfg := o.Config.sanitized()
 	l := &Log{
-		fs: o.FS, dir: o.Dir, tp: o.TP, now: o.Now,
+		fs: o.FS, dir: o.Dir, tp: o.TP, now: o.Now, onTruncate: o.OnTruncate,
 		logger:    o.Logger.With("topic", o.TP.Topic, "partition", o.TP.Partition),
 		epochs:    newLeaderEpochCache(o.Dir),
 		producers: newProducerState(),

@@ -149,7 +149,15 @@ func (m *Manager) openExisting(tp TopicPartition, rp, start int64) error {
 
 func (m *Manager) logOptions(tp TopicPartition, cfg Config, rp, start int64) Options {
 	return Options{FS: m.o.FS, Dir: filepath.Join(m.o.DataDir, PartitionDirName(tp)), TP: tp, Config: cfg,
-		RecoveryPoint: rp, LogStartOffset: start, Logger: m.o.Logger, Now: m.o.Now}
+		RecoveryPoint: rp, LogStartOffset: start, Logger: m.o.Logger, Now: m.o.Now, OnTruncate: m.checkpointAfterTruncate}
+}
+
+// checkpointAfterTruncate rewrites the checkpoints after a truncation lowered a
+// recovery point (see Options.OnTruncate).
+func (m *Manager) checkpointAfterTruncate() {
+	if err := m.Checkpoint(); err != nil {
+		m.logger.Error("writing checkpoints after truncation", "err", err)
+	}
 }
 
 // Start starts the background loops: retention every RetentionCheckInterval, timed

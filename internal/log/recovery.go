@@ -96,10 +96,13 @@ func (l *Log) recoverSegments(recoveryPoint int64) error {
 	if len(ss) == 0 {
 		return nil
 	}
-	// The first segment that may hold offsets >= recoveryPoint.
+	// The first segment not wholly below the recovery point. A segment that ends
+	// exactly at it may have been flushed while active, before its indexes were
+	// written at roll: only a later flush syncs them, and that flush moves the
+	// recovery point past the segment. So a trusted segment ends strictly below it.
 	start := len(ss) - 1
 	for i := 0; i < len(ss)-1; i++ {
-		if ss[i+1].baseOffset > recoveryPoint {
+		if ss[i+1].baseOffset >= recoveryPoint {
 			start = i
 			break
 		}

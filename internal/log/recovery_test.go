@@ -29,7 +29,8 @@ func (h history) checkAgainst(t *testing.T, l *Log) {
 			t.Fatalf("Read(%d): %v", off, err)
 		}
 		got, _ := ri.AppendTo(nil)
-		if ri.FirstOffset != off || !bytes.Equal(got, h[off]) {
+		first := off == l.LogStartOffset() && ri.FirstOffset <= off // the batch holding the log start
+		if (ri.FirstOffset != off && !first) || !bytes.Equal(got, h[ri.FirstOffset]) {
 			t.Fatalf("batch at %d (read %d bytes from %d) differs from the one appended", off, len(got), ri.FirstOffset)
 		}
 		off = recordbatch.Batch(got).NextOffset()
@@ -52,9 +53,11 @@ func TestCrashKeepsFlushedOffsets(t *testing.T) {
 func crashOnce(t *testing.T, cfg Config, seed int64) {
 	rng := rand.New(rand.NewSource(seed))
 	env := memEnv()
-	l := openLog(t, env, cfg)
-	h := history{}
+	var l *Log
 	var flushed, checkpointed int64
+	// As the Manager does, checkpoint the recovery point after a truncation.
+	l = openLog(t, env, cfg, func(o *Options) { o.OnTruncate = func() { checkpointed = l.RecoveryPoint() } })
+	h := history{}
 	for i := 0; i < 60+rng.Intn(60); i++ {
 		b := logtest.BatchWith(logtest.BatchOptions{Records: 1 + rng.Intn(8), ValueSize: 8 + rng.Intn(40), Timestamp: int64(1000 + i)})
 		info, err := l.AppendAsLeader(b, int32(1+i/40))
@@ -72,10 +75,20 @@ func crashOnce(t *testing.T, cfg Config, seed int64) {
 			checkpointed = l.RecoveryPoint()
 		case r == 4:
 			l.Roll()
+		case r == 5 && rng.Intn(3) == 0:
+			if err := l.Truncate(l.LogStartOffset() + rng.Int63n(l.LogEndOffset()-l.LogStartOffset()+1)); err != nil {
+				t.Fatal(err)
+			}
+			flushed = min(flushed, l.LogEndOffset())
+		case r == 6 && rng.Intn(3) == 0:
+			if _, err := l.DeleteRecordsBefore(l.LogStartOffset() + rng.Int63n(l.LogEndOffset()-l.LogStartOffset()+1)); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
+	logStart := l.LogStartOffset()
 	crashed := testEnv{fs: env.mem.CrashClone(seed), dir: env.dir}
-	r := openLog(t, crashed, cfg, withRecoveryPoint(checkpointed))
+	r := openLog(t, crashed, cfg, withRecoveryPoint(checkpointed), withLogStart(logStart))
 	leo := r.LogEndOffset()
 	if leo < flushed {
 		t.Fatalf("seed %d: recovered log end %d, but %d was flushed", seed, leo, flushed)
@@ -85,12 +98,13 @@ func crashOnce(t *testing.T, cfg Config, seed int64) {
 		t.Fatalf("seed %d: recovery point %d after recovery, log end %d", seed, r.RecoveryPoint(), leo)
 	}
 	for _, e := range r.EpochEntries() {
-		if e.StartOffset >= leo {
+		// An empty log (start == end) keeps its latest epoch, moved to the log start.
+		if e.StartOffset > leo || (e.StartOffset == leo && leo != r.LogStartOffset()) {
 			t.Fatalf("seed %d: epoch %v starts past the log end %d", seed, e, leo)
 		}
 	}
 	// Crash again right away (everything recovered is durable) and recover again.
-	again := openLog(t, testEnv{fs: crashed.mem2(r), dir: env.dir}, cfg, withRecoveryPoint(0))
+	again := openLog(t, testEnv{fs: crashed.mem2(r), dir: env.dir}, cfg, withRecoveryPoint(0), withLogStart(logStart))
 	if again.LogEndOffset() != leo || again.Size() != r.Size() {
 		t.Fatalf("seed %d: second recovery changed the log: end %d size %d, was %d %d", seed, again.LogEndOffset(), again.Size(), leo, r.Size())
 	}

@@ -167,6 +167,9 @@ func (s *Segment) ensureIndexes() error {
 	size := s.size.Load()
 	err := s.index.load(s.fs, size)
 	if err == nil {
+		err = s.checkLastIndexEntry(size)
+	}
+	if err == nil {
 		err = s.timeIndex.load(s.fs, -1)
 	}
 	if errors.Is(err, errBadIndex) {
@@ -179,6 +182,29 @@ func (s *Segment) ensureIndexes() error {
 		return err
 	}
 	s.indexesLoaded.Store(true)
+	return nil
+}
+
+// checkLastIndexEntry reads the batch the last offset index entry points to: it must
+// start there and end at the entry's offset. This catches a torn tail that the
+// ordering checks of load let through.
+func (s *Segment) checkLastIndexEntry(size int64) error {
+	s.index.mu.RLock()
+	n := len(s.index.buf)
+	var off, pos int64
+	if n > 0 {
+		off, pos = s.index.entry(s.index.buf[n-offsetEntrySize:])
+	}
+	s.index.mu.RUnlock()
+	if n == 0 {
+		return nil
+	}
+	h := hdrPool.Get().(*hdrBuf)
+	defer hdrPool.Put(h)
+	hdr, err := readHeaderAt(s.file, pos, size, h)
+	if err != nil || hdr.last != off {
+		return fmt.Errorf("%w: %s last entry (offset %d, position %d) does not match the batch there", errBadIndex, s.index.path, off, pos)
+	}
 	return nil
 }
 

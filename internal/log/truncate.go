@@ -13,31 +13,39 @@ import (
 // past the log end is a no-op; to at or below the first segment's base empties the
 // log and restarts it at to (TruncateFullyAndStartAt).
 func (l *Log) Truncate(to int64) error {
+	truncated, err := l.truncate(to)
+	if truncated && l.onTruncate != nil {
+		l.onTruncate()
+	}
+	return err
+}
+
+func (l *Log) truncate(to int64) (truncated bool, err error) {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	if err := l.checkWritableLocked(); err != nil {
 		l.mu.Unlock()
-		return err
+		return false, err
 	}
 	if to >= l.leo.Load() {
 		l.mu.Unlock()
-		return nil
+		return false, nil
 	}
 	if ss := l.segs(); to <= ss[0].baseOffset || to < l.logStart.Load() {
 		l.mu.Unlock()
-		return l.truncateFullyLocked(to)
+		return true, l.truncateFullyLocked(to)
 	}
 	seg, err := l.truncateLocked(to)
 	epochs := l.epochCheckpointLocked()
 	l.mu.Unlock()
 	if err != nil {
-		return err
+		return true, err
 	}
 	if err := seg.file.Sync(); err != nil {
-		return l.fail("fsync", err)
+		return true, l.fail("fsync", err)
 	}
-	return l.writeEpochCheckpoint(epochs)
+	return true, l.writeEpochCheckpoint(epochs)
 }
 
 // truncateLocked does the in-memory and file work of Truncate and returns the
@@ -74,6 +82,10 @@ func (l *Log) truncateLocked(to int64) (*Segment, error) {
 		return nil, err
 	}
 	l.leo.Store(leo)
+	if l.logStart.Load() > leo {
+		// to was in the batch holding the log start: the log is now empty.
+		l.logStart.Store(leo)
+	}
 	if l.recoveryPoint.Load() > leo {
 		l.recoveryPoint.Store(leo)
 	}
@@ -126,8 +138,12 @@ func (l *Log) resetActiveStateLocked(seg *Segment, leo int64) error {
 // producer state are cleared.
 func (l *Log) TruncateFullyAndStartAt(off int64) error {
 	l.flushMu.Lock()
-	defer l.flushMu.Unlock()
-	return l.truncateFullyLocked(off)
+	err := l.truncateFullyLocked(off)
+	l.flushMu.Unlock()
+	if l.onTruncate != nil {
+		l.onTruncate()
+	}
+	return err
 }
 
 // truncateFullyLocked is TruncateFullyAndStartAt with flushMu held.
