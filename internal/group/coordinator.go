@@ -1,0 +1,252 @@
+package group
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/runnel-io/runnel/internal/config"
+	"github.com/runnel-io/runnel/internal/replica"
+)
+
+// Config configures a Coordinator.
+type Config struct {
+	// NumPartitions is offsets.topic.num.partitions; it must not change once
+	// __consumer_offsets exists, as it maps every group to its partition.
+	NumPartitions int32
+	// MinSessionTimeout and MaxSessionTimeout bound JoinGroup session timeouts
+	// (group.{min,max}.session.timeout.ms).
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// InitialRebalanceDelay is group.initial.rebalance.delay.ms.
+	InitialRebalanceDelay time.Duration
+	// MaxGroupSize is group.max.size (0: unlimited).
+	MaxGroupSize int
+	// MaxMetadataBytes is offset.metadata.max.bytes (default 4096).
+	MaxMetadataBytes int
+	// AppendTimeout bounds each append to __consumer_offsets, replication included
+	// (Kafka's offsets.commit.timeout.ms; default 5 s).
+	AppendTimeout time.Duration
+	// QueueSize bounds each group's request queue; senders block beyond it (default 64).
+	QueueSize int
+	Logger    *slog.Logger
+}
+
+// ConfigFromBroker takes the group settings of a broker configuration.
+func ConfigFromBroker(b *config.Broker) Config {
+	return Config{
+		NumPartitions:         b.OffsetsTopicNumPartitions,
+		MinSessionTimeout:     time.Duration(b.GroupMinSessionTimeoutMs) * time.Millisecond,
+		MaxSessionTimeout:     time.Duration(b.GroupMaxSessionTimeoutMs) * time.Millisecond,
+		InitialRebalanceDelay: time.Duration(b.GroupInitialRebalanceDelayMs) * time.Millisecond,
+		MaxGroupSize:          int(b.GroupMaxSize),
+	}
+}
+
+// Coordinator is the group coordinator of one node (Kafka's GroupCoordinator plus
+// GroupMetadataManager). It coordinates the groups of the __consumer_offsets
+// partitions this node leads: each such partition is a shard, loaded when this node
+// becomes its leader and dropped when it stops; each group of a loaded shard is owned
+// by one goroutine (group.manage). Methods are safe for concurrent use.
+type Coordinator struct {
+	cfg    Config
+	lim    limits
+	logger *slog.Logger
+
+	// mu guards shards and closed. Lock order: Coordinator.mu -> shard.mu.
+	mu     sync.RWMutex
+	shards map[int32]*shard
+	closed bool
+	// wg tracks every goroutine (group owners, loads, appends); Add only under mu
+	// with closed false, so Close's Wait sees them all.
+	wg sync.WaitGroup
+}
+
+// shard is one loaded (or loading) __consumer_offsets partition.
+type shard struct {
+	partition int32
+	log       PartitionLog
+	// source identifies the replica the log came from, to tell a repeated leadership
+	// notification from a new replica.
+	source any
+	// ctx ends when the shard is unloaded or the coordinator closes; it stops the load,
+	// the group goroutines and their appends.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// loaded is closed once the partition has been replayed.
+	loaded chan struct{}
+
+	mu     sync.Mutex // guards groups
+	groups map[string]*group
+}
+
+// NewCoordinator returns a coordinator with no shards; OnLeadershipChange loads them.
+func NewCoordinator(cfg Config) *Coordinator {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.NumPartitions <= 0 {
+		cfg.NumPartitions = 50
+	}
+	if cfg.AppendTimeout <= 0 {
+		cfg.AppendTimeout = 5 * time.Second
+	}
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = 64
+	}
+	lim := defaultLimits()
+	if cfg.MinSessionTimeout > 0 || cfg.MaxSessionTimeout > 0 {
+		lim.minSessionTimeout, lim.maxSessionTimeout = cfg.MinSessionTimeout, cfg.MaxSessionTimeout
+	}
+	lim.initialRebalanceDelay = max(cfg.InitialRebalanceDelay, 0)
+	if cfg.MaxGroupSize > 0 {
+		lim.maxSize = cfg.MaxGroupSize
+	} else {
+		lim.maxSize = math.MaxInt32
+	}
+	if cfg.MaxMetadataBytes > 0 {
+		lim.maxMetadataBytes = cfg.MaxMetadataBytes
+	}
+	return &Coordinator{cfg: cfg, lim: lim, logger: cfg.Logger.With("component", "group-coordinator"), shards: map[int32]*shard{}}
+}
+
+// NumPartitions is the partition count of __consumer_offsets groups are mapped over.
+func (c *Coordinator) NumPartitions() int32 { return c.cfg.NumPartitions }
+
+// PartitionFor is the __consumer_offsets partition of groupID.
+func (c *Coordinator) PartitionFor(groupID string) int32 {
+	return PartitionFor(groupID, c.cfg.NumPartitions)
+}
+
+// OnLeadershipChange is the replica.Options hook: it loads a __consumer_offsets
+// partition when this node becomes its leader and unloads it when it stops. It returns
+// at once; loading runs in the background.
+func (c *Coordinator) OnLeadershipChange(p *replica.Partition, leader bool, leaderEpoch int32) {
+	tp := p.TopicPartition()
+	if tp.Topic != OffsetsTopic {
+		return
+	}
+	if leader {
+		c.Load(tp.Partition, ReplicaLog{P: p}, p, leaderEpoch)
+	} else {
+		c.Unload(tp.Partition)
+	}
+}
+
+// Load starts coordinating partition's groups from log: it replays the log in the
+// background; requests meanwhile get ErrCoordinatorLoadInProgress. A repeated call for
+// the same source is ignored.
+func (c *Coordinator) Load(partition int32, log PartitionLog, source any, leaderEpoch int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	if old := c.shards[partition]; old != nil {
+		if old.source == source {
+			return
+		}
+		old.cancel()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	sh := &shard{partition: partition, log: log, source: source, ctx: ctx, cancel: cancel,
+		loaded: make(chan struct{}), groups: map[string]*group{}}
+	c.shards[partition] = sh
+	c.logger.Info("loading groups", "partition", partition, "leader_epoch", leaderEpoch)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.loadShard(sh)
+	}()
+}
+
+// Unload stops coordinating partition's groups: waiting requests get ErrNotCoordinator.
+func (c *Coordinator) Unload(partition int32) {
+	c.mu.Lock()
+	sh := c.shards[partition]
+	delete(c.shards, partition)
+	c.mu.Unlock()
+	if sh != nil {
+		c.logger.Info("unloading groups", "partition", partition)
+		sh.cancel()
+	}
+}
+
+// Close unloads every shard and waits for every goroutine of the coordinator.
+func (c *Coordinator) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	shards := c.shards
+	c.shards = map[int32]*shard{}
+	c.mu.Unlock()
+	for _, sh := range shards {
+		sh.cancel()
+	}
+	c.wg.Wait()
+	return nil
+}
+
+// goFunc runs fn on a tracked goroutine; false when the coordinator is closed.
+func (c *Coordinator) goFunc(fn func()) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return false
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+// shardFor returns the loaded shard coordinating groupID.
+func (c *Coordinator) shardFor(groupID string) (*shard, error) {
+	if groupID == "" {
+		return nil, ErrInvalidGroupID
+	}
+	c.mu.RLock()
+	sh := c.shards[c.PartitionFor(groupID)]
+	c.mu.RUnlock()
+	if sh == nil || sh.ctx.Err() != nil {
+		return nil, ErrNotCoordinator
+	}
+	select {
+	case <-sh.loaded:
+		return sh, nil
+	default:
+		return nil, ErrCoordinatorLoadInProgress
+	}
+}
+
+// lookup returns the group's owner, creating an empty group when create is set; nil
+// (and no error) when the group does not exist.
+func (c *Coordinator) lookup(groupID string, create bool) (*group, error) {
+	sh, err := c.shardFor(groupID)
+	if err != nil {
+		return nil, err
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	g := sh.groups[groupID]
+	if g == nil && create {
+		g = c.startGroup(sh, newGroupMetadata(groupID, c.lim, newMemberID, time.Now()))
+		if g == nil {
+			return nil, ErrNotCoordinator
+		}
+	}
+	return g, nil
+}
+
+// newMemberID is Kafka's member id: the client id, a dash and a random UUID.
+func newMemberID(clientID string) string {
+	var u [16]byte
+	rand.Read(u[:])
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return fmt.Sprintf("%s-%x-%x-%x-%x-%x", clientID, u[0:4], u[4:6], u[6:8], u[8:10], u[10:])
+}

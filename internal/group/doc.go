@@ -1,0 +1,57 @@
+// Package group is the group coordinator of the classic consumer group protocol
+// (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) and the store of committed offsets, both
+// kept in the compacted topic __consumer_offsets in Kafka's own record formats. The new
+// KIP-848 protocol is not implemented.
+//
+// # Who coordinates what
+//
+// A group belongs to partition abs(javaStringHashCode(groupID)) % offsets.topic.num.partitions
+// of __consumer_offsets (PartitionFor), and its coordinator is that partition's leader.
+// The replica layer calls Coordinator.OnLeadershipChange: on becoming leader the
+// partition is loaded (replayed up to its log end, once the high watermark gets there;
+// requests meanwhile get ErrCoordinatorLoadInProgress); on losing leadership it is
+// unloaded (ErrNotCoordinator). Loaded groups resume in their stored generation, so
+// members carry on without a rebalance after a coordinator moves.
+//
+// # Goroutines and state
+//
+// Each group is owned by one goroutine (group.manage) fed by a bounded channel of
+// closures (kfake's groups.go manage()). Its state, groupMetadata, is pure: it takes the
+// time as an argument, answers through callbacks and queues its appends, so the rules
+// are tested without goroutines or clocks. The owner arms one timer at the state's
+// next deadline (sessions, the join phase, the sync phase). At most one append per
+// group is in flight; writes issued meanwhile are appended together next, each as its
+// own batch, so a group's records reach the log in the order it issued them. Loads and
+// appends run on tracked goroutines; Close stops and waits for all of them.
+//
+// Lock order: shard.mu -> Coordinator.mu (a group goroutine is started under shard.mu).
+//
+// # States (Kafka's names)
+//
+//	Empty ──join──▶ PreparingRebalance ──all joined / timeout──▶ CompletingRebalance
+//	  ▲                 ▲        ▲                                     │ leader's SyncGroup stored
+//	  │                 │        └──────── member joins/leaves ─────── ▼
+//	  └── last member ──┴─────────── member joins/leaves/expires ── Stable
+//
+// The first join phase of an empty group waits group.initial.rebalance.delay.ms,
+// extended while new members arrive, up to the rebalance timeout. Other join phases end
+// when every member has rejoined, or after the longest rebalance timeout (dynamic
+// members that did not rejoin are dropped). The broker never interprets assignments: it
+// picks the protocol every member supports that most prefer, and the leader assigns, so
+// eager and cooperative clients both work (a cooperative client simply rejoins after
+// revoking). Static members (group.instance.id, KIP-345) keep their place across
+// restarts: a rejoin with an empty member id replaces the old member id, without a
+// rebalance when the group is stable and the selected protocol stays the same; the old
+// id is fenced (ErrFencedInstanceID).
+//
+// # Records in __consumer_offsets
+//
+//	key (version 0/1): OffsetCommitKey{Group, Topic, Partition}   value: OffsetCommitValue v3
+//	key (version 2):   GroupMetadataKey{Group}                    value: GroupMetadataValue v3
+//
+// A null value is a tombstone (a deleted group or offset). Runnel writes uncompressed
+// batches with CreateTime timestamps, one batch per commit or group change, and
+// acknowledges a commit only after the append is replicated to the ISR (acks=-1).
+// Replay applies records in log order, a later record replacing an earlier one with the
+// same key, as compaction would.
+package group

@@ -1,0 +1,173 @@
+package group
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/runnel-io/runnel/internal/recordbatch"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// loadedGroup is what the replay of a partition knows about one group: the last live
+// metadata record (nil if none or tombstoned) and the live offsets.
+type loadedGroup struct {
+	meta    *kmsg.GroupMetadataValue
+	offsets map[TopicPartition]offsetAndMetadata
+}
+
+// replay applies the records of raw batches to groups, in log order: a later record
+// replaces an earlier one with the same key and a tombstone removes it, as compaction
+// would. Control batches are skipped; compressed batches are an error (Runnel writes
+// them uncompressed and clients may not produce to __consumer_offsets).
+func replay(groups map[string]*loadedGroup, batches []byte) (next int64, err error) {
+	next = -1
+	for len(batches) > 0 {
+		var b recordbatch.Batch
+		b, batches, err = recordbatch.Next(batches, 0)
+		if err != nil {
+			return next, err
+		}
+		next = b.NextOffset()
+		if b.IsControl() {
+			continue
+		}
+		if b.Compression() != 0 {
+			return next, fmt.Errorf("batch at offset %d is compressed (codec %d)", b.BaseOffset(), b.Compression())
+		}
+		err := forEachRecord(b[recordbatch.HeaderSize:], b.RecordCount(), func(key, value []byte) error {
+			r, err := decodeRecord(key, value)
+			if err != nil {
+				return fmt.Errorf("batch at offset %d: %w", b.BaseOffset(), err)
+			}
+			applyRecord(groups, r)
+			return nil
+		})
+		if err != nil {
+			return next, err
+		}
+	}
+	return next, nil
+}
+
+func applyRecord(groups map[string]*loadedGroup, r decodedRecord) {
+	lg := groups[r.group]
+	if lg == nil {
+		lg = &loadedGroup{offsets: map[TopicPartition]offsetAndMetadata{}}
+		groups[r.group] = lg
+	}
+	switch {
+	case r.isOffset && r.offset != nil:
+		lg.offsets[r.tp] = *r.offset
+	case r.isOffset:
+		delete(lg.offsets, r.tp)
+	default:
+		lg.meta = r.meta
+	}
+}
+
+// restoreGroup rebuilds a group from its replayed records. Members start a fresh
+// session at now, as Kafka does on load; a group with members resumes Stable in its
+// stored generation, so that members carry on without a rebalance.
+func restoreGroup(id string, lg *loadedGroup, lim limits, newMemberID func(string) string, now time.Time) *groupMetadata {
+	g := newGroupMetadata(id, lim, newMemberID, now)
+	g.offsets = lg.offsets
+	m := lg.meta
+	if m == nil {
+		return g
+	}
+	g.persisted = true
+	g.generation, g.protocolType = m.Generation, m.ProtocolType
+	if m.Protocol != nil {
+		g.protocol = *m.Protocol
+	}
+	for _, vm := range m.Members {
+		mm := &memberMetadata{
+			id: vm.MemberID, instanceID: vm.InstanceID, clientID: vm.ClientID, clientHost: vm.ClientHost,
+			protocols:        []Protocol{{Name: g.protocol, Metadata: vm.Subscription}},
+			sessionTimeout:   time.Duration(vm.SessionTimeoutMillis) * time.Millisecond,
+			rebalanceTimeout: time.Duration(vm.RebalanceTimeoutMillis) * time.Millisecond,
+			assignment:       vm.Assignment, lastHeartbeat: now,
+		}
+		g.add(mm, m.ProtocolType)
+	}
+	if m.Leader != nil && g.members[*m.Leader] != nil {
+		g.leader = *m.Leader
+	}
+	if len(g.members) > 0 {
+		g.transition(Stable, now)
+	}
+	return g
+}
+
+// loadShard replays sh's partition and starts the owner of every group found. Records
+// the previous leader wrote but did not commit count too: the load first waits for the
+// high watermark to reach the log end as it was when this node became leader (Kafka
+// loads up to the log end).
+func (c *Coordinator) loadShard(sh *shard) {
+	start := time.Now()
+	groups := map[string]*loadedGroup{}
+	_, _, target := sh.log.Offsets()
+	off, err := c.replayShard(sh, groups, target)
+	if err != nil {
+		if sh.ctx.Err() == nil {
+			c.logger.Error("cannot load groups; the partition stays unavailable", "partition", sh.partition, "err", err)
+		}
+		return
+	}
+	sh.mu.Lock()
+	n := 0
+	for id, lg := range groups {
+		if lg.meta == nil && len(lg.offsets) == 0 {
+			continue
+		}
+		if c.startGroup(sh, restoreGroup(id, lg, c.lim, newMemberID, time.Now())) != nil {
+			n++
+		}
+	}
+	sh.mu.Unlock()
+	close(sh.loaded)
+	c.logger.Info("loaded groups", "partition", sh.partition, "groups", n, "end_offset", off, "took", time.Since(start))
+}
+
+// replayShard reads sh's log from its start until target, waiting for the high
+// watermark as needed; it returns the offset reached, or an error once sh is unloaded.
+func (c *Coordinator) replayShard(sh *shard, groups map[string]*loadedGroup, target int64) (int64, error) {
+	var off int64
+	maxBytes := int32(1 << 20)
+	var buf []byte
+	for {
+		logStart, hw, _ := sh.log.Offsets()
+		off = max(off, logStart)
+		if off >= target {
+			return off, nil
+		}
+		if off < hw {
+			var err error
+			buf, err = sh.log.Read(buf[:0], off, maxBytes)
+			if err == nil && len(buf) > 0 {
+				next, rerr := replay(groups, buf)
+				switch {
+				case next > off:
+					if rerr != nil && !errors.Is(rerr, recordbatch.ErrTruncated) {
+						c.logger.Error("skipping undecodable __consumer_offsets records", "partition", sh.partition, "offset", off, "err", rerr)
+					}
+					off = next
+				case errors.Is(rerr, recordbatch.ErrTruncated) && maxBytes < 1<<30:
+					maxBytes *= 2 // the first batch did not fit
+				default:
+					return off, fmt.Errorf("cannot decode __consumer_offsets at offset %d: %w", off, rerr)
+				}
+				continue
+			}
+			if err != nil {
+				c.logger.Warn("reading __consumer_offsets", "partition", sh.partition, "offset", off, "err", err)
+			}
+		}
+		select {
+		case <-sh.ctx.Done():
+			return off, sh.ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
