@@ -53,6 +53,8 @@ func (c Config) sanitized() Config {
 	if c.SegmentBytes <= 0 {
 		c.SegmentBytes = d.SegmentBytes
 	}
+	// Index positions are 4 bytes, as in Kafka (segment.bytes is an int there).
+	c.SegmentBytes = min(c.SegmentBytes, math.MaxInt32)
 	if c.SegmentMs <= 0 {
 		c.SegmentMs = d.SegmentMs
 	}
