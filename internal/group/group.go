@@ -56,12 +56,9 @@ func (g *group) manage() {
 	g.timer = time.NewTimer(time.Hour)
 	g.timer.Stop()
 	defer g.timer.Stop()
+	// A group is only removed after an event: a new group's first event is the request
+	// that created it.
 	for {
-		g.flushWrites()
-		g.publish()
-		if g.maybeRemove() {
-			return
-		}
 		g.armTimer()
 		select {
 		case fn := <-g.ctrl:
@@ -71,6 +68,11 @@ func (g *group) manage() {
 			g.md.tick(now)
 		case <-g.sh.ctx.Done():
 			g.abort()
+			return
+		}
+		g.flushWrites()
+		g.publish()
+		if g.maybeRemove() {
 			return
 		}
 	}
