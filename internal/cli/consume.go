@@ -1,7 +1,347 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// commitTimeout bounds the final offset commit of a group consumer, which runs even
+// after an interrupt.
+const commitTimeout = 10 * time.Second
+
+// consumeFlags are `runnel consume`'s flags.
+type consumeFlags struct {
+	group         string
+	partition     int32
+	offset        string
+	fromBeginning bool
+	count         int
+	idleTimeout   time.Duration
+	format        string
+	isolation     string
+	verbose       bool
+}
 
 func newConsumeCommand() *cobra.Command {
-	return &cobra.Command{Use: "consume", Short: "TODO", Args: cobra.ArbitraryArgs, RunE: groupRunE}
+	f := &consumeFlags{}
+	cmd := &cobra.Command{
+		Use:   "consume TOPIC",
+		Short: "Print records from a topic, as a group member or from chosen partitions and offsets",
+		Long: `Print records from a topic.
+
+Without --group, every partition (or only --partition P) is read from --offset:
+N, earliest, latest, -N (N records before the end) or @TIMESTAMP (milliseconds
+since the epoch, or RFC 3339). The default is latest, or earliest with
+--from-beginning. With --group G the topic is consumed as a member of group G,
+which commits the offsets of the records printed.
+
+--format takes kcat's tokens: %t topic, %p partition, %o offset, %k key, %s value,
+%T timestamp (ms), %h headers (k=v,k=v), %K key length, %S value length, %% and
+the escapes \n \t \r \\.`,
+		Args: exactArgs(1),
+	}
+	conn := addConnFlags(cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, args []string) error { return runConsume(cmd, conn, f, args[0]) }
+	fs := cmd.Flags()
+	fs.StringVarP(&f.group, "group", "g", "", "consume as a member of this consumer group, committing offsets")
+	fs.Int32Var(&f.partition, "partition", -1, "read only this partition (default: all)")
+	fs.StringVar(&f.offset, "offset", "", "where to start: N, earliest, latest, -N or @TIMESTAMP (default latest)")
+	fs.BoolVar(&f.fromBeginning, "from-beginning", false, "start at the earliest offset (with --group: when the group has no commit)")
+	fs.IntVarP(&f.count, "count", "n", 0, "exit after this many records (0: no limit)")
+	fs.DurationVar(&f.idleTimeout, "idle-timeout", 0, "exit after this long without a record (0: wait for ever)")
+	fs.StringVar(&f.format, "format", defaultFormat, "output format per record (kcat tokens)")
+	fs.StringVar(&f.isolation, "isolation", "read_uncommitted", "read_uncommitted or read_committed")
+	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print the number of records consumed to stderr at the end")
+	return cmd
+}
+
+// consumePlan is the validated form of the flags.
+type consumePlan struct {
+	format    *recordFormat
+	start     offsetSpec
+	isolation kgo.IsolationLevel
+}
+
+func (f *consumeFlags) plan() (*consumePlan, error) {
+	if f.group != "" && (f.partition >= 0 || f.offset != "") {
+		return nil, usageErrorf("--partition and --offset cannot be used with --group")
+	}
+	if f.offset != "" && f.fromBeginning {
+		return nil, usageErrorf("--offset and --from-beginning cannot be used together")
+	}
+	if f.count < 0 || f.idleTimeout < 0 {
+		return nil, usageErrorf("-n and --idle-timeout must not be negative")
+	}
+	p := &consumePlan{start: offsetSpec{kind: offsetLatest}}
+	var err error
+	if p.format, err = compileFormat(f.format); err != nil {
+		return nil, usageError{err}
+	}
+	if f.fromBeginning {
+		p.start = offsetSpec{kind: offsetEarliest}
+	}
+	if f.offset != "" {
+		if p.start, err = parseOffsetSpec(f.offset); err != nil {
+			return nil, usageError{err}
+		}
+	}
+	switch f.isolation {
+	case "read_uncommitted":
+		p.isolation = kgo.ReadUncommitted()
+	case "read_committed":
+		p.isolation = kgo.ReadCommitted()
+	default:
+		return nil, usageErrorf("bad --isolation %q: want read_uncommitted or read_committed", f.isolation)
+	}
+	return p, nil
+}
+
+func runConsume(cmd *cobra.Command, conn *connFlags, f *consumeFlags, topic string) error {
+	plan, err := f.plan()
+	if err != nil {
+		return err
+	}
+	opts, err := consumeOpts(cmd.Context(), conn, f, plan, topic)
+	if err != nil {
+		return err
+	}
+	cl, err := conn.client(append(opts, kgo.FetchIsolationLevel(plan.isolation))...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	c := &consumer{cl: cl, topic: topic, format: plan.format, limit: f.count,
+		idle: f.idleTimeout, group: f.group, out: bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10),
+		warn: cmd.ErrOrStderr()}
+	err = c.run(cmd.Context())
+	if f.verbose {
+		fmt.Fprintf(cmd.ErrOrStderr(), "consumed %d records from %q\n", c.consumed, topic)
+	}
+	return err
+}
+
+// consumeOpts checks the topic (and partition, and an exact offset) against the
+// cluster and returns the kgo options that consume it.
+func consumeOpts(ctx context.Context, conn *connFlags, f *consumeFlags, plan *consumePlan, topic string) ([]kgo.Opt, error) {
+	adm, err := conn.admin()
+	if err != nil {
+		return nil, err
+	}
+	defer adm.Close()
+	td, err := topicDetail(ctx, adm, topic)
+	if err != nil {
+		return nil, err
+	}
+	if f.group != "" {
+		reset := kgo.NewOffset().AtEnd()
+		if f.fromBeginning {
+			reset = kgo.NewOffset().AtStart()
+		}
+		return []kgo.Opt{kgo.ConsumerGroup(f.group), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(reset), kgo.AutoCommitMarks()}, nil
+	}
+	parts, err := choosePartitions(td, f.partition)
+	if err != nil {
+		return nil, err
+	}
+	offsets, err := startOffsets(ctx, adm, topic, parts, plan.start)
+	if err != nil {
+		return nil, err
+	}
+	return []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
+		kgo.ConsumeResetOffset(kgo.NoResetOffset())}, nil
+}
+
+// choosePartitions is the one partition asked for, or all of them.
+func choosePartitions(td kadm.TopicDetail, partition int32) ([]int32, error) {
+	if partition < 0 {
+		return td.Partitions.Numbers(), nil
+	}
+	if _, ok := td.Partitions[partition]; !ok {
+		return nil, fmt.Errorf("topic %q has no partition %d (it has %d)", td.Topic, partition, len(td.Partitions))
+	}
+	return []int32{partition}, nil
+}
+
+// startOffsets resolves the start position of each partition. Exact offsets are
+// checked against the log, and -N is clamped to the log start.
+func startOffsets(ctx context.Context, adm *kadm.Client, topic string, parts []int32, spec offsetSpec) (map[int32]kgo.Offset, error) {
+	offsets := make(map[int32]kgo.Offset, len(parts))
+	if spec.kind != offsetExact && spec.kind != offsetFromEnd {
+		for _, p := range parts {
+			offsets[p] = spec.kgoOffset()
+		}
+		return offsets, nil
+	}
+	bounds, err := logBounds(ctx, adm, topic)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range parts {
+		b, ok := bounds[p]
+		if !ok {
+			return nil, fmt.Errorf("topic %q partition %d: no log offsets listed", topic, p)
+		}
+		at, err := b.resolve(spec)
+		if err != nil {
+			return nil, fmt.Errorf("topic %q partition %d: %w", topic, p, err)
+		}
+		offsets[p] = kgo.NewOffset().At(at)
+	}
+	return offsets, nil
+}
+
+// logBound is a partition's log start and end offsets.
+type logBound struct{ start, end int64 }
+
+// resolve turns an exact or -N spec into an offset within the log.
+func (b logBound) resolve(spec offsetSpec) (int64, error) {
+	if spec.kind == offsetFromEnd {
+		return max(b.end-spec.n, b.start), nil
+	}
+	if spec.n < b.start || spec.n > b.end {
+		return 0, fmt.Errorf("offset %d is out of range (log start %d, log end %d)", spec.n, b.start, b.end)
+	}
+	return spec.n, nil
+}
+
+func logBounds(ctx context.Context, adm *kadm.Client, topic string) (map[int32]logBound, error) {
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("log start offsets of topic %q: %w", topic, err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("log end offsets of topic %q: %w", topic, err)
+	}
+	bounds := map[int32]logBound{}
+	starts.Each(func(o kadm.ListedOffset) { bounds[o.Partition] = logBound{start: o.Offset} })
+	ends.Each(func(o kadm.ListedOffset) {
+		b := bounds[o.Partition]
+		b.end = o.Offset
+		bounds[o.Partition] = b
+	})
+	return bounds, nil
+}
+
+// consumer polls records and prints them.
+type consumer struct {
+	cl       *kgo.Client
+	topic    string
+	format   *recordFormat
+	limit    int           // stop after this many records; 0: no limit
+	idle     time.Duration // stop after this long without records; 0: never
+	group    string        // the group whose offsets to commit; empty without --group
+	out      *bufio.Writer
+	warn     io.Writer // stderr, for problems that do not stop consuming
+	buf      []byte    // reused for each rendered record
+	consumed int       // records printed; only grows
+}
+
+// run prints records until the limit, the idle timeout, an interrupt (all exit 0) or
+// a fetch error.
+func (c *consumer) run(ctx context.Context) (err error) {
+	defer func() {
+		if cerr := c.commit(); err == nil {
+			err = cerr
+		}
+	}()
+	for c.limit == 0 || c.consumed < c.limit {
+		fetches, idle := c.poll(ctx)
+		if err := c.fetchError(fetches); err != nil {
+			return err
+		}
+		if err := c.print(fetches); err != nil {
+			return err
+		}
+		if idle || ctx.Err() != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+// poll waits for records, for at most the idle timeout; idle reports that it passed.
+func (c *consumer) poll(ctx context.Context) (kgo.Fetches, bool) {
+	pctx := ctx
+	if c.idle > 0 {
+		var cancel context.CancelFunc
+		pctx, cancel = context.WithTimeout(ctx, c.idle)
+		defer cancel()
+	}
+	max := -1
+	if c.limit > 0 {
+		max = c.limit - c.consumed
+	}
+	fetches := c.cl.PollRecords(pctx, max)
+	return fetches, fetches.NumRecords() == 0 && pctx.Err() != nil && ctx.Err() == nil
+}
+
+// fetchError returns the first fetch error that ends consuming, naming its topic and
+// partition. Cancellation is not one: it is how polling stops.
+func (c *consumer) fetchError(fetches kgo.Fetches) error {
+	for _, fe := range fetches.Errors() {
+		switch {
+		case errors.Is(fe.Err, context.Canceled), errors.Is(fe.Err, context.DeadlineExceeded),
+			errors.Is(fe.Err, kgo.ErrClientClosed):
+			continue
+		case errors.As(fe.Err, new(*kgo.ErrDataLoss)):
+			// kgo has already reset the partition; the records are gone either way.
+			fmt.Fprintf(c.warn, "runnel: warning: topic %q partition %d: %v\n", fe.Topic, fe.Partition, fe.Err)
+			continue
+		}
+		return fmt.Errorf("consume topic %q partition %d: %w", fe.Topic, fe.Partition, fe.Err)
+	}
+	return nil
+}
+
+func (c *consumer) print(fetches kgo.Fetches) error {
+	var err error
+	fetches.EachRecord(func(r *kgo.Record) {
+		if err != nil {
+			return
+		}
+		c.buf = c.format.AppendRecord(c.buf[:0], r)
+		if _, err = c.out.Write(c.buf); err == nil {
+			c.consumed++
+			if c.group != "" {
+				c.cl.MarkCommitRecords(r)
+			}
+		}
+	})
+	if err == nil {
+		err = c.out.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("writing output: %w", err)
+	}
+	return nil
+}
+
+// commit commits the offsets of the printed records of a group consumer, even after
+// an interrupt.
+func (c *consumer) commit() error {
+	if c.group == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
+	if err := c.cl.CommitMarkedOffsets(ctx); err != nil {
+		return fmt.Errorf("commit offsets of group %q: %w", c.group, err)
+	}
+	return nil
 }

@@ -76,7 +76,13 @@ func describe(t *testing.T, bootstrap, topic string) topicDescription {
 // holds want (and, for failures, is a single line).
 func expectFailure(t *testing.T, code int, want string, args ...string) result {
 	t.Helper()
-	r := run(t, "", args...)
+	return expectFailureIn(t, "", code, want, args...)
+}
+
+// expectFailureIn is expectFailure with stdin.
+func expectFailureIn(t *testing.T, stdin string, code int, want string, args ...string) result {
+	t.Helper()
+	r := run(t, stdin, args...)
 	if r.code != code || !strings.Contains(r.stderr, want) || !strings.HasPrefix(r.stderr, "runnel: ") {
 		t.Errorf("runnel %s: exit %d, stderr %q; want exit %d and %q",
 			strings.Join(args, " "), r.code, r.stderr, code, want)
