@@ -1,7 +1,251 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// errGroupNotFound is returned when a command names a group the cluster does not know.
+var errGroupNotFound = errors.New("does not exist")
+
+func groupNotFound(group string) error {
+	return fmt.Errorf("group %q %w", group, errGroupNotFound)
+}
 
 func newGroupCommand() *cobra.Command {
-	return &cobra.Command{Use: "group", Short: "TODO", Args: cobra.ArbitraryArgs, RunE: groupRunE}
+	cmd := &cobra.Command{
+		Use:   "group",
+		Short: "List, describe (with lag), reset the offsets of and delete consumer groups",
+		Args:  cobra.ArbitraryArgs,
+		RunE:  groupRunE,
+	}
+	conn := addConnFlags(cmd.PersistentFlags())
+	cmd.AddCommand(newGroupList(conn), newGroupDescribe(conn), newGroupResetOffsets(conn), newGroupDelete(conn))
+	return cmd
+}
+
+// groupRow is one group in `group list`.
+type groupRow struct {
+	Group        string `json:"group"`
+	State        string `json:"state"`
+	ProtocolType string `json:"protocol_type"`
+	Coordinator  int32  `json:"coordinator"`
+}
+
+func newGroupList(conn *connFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List consumer groups",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withAdmin(conn, func(adm *kadm.Client) error {
+				listed, err := adm.ListGroups(cmd.Context())
+				if err != nil {
+					return fmt.Errorf("list groups: %w", err)
+				}
+				rows := []groupRow{}
+				for _, g := range listed.Sorted() {
+					rows = append(rows, groupRow{g.Group, g.State, g.ProtocolType, g.Coordinator})
+				}
+				return printGroupList(cmd.OutOrStdout(), rows, asJSON)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printGroupList(w io.Writer, rows []groupRow, asJSON bool) error {
+	if asJSON {
+		return writeJSON(w, rows)
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL-TYPE\tCOORDINATOR")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", r.Group, r.State, r.ProtocolType, r.Coordinator)
+	}
+	return tw.Flush()
+}
+
+func newGroupDelete(conn *connFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete GROUP",
+		Short: "Delete a consumer group and its committed offsets (the group must be empty)",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			group := args[0]
+			return withAdmin(conn, func(adm *kadm.Client) error {
+				resp, err := adm.DeleteGroup(cmd.Context(), group)
+				if err == nil {
+					err = withMessage(resp.Err, resp.ErrMessage)
+				}
+				if errors.Is(err, kerr.GroupIDNotFound) {
+					return fmt.Errorf("delete group: %w", groupNotFound(group))
+				}
+				if err != nil {
+					return fmt.Errorf("delete group %q: %w", group, err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Deleted group %q.\n", group)
+				return nil
+			})
+		},
+	}
+}
+
+// groupDescription is `group describe`'s output.
+type groupDescription struct {
+	Group        string           `json:"group"`
+	State        string           `json:"state"`
+	ProtocolType string           `json:"protocol_type"`
+	Protocol     string           `json:"protocol"`
+	Coordinator  int32            `json:"coordinator"`
+	Members      []groupMember    `json:"members"`
+	Partitions   []groupPartition `json:"partitions"`
+	TotalLag     int64            `json:"total_lag"`
+}
+
+type groupMember struct {
+	MemberID   string             `json:"member_id"`
+	InstanceID string             `json:"instance_id,omitempty"`
+	ClientID   string             `json:"client_id"`
+	Host       string             `json:"host"`
+	Assignment map[string][]int32 `json:"assignment"`
+}
+
+// groupPartition is the group's position in one partition. Offsets and lag are -1
+// when unknown (no commit, or the offset could not be listed).
+type groupPartition struct {
+	Topic           string `json:"topic"`
+	Partition       int32  `json:"partition"`
+	CommittedOffset int64  `json:"committed_offset"`
+	LogEndOffset    int64  `json:"log_end_offset"`
+	Lag             int64  `json:"lag"`
+	MemberID        string `json:"member_id,omitempty"`
+	ClientID        string `json:"client_id,omitempty"`
+	Host            string `json:"host,omitempty"`
+	Error           string `json:"error,omitempty"`
+}
+
+func newGroupDescribe(conn *connFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "describe GROUP",
+		Short: "Show a group's members and, per partition, committed offset, log end offset and lag",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withAdmin(conn, func(adm *kadm.Client) error {
+				d, err := describeGroup(cmd.Context(), adm, args[0])
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(cmd.OutOrStdout(), d)
+				}
+				return printGroupDescription(cmd.OutOrStdout(), d)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func describeGroup(ctx context.Context, adm *kadm.Client, group string) (*groupDescription, error) {
+	lags, err := adm.Lag(ctx, group)
+	if err != nil {
+		return nil, fmt.Errorf("describe group %q: %w", group, err)
+	}
+	l, ok := lags[group]
+	if !ok || errors.Is(l.Error(), kerr.GroupIDNotFound) || (l.State == "Dead" && len(l.Lag) == 0) {
+		return nil, groupNotFound(group)
+	}
+	if err := l.Error(); err != nil {
+		return nil, fmt.Errorf("describe group %q: %w", group, err)
+	}
+	d := &groupDescription{Group: group, State: l.State, ProtocolType: l.ProtocolType,
+		Protocol: l.Protocol, Coordinator: l.Coordinator.NodeID, Members: []groupMember{},
+		Partitions: []groupPartition{}, TotalLag: l.Lag.Total()}
+	for _, m := range l.Members {
+		d.Members = append(d.Members, memberOf(m))
+	}
+	for _, pl := range l.Lag.Sorted() {
+		d.Partitions = append(d.Partitions, partitionLagOf(pl))
+	}
+	return d, nil
+}
+
+func memberOf(m kadm.DescribedGroupMember) groupMember {
+	gm := groupMember{MemberID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost,
+		Assignment: map[string][]int32{}}
+	if m.InstanceID != nil {
+		gm.InstanceID = *m.InstanceID
+	}
+	if c, ok := m.Assigned.AsConsumer(); ok {
+		for _, t := range c.Topics {
+			ps := append([]int32(nil), t.Partitions...)
+			sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+			gm.Assignment[t.Topic] = ps
+		}
+	}
+	return gm
+}
+
+func partitionLagOf(pl kadm.GroupMemberLag) groupPartition {
+	gp := groupPartition{Topic: pl.Topic, Partition: pl.Partition, CommittedOffset: pl.Commit.At,
+		LogEndOffset: pl.End.Offset, Lag: pl.Lag}
+	if pl.End.Err != nil {
+		gp.LogEndOffset = -1
+	}
+	if pl.Member != nil {
+		gp.MemberID, gp.ClientID, gp.Host = pl.Member.MemberID, pl.Member.ClientID, pl.Member.ClientHost
+	}
+	if pl.Err != nil {
+		gp.Error = oneLine(pl.Err.Error())
+	}
+	return gp
+}
+
+func printGroupDescription(w io.Writer, d *groupDescription) error {
+	fmt.Fprintf(w, "Group: %s\tState: %s\tProtocol: %s/%s\tCoordinator: %d\tMembers: %d\tTotal lag: %d\n",
+		d.Group, d.State, d.ProtocolType, d.Protocol, d.Coordinator, len(d.Members), d.TotalLag)
+	tw := newTable(w)
+	if len(d.Members) > 0 {
+		fmt.Fprintln(tw, "\nMEMBER-ID\tCLIENT-ID\tHOST\tASSIGNMENT")
+		for _, m := range d.Members {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.MemberID, m.ClientID, m.Host, assignmentString(m.Assignment))
+		}
+	}
+	fmt.Fprintln(tw, "\nTOPIC\tPARTITION\tCURRENT-OFFSET\tLOG-END-OFFSET\tLAG\tMEMBER-ID\tCLIENT-ID\tHOST\tERROR")
+	for _, p := range d.Partitions {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, dash(p.CommittedOffset),
+			dash(p.LogEndOffset), dash(p.Lag), orDash(p.MemberID), orDash(p.ClientID), orDash(p.Host), p.Error)
+	}
+	return tw.Flush()
+}
+
+// assignmentString renders an assignment as topic:0,1 other:2.
+func assignmentString(a map[string][]int32) string {
+	var parts []string
+	for _, t := range sortedKeys(a) {
+		parts = append(parts, t+":"+joinInt32s(a[t]))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
