@@ -33,6 +33,11 @@ func (s *Server) readParts(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, par
 			budget -= n
 			total += n
 		}
+		if rp.RecordBatches == nil {
+			// Non-flexible versions encode nil as a null (-1) length, which some
+			// clients (librdkafka) reject; an empty record set is 0.
+			rp.RecordBatches = []byte{}
+		}
 		if incremental && rp.ErrorCode == 0 && len(rp.RecordBatches) == 0 &&
 			rp.HighWatermark == fp.sp.lastHW && rp.LastStableOffset == fp.sp.lastLSO && rp.LogStartOffset == fp.sp.lastLogStart {
 			continue
