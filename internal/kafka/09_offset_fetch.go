@@ -1,0 +1,113 @@
+package kafka
+
+// OffsetFetch: v0-9 (v10 names topics by id and is not implemented).
+//
+// Returns committed offsets (-1 with empty metadata for partitions without one). A
+// null topic list (v2+) returns every partition the group committed. v0-1 report a
+// group error in every partition, v2-7 at the top level, v8+ per group (batched groups,
+// KIP-709). RequireStable (v7+) needs no wait: there are no transactional commits. The
+// member id and epoch of v9 (KIP-848) are ignored.
+
+import (
+	"context"
+
+	"github.com/runnel-io/runnel/internal/group"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { regKey(9, 0, 9, handleOffsetFetch) }
+
+func handleOffsetFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.OffsetFetchRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	if req.Version >= 8 {
+		for _, rg := range req.Groups {
+			var parts []group.TopicPartition
+			if rg.Topics != nil {
+				parts = []group.TopicPartition{}
+			}
+			for _, t := range rg.Topics {
+				for _, p := range t.Partitions {
+					parts = append(parts, group.TopicPartition{Topic: t.Topic, Partition: p})
+				}
+			}
+			resp.Groups = append(resp.Groups, groupOffsets(ctx, s, rg.Group, parts))
+		}
+		return resp, nil
+	}
+	var parts []group.TopicPartition
+	if req.Topics != nil {
+		parts = []group.TopicPartition{}
+	}
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			parts = append(parts, group.TopicPartition{Topic: t.Topic, Partition: p})
+		}
+	}
+	g := groupOffsets(ctx, s, req.Group, parts)
+	if req.Version >= 2 {
+		resp.ErrorCode = g.ErrorCode
+	} else if g.ErrorCode != 0 {
+		// v0-1 have no group error: every requested partition carries it.
+		g.Topics = offsetTopics(unansweredOffsets(parts), g.ErrorCode)
+	}
+	for _, t := range g.Topics {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}
+
+// groupOffsets fetches one group's offsets in the v8+ response form.
+func groupOffsets(ctx context.Context, s *Server, groupID string, parts []group.TopicPartition) kmsg.OffsetFetchResponseGroup {
+	g := kmsg.NewOffsetFetchResponseGroup()
+	g.Group = groupID
+	gc := s.groupCoordinator()
+	if gc == nil {
+		g.ErrorCode = groupErrorCode(errNoCoordinator)
+		return g
+	}
+	offsets, err := gc.FetchOffsets(ctx, groupID, parts)
+	if err != nil {
+		g.ErrorCode = groupErrorCode(err)
+		return g
+	}
+	g.Topics = offsetTopics(offsets, 0)
+	return g
+}
+
+// unansweredOffsets is parts with no committed offsets, for error responses.
+func unansweredOffsets(parts []group.TopicPartition) []group.CommittedOffset {
+	out := make([]group.CommittedOffset, len(parts))
+	for i, p := range parts {
+		out[i] = group.CommittedOffset{Topic: p.Topic, Partition: p.Partition, Offset: -1, LeaderEpoch: -1}
+	}
+	return out
+}
+
+// offsetTopics groups offsets by topic, keeping their order.
+func offsetTopics(offsets []group.CommittedOffset, code int16) []kmsg.OffsetFetchResponseGroupTopic {
+	var out []kmsg.OffsetFetchResponseGroupTopic
+	index := map[string]int{}
+	for _, o := range offsets {
+		i, ok := index[o.Topic]
+		if !ok {
+			i = len(out)
+			index[o.Topic] = i
+			t := kmsg.NewOffsetFetchResponseGroupTopic()
+			t.Topic = o.Topic
+			out = append(out, t)
+		}
+		p := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+		md := o.Metadata
+		p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = o.Partition, o.Offset, o.LeaderEpoch, &md, code
+		out[i].Partitions = append(out[i].Partitions, p)
+	}
+	return out
+}

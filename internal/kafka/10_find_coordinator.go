@@ -1,0 +1,108 @@
+package kafka
+
+// FindCoordinator: v0-6 (v4+ batches keys, KIP-699).
+//
+// Key type 0 (group): the coordinator is the leader of the group's __consumer_offsets
+// partition, abs(javaStringHashCode(group)) % partitions. The first lookup creates
+// __consumer_offsets (offsets.topic.num.partitions partitions, replication factor
+// min(offsets.topic.replication.factor, live brokers), cleanup.policy=compact) and
+// answers COORDINATOR_NOT_AVAILABLE until the partition has a leader; clients retry.
+// Key type 1 (transaction) is answered COORDINATOR_NOT_AVAILABLE: transactions are not
+// implemented. Other types (2, share groups) are INVALID_REQUEST.
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/runnel-io/runnel/internal/group"
+	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { regKey(10, 0, 6, handleFindCoordinator) }
+
+func handleFindCoordinator(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	if req.Version >= 4 {
+		for _, key := range req.CoordinatorKeys {
+			resp.Coordinators = append(resp.Coordinators, s.findCoordinator(ctx, key, req.CoordinatorType))
+		}
+		return resp, nil
+	}
+	c := s.findCoordinator(ctx, req.CoordinatorKey, req.CoordinatorType)
+	resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
+	resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
+	return resp, nil
+}
+
+func (s *Server) findCoordinator(ctx context.Context, key string, keyType int8) kmsg.FindCoordinatorResponseCoordinator {
+	c := kmsg.NewFindCoordinatorResponseCoordinator()
+	c.Key, c.NodeID, c.Port = key, -1, -1
+	fail := func(e *kerr.Error, msg string) kmsg.FindCoordinatorResponseCoordinator {
+		c.ErrorCode, c.ErrorMessage = e.Code, &msg
+		return c
+	}
+	switch keyType {
+	case 0:
+	case 1:
+		return fail(kerr.CoordinatorNotAvailable, "transactions are not supported")
+	default:
+		return fail(kerr.InvalidRequest, "unknown coordinator type "+strconv.Itoa(int(keyType)))
+	}
+	gc := s.groupCoordinator()
+	if gc == nil {
+		return fail(kerr.CoordinatorNotAvailable, "the group coordinator is not running")
+	}
+	im := s.admin.Image()
+	t := im.Topics[group.OffsetsTopic]
+	if t == nil {
+		if err := s.createOffsetsTopic(ctx, im, gc.NumPartitions()); err != nil {
+			return fail(kerr.CoordinatorNotAvailable, "creating "+group.OffsetsTopic+": "+err.Error())
+		}
+		im = s.admin.Image()
+		if t = im.Topics[group.OffsetsTopic]; t == nil {
+			return fail(kerr.CoordinatorNotAvailable, group.OffsetsTopic+" is being created")
+		}
+	}
+	p := gc.PartitionFor(key)
+	if int(p) >= len(t.Partitions) {
+		return fail(kerr.CoordinatorNotAvailable, group.OffsetsTopic+" has fewer partitions than offsets.topic.num.partitions")
+	}
+	b, ok := im.Brokers[t.Partitions[p].Leader]
+	if !ok || b.Fenced {
+		return fail(kerr.CoordinatorNotAvailable, "partition "+strconv.Itoa(int(p))+" of "+group.OffsetsTopic+" has no leader")
+	}
+	c.NodeID, c.Host, c.Port = int32(b.ID), b.Host, b.Port
+	return c
+}
+
+// createOffsetsTopic creates __consumer_offsets; another request creating it first is
+// not an error.
+func (s *Server) createOffsetsTopic(ctx context.Context, im *metadata.Image, partitions int32) error {
+	rf := s.cfg.Broker.OffsetsTopicReplicationFactor
+	live := 0
+	for _, b := range im.Brokers {
+		if !b.Fenced {
+			live++
+		}
+	}
+	rf = max(min(rf, int16(live)), 1)
+	spec := TopicSpec{
+		Name: group.OffsetsTopic, NumPartitions: partitions, ReplicationFactor: rf,
+		Configs: map[string]string{"cleanup.policy": "compact", "compression.type": "producer"},
+	}
+	if sb := s.cfg.Broker.OffsetsTopicSegmentBytes; sb > 0 {
+		spec.Configs["segment.bytes"] = strconv.Itoa(int(sb))
+	}
+	switch err := s.admin.CreateTopics(ctx, []TopicSpec{spec}, false)[0]; {
+	case err == nil:
+		s.logger.Info("created "+group.OffsetsTopic, "partitions", partitions, "replication_factor", rf)
+	case !errors.Is(err, kerr.TopicAlreadyExists):
+		s.logger.Warn("cannot create "+group.OffsetsTopic, "partitions", partitions, "replication_factor", rf, "err", err)
+		return err
+	}
+	return nil
+}

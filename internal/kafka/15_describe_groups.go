@@ -1,0 +1,59 @@
+package kafka
+
+// DescribeGroups: v0-6.
+//
+// State, protocol type and members of each group. While a group is Stable it also
+// reports the protocol and each member's metadata and assignment (as Kafka does). An
+// unknown group is "Dead" with no error before v6 and GROUP_ID_NOT_FOUND from v6
+// (KIP-1043). Authorized operations (v3+) are not computed (-2147483648).
+
+import (
+	"context"
+	"errors"
+
+	"github.com/runnel-io/runnel/internal/group"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { regKey(15, 0, 6, handleDescribeGroups) }
+
+func handleDescribeGroups(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.DescribeGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	gc := s.groupCoordinator()
+	for _, id := range req.Groups {
+		rg := kmsg.NewDescribeGroupsResponseGroup()
+		rg.Group = id
+		if gc == nil {
+			rg.ErrorCode = groupErrorCode(errNoCoordinator)
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
+		d, err := gc.DescribeGroup(ctx, id)
+		switch {
+		case errors.Is(err, group.ErrGroupIDNotFound) && req.Version < 6:
+			err = nil
+		case err != nil && !errors.Is(err, group.ErrGroupIDNotFound):
+			rg.ErrorCode = groupErrorCode(err)
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
+		rg.ErrorCode, rg.ErrorMessage = groupErrorCode(err), errorMessage(err)
+		rg.State, rg.ProtocolType, rg.Protocol = d.State, d.ProtocolType, d.Protocol
+		for _, m := range d.Members {
+			rm := kmsg.NewDescribeGroupsResponseGroupMember()
+			rm.MemberID, rm.InstanceID, rm.ClientID, rm.ClientHost = m.MemberID, m.InstanceID, m.ClientID, m.ClientHost
+			rm.ProtocolMetadata, rm.MemberAssignment = nonNil(m.Metadata), nonNil(m.Assignment)
+			rg.Members = append(rg.Members, rm)
+		}
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp, nil
+}
+
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}

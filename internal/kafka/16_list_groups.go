@@ -1,0 +1,41 @@
+package kafka
+
+// ListGroups: v0-5.
+//
+// The groups this node coordinates. v4+ filters by state (case-insensitive, KIP-518);
+// v5+ filters by type: every group here is "classic" (KIP-848 groups are not
+// implemented). While a __consumer_offsets partition is loading the answer is
+// COORDINATOR_LOAD_IN_PROGRESS with no groups, as in Kafka.
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { regKey(16, 0, 5, handleListGroups) }
+
+func handleListGroups(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.ListGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	gc := s.groupCoordinator()
+	if gc == nil {
+		return resp, nil // no coordinator: no groups
+	}
+	if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(t string) bool { return strings.EqualFold(t, "classic") }) {
+		return resp, nil
+	}
+	groups, err := gc.ListGroups(req.StatesFilter)
+	if err != nil {
+		resp.ErrorCode = groupErrorCode(err)
+		return resp, nil
+	}
+	for _, g := range groups {
+		rg := kmsg.NewListGroupsResponseGroup()
+		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = g.GroupID, g.ProtocolType, g.State, "classic"
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp, nil
+}
