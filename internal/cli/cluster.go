@@ -1,7 +1,200 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// minISRKey is the topic config that sets how many in-sync replicas acks=all needs.
+const minISRKey = "min.insync.replicas"
 
 func newClusterCommand() *cobra.Command {
-	return &cobra.Command{Use: "cluster", Short: "TODO", Args: cobra.ArbitraryArgs, RunE: groupRunE}
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Inspect the cluster",
+		Args:  cobra.ArbitraryArgs,
+		RunE:  groupRunE,
+	}
+	conn := addConnFlags(cmd.PersistentFlags())
+	cmd.AddCommand(newClusterStatus(conn))
+	return cmd
+}
+
+// clusterStatus is `cluster status`'s output.
+type clusterStatus struct {
+	ClusterID       string             `json:"cluster_id"`
+	Controller      int32              `json:"controller"`
+	Nodes           []nodeRow          `json:"nodes"`
+	Partitions      int                `json:"partitions"`
+	UnderReplicated int                `json:"under_replicated"`
+	UnderMinISR     int                `json:"under_min_isr"` // -1 when min.insync.replicas could not be read
+	Offline         int                `json:"offline"`
+	Problems        []partitionProblem `json:"problems"`
+}
+
+type nodeRow struct {
+	ID      int32  `json:"id"`
+	Host    string `json:"host"`
+	Port    int32  `json:"port"`
+	Rack    string `json:"rack,omitempty"`
+	Leaders int    `json:"leaders"`
+}
+
+// partitionProblem is a partition that is offline, under-replicated or under its
+// min.insync.replicas.
+type partitionProblem struct {
+	Topic     string   `json:"topic"`
+	Partition int32    `json:"partition"`
+	Leader    int32    `json:"leader"`
+	Replicas  []int32  `json:"replicas"`
+	ISR       []int32  `json:"isr"`
+	MinISR    int      `json:"min_isr,omitempty"`
+	Problems  []string `json:"problems"`
+}
+
+func newClusterStatus(conn *connFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show nodes, the controller, leaders per node, and unhealthy partitions",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withAdmin(conn, func(adm *kadm.Client) error {
+				st, err := loadClusterStatus(cmd.Context(), adm, cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(cmd.OutOrStdout(), st)
+				}
+				return printClusterStatus(cmd.OutOrStdout(), st)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// loadClusterStatus reads metadata and min.insync.replicas; a failure to read the
+// latter is a warning on warn, and the under-min-ISR count is then -1.
+func loadClusterStatus(ctx context.Context, adm *kadm.Client, warn io.Writer) (*clusterStatus, error) {
+	md, err := adm.Metadata(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cluster metadata: %w", err)
+	}
+	minISR, err := minISRs(ctx, adm, md.Topics.Names())
+	if err != nil {
+		fmt.Fprintf(warn, "runnel: warning: %v; under-min-ISR partitions not counted\n", err)
+	}
+	return summarize(md, minISR), nil
+}
+
+// minISRs returns each topic's effective min.insync.replicas.
+func minISRs(ctx context.Context, adm *kadm.Client, topics []string) (map[string]int, error) {
+	m := map[string]int{}
+	if len(topics) == 0 {
+		return m, nil
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("describe topic configs: %w", err)
+	}
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			return nil, fmt.Errorf("configs of topic %q: %w", rc.Name, withMessage(rc.Err, rc.ErrMessage))
+		}
+		for _, c := range rc.Configs {
+			if c.Key != minISRKey {
+				continue
+			}
+			n, err := strconv.Atoi(c.MaybeValue())
+			if err != nil {
+				return nil, fmt.Errorf("topic %q: bad %s %q", rc.Name, minISRKey, c.MaybeValue())
+			}
+			m[rc.Name] = n
+		}
+	}
+	return m, nil
+}
+
+// summarize counts leaders per node and unhealthy partitions. minISR is nil when
+// unknown; a topic missing from it is never under its minimum.
+func summarize(md kadm.Metadata, minISR map[string]int) *clusterStatus {
+	st := &clusterStatus{ClusterID: md.Cluster, Controller: md.Controller, Problems: []partitionProblem{}}
+	if minISR == nil {
+		st.UnderMinISR = -1
+	}
+	leaders := map[int32]int{}
+	for _, td := range md.Topics.Sorted() {
+		for _, p := range td.Partitions.Sorted() {
+			st.Partitions++
+			leaders[p.Leader]++
+			if pr, ok := st.check(p, minISR[td.Topic]); ok {
+				st.Problems = append(st.Problems, pr)
+			}
+		}
+	}
+	for _, b := range md.Brokers {
+		row := nodeRow{ID: b.NodeID, Host: b.Host, Port: b.Port, Leaders: leaders[b.NodeID]}
+		if b.Rack != nil {
+			row.Rack = *b.Rack
+		}
+		st.Nodes = append(st.Nodes, row)
+	}
+	return st
+}
+
+// check counts p's problems and reports whether it has any.
+func (st *clusterStatus) check(p kadm.PartitionDetail, minISR int) (partitionProblem, bool) {
+	pr := partitionProblem{Topic: p.Topic, Partition: p.Partition, Leader: p.Leader,
+		Replicas: p.Replicas, ISR: p.ISR, MinISR: minISR}
+	if p.Leader < 0 {
+		st.Offline++
+		pr.Problems = append(pr.Problems, "offline")
+	}
+	if len(p.ISR) < len(p.Replicas) {
+		st.UnderReplicated++
+		pr.Problems = append(pr.Problems, "under-replicated")
+	}
+	if minISR > 0 && len(p.ISR) < minISR {
+		st.UnderMinISR++
+		pr.Problems = append(pr.Problems, "under-min-isr")
+	}
+	if p.Err != nil {
+		pr.Problems = append(pr.Problems, oneLine(p.Err.Error()))
+	}
+	return pr, len(pr.Problems) > 0
+}
+
+func printClusterStatus(w io.Writer, st *clusterStatus) error {
+	fmt.Fprintf(w, "Cluster ID: %s\nController: %s\n\n", orDash(st.ClusterID), dash(int64(st.Controller)))
+	tw := newTable(w)
+	fmt.Fprintln(tw, "NODE\tHOST:PORT\tRACK\tLEADERS")
+	for _, n := range st.Nodes {
+		fmt.Fprintf(tw, "%d\t%s:%d\t%s\t%d\n", n.ID, n.Host, n.Port, orDash(n.Rack), n.Leaders)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	underMin := "unknown"
+	if st.UnderMinISR >= 0 {
+		underMin = strconv.Itoa(st.UnderMinISR)
+	}
+	fmt.Fprintf(w, "\nPartitions: %d  under-replicated: %d  under-min-ISR: %s  offline: %d\n",
+		st.Partitions, st.UnderReplicated, underMin, st.Offline)
+	if len(st.Problems) == 0 {
+		return nil
+	}
+	fmt.Fprintln(tw, "\nTOPIC\tPARTITION\tLEADER\tREPLICAS\tISR\tPROBLEMS")
+	for _, p := range st.Problems {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, dash(int64(p.Leader)),
+			joinInt32s(p.Replicas), joinInt32s(p.ISR), strings.Join(p.Problems, ","))
+	}
+	return tw.Flush()
 }

@@ -214,8 +214,12 @@ func partitionLagOf(pl kadm.GroupMemberLag) groupPartition {
 }
 
 func printGroupDescription(w io.Writer, d *groupDescription) error {
-	fmt.Fprintf(w, "Group: %s\tState: %s\tProtocol: %s/%s\tCoordinator: %d\tMembers: %d\tTotal lag: %d\n",
-		d.Group, d.State, d.ProtocolType, d.Protocol, d.Coordinator, len(d.Members), d.TotalLag)
+	protocol := d.ProtocolType
+	if d.Protocol != "" {
+		protocol += "/" + d.Protocol
+	}
+	fmt.Fprintf(w, "Group: %s  State: %s  Protocol: %s  Coordinator: %d  Members: %d  Total lag: %d\n",
+		d.Group, d.State, orDash(protocol), d.Coordinator, len(d.Members), d.TotalLag)
 	tw := newTable(w)
 	if len(d.Members) > 0 {
 		fmt.Fprintln(tw, "\nMEMBER-ID\tCLIENT-ID\tHOST\tASSIGNMENT")

@@ -114,8 +114,13 @@ func report(stderr io.Writer, cmd *cobra.Command, err error) int {
 
 // oneLine folds a multi-line error into one line.
 func oneLine(s string) string {
-	s = strings.TrimSpace(s)
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
+	var parts []string
+	for l := range strings.Lines(s) {
+		if l = strings.Join(strings.Fields(l), " "); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // groupRunE runs for a command that only groups subcommands: with no argument it is

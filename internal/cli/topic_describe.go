@@ -155,7 +155,7 @@ func topicSetConfigs(cs []kadm.Config) map[string]string {
 }
 
 func printTopicDescription(w io.Writer, d *topicDescription) error {
-	fmt.Fprintf(w, "Topic: %s\tID: %s\tPartitions: %d\n", d.Topic, d.ID, len(d.Partitions))
+	fmt.Fprintf(w, "Topic: %s  ID: %s  Partitions: %d\n", d.Topic, d.ID, len(d.Partitions))
 	fmt.Fprint(w, "Configs:")
 	if len(d.Configs) == 0 {
 		fmt.Fprint(w, " (none set on the topic)")
