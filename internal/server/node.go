@@ -103,6 +103,7 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 	n.logs.Start()
 	n.replicas, err = replica.NewManager(replica.Options{
 		Node: metadata.NodeID(cfg.NodeID), Logs: n.logs, Logger: n.logger, Resolve: n.resolveTopic,
+		OnLeadershipChange: n.startGroups(),
 	})
 	if err != nil {
 		return err
@@ -112,6 +113,7 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 	reg.MustRegister(newPartitionCollector(n.replicas))
 	n.kafka = kafka.NewServer(kafka.Config{NodeID: metadata.NodeID(cfg.NodeID), Broker: cfg, Logger: n.logger},
 		n.replicas, n.admin, kafka.NewMetrics(reg))
+	n.kafka.SetGroupCoordinator(n.groupCoordinator())
 	// Bind before registering, so that a listener on port 0 (tests) is advertised with
 	// the port it got.
 	n.kafkaAddr, err = n.kafka.Listen(cfg.Listen)
@@ -203,6 +205,7 @@ func (n *Node) Close() error {
 		if n.kafka != nil {
 			errs = append(errs, n.kafka.Close())
 		}
+		errs = append(errs, n.closeGroups())
 		if n.unsub != nil {
 			n.unsub()
 		}
