@@ -27,6 +27,8 @@ type Config struct {
 	MaxGroupSize int
 	// MaxMetadataBytes is offset.metadata.max.bytes (default 4096).
 	MaxMetadataBytes int
+	// OffsetsRetention is offsets.retention.minutes (default 7 days; negative: never).
+	OffsetsRetention time.Duration
 	// AppendTimeout bounds each append to __consumer_offsets, replication included
 	// (Kafka's offsets.commit.timeout.ms; default 5 s).
 	AppendTimeout time.Duration
@@ -43,6 +45,7 @@ func ConfigFromBroker(b *config.Broker) Config {
 		MaxSessionTimeout:     time.Duration(b.GroupMaxSessionTimeoutMs) * time.Millisecond,
 		InitialRebalanceDelay: time.Duration(b.GroupInitialRebalanceDelayMs) * time.Millisecond,
 		MaxGroupSize:          int(b.GroupMaxSize),
+		OffsetsRetention:      time.Duration(b.OffsetsRetentionMinutes) * time.Minute,
 	}
 }
 
@@ -109,6 +112,9 @@ func NewCoordinator(cfg Config) *Coordinator {
 	}
 	if cfg.MaxMetadataBytes > 0 {
 		lim.maxMetadataBytes = cfg.MaxMetadataBytes
+	}
+	if cfg.OffsetsRetention != 0 {
+		lim.offsetsRetention = max(cfg.OffsetsRetention, 0)
 	}
 	return &Coordinator{cfg: cfg, lim: lim, logger: cfg.Logger.With("component", "group-coordinator"), shards: map[int32]*shard{}}
 }

@@ -175,8 +175,8 @@ func newMember(t *testing.T, name, group, topic string, o memberOpts) *member {
 	opts := append(seed(t),
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.ClientID(name), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.SessionTimeout(3 * time.Second), kgo.HeartbeatInterval(300 * time.Millisecond),
-		kgo.RebalanceTimeout(10 * time.Second), kgo.FetchMaxWait(200 * time.Millisecond),
+		kgo.SessionTimeout(3*time.Second), kgo.HeartbeatInterval(300*time.Millisecond),
+		kgo.RebalanceTimeout(10*time.Second), kgo.FetchMaxWait(200*time.Millisecond),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
 			m.mu.Lock()
 			defer m.mu.Unlock()

@@ -96,6 +96,8 @@ func restoreGroup(id string, lg *loadedGroup, lim limits, newMemberID func(strin
 	}
 	if len(g.members) > 0 {
 		g.transition(Stable, now)
+	} else if m.CurrentStateTimestamp > 0 {
+		g.stateSince = time.UnixMilli(m.CurrentStateTimestamp) // emptied then, for offset expiry
 	}
 	return g
 }

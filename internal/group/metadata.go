@@ -39,6 +39,9 @@ type limits struct {
 	newMemberJoinTimeout time.Duration
 	// maxMetadataBytes is offset.metadata.max.bytes.
 	maxMetadataBytes int
+	// offsetsRetention is offsets.retention.minutes: how long an empty group keeps an
+	// offset after both the group emptied and the offset was committed (0: for ever).
+	offsetsRetention time.Duration
 }
 
 func defaultLimits() limits {
@@ -46,6 +49,7 @@ func defaultLimits() limits {
 		minSessionTimeout: 6 * time.Second, maxSessionTimeout: 30 * time.Minute,
 		initialRebalanceDelay: 3 * time.Second, maxSize: math.MaxInt32,
 		newMemberJoinTimeout: 5 * time.Minute, maxMetadataBytes: 4096,
+		offsetsRetention: 7 * 24 * time.Hour,
 	}
 }
 

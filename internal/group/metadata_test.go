@@ -690,3 +690,41 @@ func TestRestoreFromRecords(t *testing.T) {
 		t.Fatalf("after tombstones: %+v", lg)
 	}
 }
+
+func TestOffsetsExpireInEmptyGroups(t *testing.T) {
+	h := newHarness(t)
+	h.g.lim.offsetsRetention = time.Hour
+	commit := func(member string, gen int32, topic string) {
+		h.g.commit(h.now, CommitRequest{MemberID: member, Generation: gen, Offsets: []OffsetCommit{{Topic: topic, Offset: 1}}}, func([]error) {})
+		h.finishWrites(nil)
+	}
+	commit("", -1, "early")
+	h.advance(30 * time.Minute)
+	commit("", -1, "late")
+	h.advance(31 * time.Minute)
+	if o := h.g.fetchOffsets(nil); len(o) != 1 || o[0].Topic != "late" {
+		t.Fatalf("after 61 minutes: %+v", o)
+	}
+	if len(h.g.writes) != 1 || h.g.writes[0].records[0].value != nil {
+		t.Fatal("an expired offset is tombstoned")
+	}
+	h.finishWrites(nil)
+	// An active group keeps its offsets however old; they expire an hour after it empties.
+	ids := h.stableGroup("a")
+	commit(ids[0], 1, "active")
+	h.advance(2 * time.Hour)
+	h.heartbeat(ids[0], 1)
+	if len(h.g.offsets) != 2 {
+		t.Fatalf("offsets of an active group expired: %+v", h.g.offsets)
+	}
+	h.g.leave(h.now, []LeaveMember{{MemberID: ids[0]}})
+	h.finishWrites(nil)
+	h.advance(59 * time.Minute)
+	if len(h.g.offsets) != 2 {
+		t.Fatal("expired before the retention since the group emptied")
+	}
+	h.advance(time.Minute)
+	if len(h.g.offsets) != 0 || !h.g.canBeRemoved() {
+		t.Fatalf("offsets %+v after the retention", h.g.offsets)
+	}
+}

@@ -261,3 +261,41 @@ func (g *groupMetadata) tombstoneIfPersisted(now time.Time) bool {
 	})
 	return true
 }
+
+// offsetExpiry is when an offset of an empty group expires (KIP-211): retention after
+// both the group became empty and the offset was committed. Zero: never.
+func (g *groupMetadata) offsetExpiry(o offsetAndMetadata) time.Time {
+	if g.phase != Empty || g.lim.offsetsRetention <= 0 {
+		return time.Time{}
+	}
+	base := g.stateSince
+	if c := time.UnixMilli(o.commitTimestamp); c.After(base) {
+		base = c
+	}
+	return base.Add(g.lim.offsetsRetention)
+}
+
+func (g *groupMetadata) nextOffsetExpiry() time.Time {
+	var next time.Time
+	for _, o := range g.offsets {
+		if exp := g.offsetExpiry(o); !exp.IsZero() && (next.IsZero() || exp.Before(next)) {
+			next = exp
+		}
+	}
+	return next
+}
+
+// expireOffsets tombstones the offsets of an empty group whose retention passed, and
+// drops them from memory at once, as Kafka's offset cleanup does.
+func (g *groupMetadata) expireOffsets(now time.Time) {
+	var records []kv
+	for tp, o := range g.offsets {
+		if exp := g.offsetExpiry(o); !exp.IsZero() && !now.Before(exp) {
+			records = append(records, kv{key: offsetCommitKey(g.id, tp.Topic, tp.Partition)})
+			delete(g.offsets, tp)
+		}
+	}
+	if len(records) > 0 {
+		g.issue(records, nil)
+	}
+}

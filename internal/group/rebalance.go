@@ -261,6 +261,7 @@ func (g *groupMetadata) tick(now time.Time) {
 		g.onSyncDeadline(now)
 	}
 	g.tryCompleteJoin(now)
+	g.expireOffsets(now)
 }
 
 // onSyncDeadline removes the members that never sent SyncGroup after the join phase,
@@ -298,5 +299,6 @@ func (g *groupMetadata) nextDeadline() time.Time {
 	if len(g.pendingSync) > 0 {
 		consider(g.syncDeadline)
 	}
+	consider(g.nextOffsetExpiry())
 	return next
 }
