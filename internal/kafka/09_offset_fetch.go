@@ -20,29 +20,31 @@ func init() { regKey(9, 0, 9, handleOffsetFetch) }
 func handleOffsetFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-	if req.Version >= 8 {
-		for _, rg := range req.Groups {
-			var parts []group.TopicPartition
-			if rg.Topics != nil {
-				parts = []group.TopicPartition{}
-			}
-			for _, t := range rg.Topics {
-				for _, p := range t.Partitions {
-					parts = append(parts, group.TopicPartition{Topic: t.Topic, Partition: p})
-				}
-			}
-			resp.Groups = append(resp.Groups, groupOffsets(ctx, s, rg.Group, parts))
-		}
+	if req.Version < 8 {
+		offsetFetchSingle(ctx, s, req, resp)
 		return resp, nil
 	}
+	for _, rg := range req.Groups {
+		var parts []group.TopicPartition
+		if rg.Topics != nil {
+			parts = []group.TopicPartition{}
+		}
+		for _, t := range rg.Topics {
+			parts = appendPartitions(parts, t.Topic, t.Partitions)
+		}
+		resp.Groups = append(resp.Groups, groupOffsets(ctx, s, rg.Group, parts))
+	}
+	return resp, nil
+}
+
+// offsetFetchSingle answers v0-7, which fetch one group.
+func offsetFetchSingle(ctx context.Context, s *Server, req *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetchResponse) {
 	var parts []group.TopicPartition
 	if req.Topics != nil {
 		parts = []group.TopicPartition{}
 	}
 	for _, t := range req.Topics {
-		for _, p := range t.Partitions {
-			parts = append(parts, group.TopicPartition{Topic: t.Topic, Partition: p})
-		}
+		parts = appendPartitions(parts, t.Topic, t.Partitions)
 	}
 	g := groupOffsets(ctx, s, req.Group, parts)
 	if req.Version >= 2 {
@@ -61,7 +63,13 @@ func handleOffsetFetch(ctx context.Context, s *Server, r *request) (kmsg.Respons
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	return resp, nil
+}
+
+func appendPartitions(parts []group.TopicPartition, topic string, partitions []int32) []group.TopicPartition {
+	for _, p := range partitions {
+		parts = append(parts, group.TopicPartition{Topic: topic, Partition: p})
+	}
+	return parts
 }
 
 // groupOffsets fetches one group's offsets in the v8+ response form.
