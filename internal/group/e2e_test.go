@@ -437,57 +437,62 @@ func TestFranzGoCommitAndResumeWithoutGap(t *testing.T) {
 	}
 }
 
-// TestFranzGoStaticMemberRestartWithoutRebalance restarts a static member within its
-// session timeout: it gets its partitions back in the same generation and the other
-// member sees no rebalance.
+// TestFranzGoStaticMemberRestartWithoutRebalance restarts each static member in turn
+// (so the leader too) within its session timeout: it gets its partitions back in the
+// same generation and the other member sees no rebalance.
 func TestFranzGoStaticMemberRestartWithoutRebalance(t *testing.T) {
 	topic, group := "static", "g-static"
 	createTopic(t, topic, 4, 0)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	opts := func(inst string) memberOpts {
-		return memberOpts{balancer: kgo.RangeBalancer(), instance: inst}
+	type running struct {
+		m      *member
+		cancel context.CancelFunc
+		wg     sync.WaitGroup
 	}
-	a := newMember(t, "a", group, topic, opts("inst-a"))
-	defer a.cl.Close()
-	b := newMember(t, "b", group, topic, opts("inst-b"))
-	a.poll(ctx, &wg)
-	bctx, bcancel := context.WithCancel(ctx)
-	var bwg sync.WaitGroup
-	b.poll(bctx, &bwg)
-	waitAssignment(t, 4, a, b)
-	_, gen := a.cl.GroupMetadata()
-	bParts := b.partitions()
-	a.mu.Lock()
-	aAssigns, aRevokes := a.assigns, a.revokes
-	a.mu.Unlock()
-
-	// b restarts: a static member sends no LeaveGroup on close.
-	bcancel()
-	bwg.Wait()
-	b.cl.Close()
-	b2 := newMember(t, "b", group, topic, opts("inst-b"))
-	defer b2.cl.Close()
-	b2.poll(ctx, &wg)
-	eventually(t, 20*time.Second, "the restarted static member getting its partitions", func() error {
-		if got := b2.partitions(); fmt.Sprint(got) != fmt.Sprint(bParts) {
-			return fmt.Errorf("b2 has %v, b had %v", got, bParts)
+	start := func(name string) *running {
+		r := &running{m: newMember(t, name, group, topic, memberOpts{balancer: kgo.RangeBalancer(), instance: "inst-" + name})}
+		ctx, cancel := context.WithCancel(context.Background())
+		r.cancel = cancel
+		r.m.poll(ctx, &r.wg)
+		return r
+	}
+	stop := func(r *running) { // a static member sends no LeaveGroup on close
+		r.cancel()
+		r.wg.Wait()
+		r.m.cl.Close()
+	}
+	rs := []*running{start("a"), start("b")}
+	defer func() {
+		for _, r := range rs {
+			stop(r)
 		}
-		return nil
-	})
-	_, gen2 := b2.cl.GroupMetadata()
-	if gen2 != gen {
-		t.Fatalf("generation moved from %d to %d: the restart caused a rebalance", gen, gen2)
-	}
-	time.Sleep(time.Second) // give a rebalance, if any, the time to show
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.assigns != aAssigns || a.revokes != aRevokes {
-		t.Fatalf("a saw assigns %d->%d revokes %d->%d: the static restart rebalanced", aAssigns, a.assigns, aRevokes, a.revokes)
-	}
-	if _, g := a.cl.GroupMetadata(); g != gen {
-		t.Fatalf("a's generation %d, want %d", g, gen)
+	}()
+	waitAssignment(t, 4, rs[0].m, rs[1].m)
+	_, gen := rs[0].m.cl.GroupMetadata()
+	for i := range rs {
+		other := rs[1-i].m
+		other.mu.Lock()
+		assigns, revokes := other.assigns, other.revokes
+		other.mu.Unlock()
+		parts := rs[i].m.partitions()
+		stop(rs[i])
+		rs[i] = start(rs[i].m.name)
+		eventually(t, 20*time.Second, "the restarted static member getting its partitions", func() error {
+			if got := rs[i].m.partitions(); fmt.Sprint(got) != fmt.Sprint(parts) {
+				return fmt.Errorf("%s has %v after its restart, had %v", rs[i].m.name, got, parts)
+			}
+			return nil
+		})
+		time.Sleep(time.Second) // give a rebalance, if any, the time to show
+		for _, r := range rs {
+			if _, g := r.m.cl.GroupMetadata(); g != gen {
+				t.Fatalf("%s is in generation %d, want %d: the restart rebalanced", r.m.name, g, gen)
+			}
+		}
+		other.mu.Lock()
+		if other.assigns != assigns || other.revokes != revokes {
+			t.Errorf("%s saw assigns %d->%d revokes %d->%d: the restart rebalanced", other.name, assigns, other.assigns, revokes, other.revokes)
+		}
+		other.mu.Unlock()
 	}
 }
 

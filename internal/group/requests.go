@@ -17,6 +17,9 @@ func (c *Coordinator) Join(ctx context.Context, req JoinRequest) JoinResult {
 	if req.GroupID == "" {
 		return joinError(req.MemberID, ErrInvalidGroupID)
 	}
+	if req.RebalanceTimeout <= 0 {
+		req.RebalanceTimeout = req.SessionTimeout // JoinGroup v0 has none
+	}
 	// Only a first join creates a group; a known member id of an unknown group is stale.
 	res, err := call(ctx, c, req.GroupID, req.MemberID == "", func(md *groupMetadata, now time.Time, reply func(JoinResult)) {
 		md.join(now, req, reply)
