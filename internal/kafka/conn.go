@@ -189,7 +189,10 @@ func (c *conn) handle(p *pending) {
 
 func encodeResponse(r *request, resp kmsg.Response) []byte {
 	v := r.version
-	if r.key == 18 && v > resp.MaxVersion() {
+	// An ApiVersions request above the versions we serve (kmsg may know newer ones, as
+	// v5 that franz-go sends first) is answered at v0, which the client parses with the
+	// error code first and then retries at our maximum (KIP-511).
+	if r.key == 18 && v > handlers[18].max {
 		v = 0
 	}
 	resp.SetVersion(v)
