@@ -55,7 +55,10 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 	for {
 		resp.Topics = resp.Topics[:0]
 		total := s.readParts(req, resp, parts, replicaID, incremental)
-		if total >= int(req.MinBytes) || total > 0 && req.MinBytes <= 1 || !time.Now().Before(deadline) || hasErr(parts) {
+		// As Kafka, a partition error (OFFSET_OUT_OF_RANGE, NOT_LEADER_OR_FOLLOWER, ...)
+		// answers at once: the client has to act on it, and waiting cannot fix it.
+		if total >= int(req.MinBytes) || total > 0 && req.MinBytes <= 1 || !time.Now().Before(deadline) ||
+			hasErr(parts) || partitionErr(resp) {
 			return resp, nil
 		}
 		if !s.waitForData(ctx, parts, deadline) {
@@ -168,6 +171,18 @@ func hasErr(parts []*fetchPart) bool {
 	for _, fp := range parts {
 		if fp.err != nil {
 			return true
+		}
+	}
+	return false
+}
+
+// partitionErr reports whether any partition of resp carries an error code.
+func partitionErr(resp *kmsg.FetchResponse) bool {
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode != 0 {
+				return true
+			}
 		}
 	}
 	return false
