@@ -584,3 +584,97 @@ func contains(ss []string, s string) bool {
 	}
 	return false
 }
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestOffsetsSurviveNodeRestart commits offsets and group metadata, restarts the node
+// on the same data directory, and reads them back: the coordinator replays
+// __consumer_offsets when it leads its partitions again.
+func TestOffsetsSurviveNodeRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	dir := t.TempDir()
+	props := map[string]string{
+		"listen": freeAddr(t), "controller.listen": freeAddr(t), "http.listen": "127.0.0.1:0",
+		"log.dirs": dir, "offsets.topic.num.partitions": "3", "group.initial.rebalance.delay.ms": "0",
+	}
+	start := func() *server.Node {
+		cfg := config.Default()
+		for k, v := range props {
+			if err := cfg.Set(k, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		n, err := server.Start(ctx, cfg, server.Options{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		if err != nil {
+			t.Fatalf("start: %v", err)
+		}
+		return n
+	}
+	client := func(n *server.Node) *kadm.Client {
+		vs := kversion.Stable()
+		vs.SetMaxKeyVersion(18, 4)
+		cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr().String()), kgo.MaxVersions(vs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return kadm.NewClient(cl)
+	}
+	n := start()
+	adm := client(n)
+	ctx := context.Background()
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "durable"); err != nil {
+		t.Fatal(err)
+	}
+	offsets := kadm.Offsets{}
+	offsets.Add(kadm.Offset{Topic: "durable", Partition: 0, At: 11, LeaderEpoch: -1, Metadata: "m0"})
+	offsets.Add(kadm.Offset{Topic: "durable", Partition: 1, At: 22, LeaderEpoch: -1})
+	for _, g := range []string{"g-durable-1", "g-durable-2"} {
+		resp, err := adm.CommitOffsets(ctx, g, offsets)
+		if err != nil || resp.Error() != nil {
+			t.Fatalf("commit %s: %v %v", g, err, resp.Error())
+		}
+	}
+	if _, err := adm.DeleteGroups(ctx, "g-durable-2"); err != nil {
+		t.Fatal(err)
+	}
+	n.Close()
+
+	n = start()
+	defer n.Close()
+	adm = client(n)
+	var got kadm.OffsetResponses
+	eventually(t, 30*time.Second, "the offsets read back after the restart", func() error {
+		var err error
+		got, err = adm.FetchOffsets(ctx, "g-durable-1")
+		if err == nil {
+			err = got.Error()
+		}
+		return err
+	})
+	o0, _ := got.Lookup("durable", 0)
+	o1, _ := got.Lookup("durable", 1)
+	if o0.At != 11 || o0.Metadata != "m0" || o1.At != 22 {
+		t.Fatalf("after restart: %+v %+v", o0, o1)
+	}
+	deleted, err := adm.FetchOffsets(ctx, "g-durable-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := deleted.Lookup("durable", 0); ok {
+		t.Fatal("a deleted group's offsets came back after the restart")
+	}
+}
