@@ -143,6 +143,11 @@ func (g *group) flushWrites() {
 	batch := encodeWrites(g.queue)
 	ws := g.queue
 	g.queue = nil
+	if len(batch) == 0 { // nothing to write: only callbacks, which may issue more
+		g.completeWrites(ws, nil)
+		g.flushWrites()
+		return
+	}
 	g.inflight = true
 	started := g.c.goFunc(func() {
 		ctx, cancel := context.WithTimeout(g.sh.ctx, g.c.cfg.AppendTimeout)
