@@ -41,6 +41,7 @@ func TestFranz(t *testing.T) {
 	t.Run("TopicMaxMessageBytes", func(t *testing.T) { t.Parallel(); testTopicMaxMessageBytes(t, addr) })
 	t.Run("FetchOutOfRange", func(t *testing.T) { t.Parallel(); testFetchOutOfRange(t, addr) })
 	t.Run("MissingTopic", func(t *testing.T) { t.Parallel(); testMissingTopic(t, addr) })
+	t.Run("IdempotentProduce", func(t *testing.T) { t.Parallel(); testIdempotentProduce(t, addr) })
 }
 
 // makeRecords returns n records for topic with keys from a set of ten (so the key
