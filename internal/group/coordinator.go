@@ -161,7 +161,7 @@ func (c *Coordinator) Load(partition int32, log PartitionLog, source any, leader
 	sh := &shard{partition: partition, log: log, source: source, ctx: ctx, cancel: cancel,
 		loaded: make(chan struct{}), groups: map[string]*group{}}
 	c.shards[partition] = sh
-	c.logger.Info("loading groups", "partition", partition, "leader_epoch", leaderEpoch)
+	c.logger.Debug("loading groups", "partition", partition, "leader_epoch", leaderEpoch)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()

@@ -1,7 +1,9 @@
 package group
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"fmt"
 	"time"
 
@@ -129,7 +131,11 @@ func (c *Coordinator) loadShard(sh *shard) {
 	}
 	sh.mu.Unlock()
 	close(sh.loaded)
-	c.logger.Info("loaded groups", "partition", sh.partition, "groups", n, "end_offset", off, "took", time.Since(start))
+	level := slog.LevelDebug
+	if n > 0 {
+		level = slog.LevelInfo
+	}
+	c.logger.Log(context.Background(), level, "loaded groups", "partition", sh.partition, "groups", n, "end_offset", off, "took", time.Since(start))
 }
 
 // replayShard reads sh's log from its start until target, waiting for the high
