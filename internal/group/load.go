@@ -3,8 +3,8 @@ package group
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/runnel-io/runnel/internal/recordbatch"
