@@ -17,7 +17,6 @@ import (
 func raw[T kmsg.Response](t *testing.T, req kmsg.Request, v int16) T {
 	t.Helper()
 	vs := kversion.Stable()
-	vs.SetMaxKeyVersion(18, 4)
 	vs.SetMaxKeyVersion(req.Key(), v)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokerAddr(t)), kgo.MaxVersions(vs))
 	if err != nil {

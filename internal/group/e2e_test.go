@@ -20,7 +20,6 @@ import (
 	"github.com/runnel-io/runnel/internal/server"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 var (
@@ -73,13 +72,9 @@ func brokerAddr(t *testing.T) string {
 	return node.KafkaAddr().String()
 }
 
-// seed are the options every franz-go client of these tests uses. ApiVersions is capped
-// at v4: the server answers a newer ApiVersions request with a response the client
-// cannot read (a conn.go bug reported to its owner).
+// seed are the options every franz-go client of these tests starts from.
 func seed(t *testing.T) []kgo.Opt {
-	vs := kversion.Stable()
-	vs.SetMaxKeyVersion(18, 4)
-	return []kgo.Opt{kgo.SeedBrokers(brokerAddr(t)), kgo.MaxVersions(vs)}
+	return []kgo.Opt{kgo.SeedBrokers(brokerAddr(t))}
 }
 
 func newAdmin(t *testing.T) *kadm.Client {
@@ -624,9 +619,7 @@ func TestOffsetsSurviveNodeRestart(t *testing.T) {
 		return n
 	}
 	client := func(n *server.Node) *kadm.Client {
-		vs := kversion.Stable()
-		vs.SetMaxKeyVersion(18, 4)
-		cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr().String()), kgo.MaxVersions(vs))
+		cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr().String()))
 		if err != nil {
 			t.Fatal(err)
 		}
