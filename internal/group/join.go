@@ -252,23 +252,48 @@ func (g *groupMetadata) allJoined() bool {
 	return len(g.pending) == 0
 }
 
-// tryCompleteJoin ends the join phase early once everybody joined (never during the
-// initial delay, whose point is to wait for more members).
+// joinAction is what the join phase does next.
+type joinAction int8
+
+const (
+	joinWait     joinAction = iota // keep waiting for members
+	joinComplete                   // end the join phase now
+	joinExtend                     // extend the initial delay: new members keep coming
+)
+
+// nextJoinAction decides the join phase (Kafka's DelayedJoin and InitialDelayedJoin):
+// a regular phase ends once everybody rejoined or at its deadline; the initial phase of
+// an empty group only ends at its deadline, which moves on while new members arrive and
+// rebalance time remains.
+func nextJoinAction(initial, allJoined, deadlinePassed, newMemberAdded bool, remaining time.Duration) joinAction {
+	switch {
+	case !deadlinePassed && (initial || !allJoined):
+		return joinWait
+	case !deadlinePassed:
+		return joinComplete
+	case initial && newMemberAdded && remaining > 0:
+		return joinExtend
+	default:
+		return joinComplete
+	}
+}
+
+// tryCompleteJoin ends the join phase early once everybody joined.
 func (g *groupMetadata) tryCompleteJoin(now time.Time) {
-	if g.phase == PreparingRebalance && !g.initialJoin && g.allJoined() {
+	if g.phase == PreparingRebalance && nextJoinAction(g.initialJoin, g.allJoined(), false, false, 0) == joinComplete {
 		g.completeJoin(now)
 	}
 }
 
-// onJoinDeadline ends the join phase, or extends the initial delay while new members
-// keep coming.
+// onJoinDeadline ends the join phase, or extends the initial delay.
 func (g *groupMetadata) onJoinDeadline(now time.Time) {
-	if g.initialJoin && g.newMemberAdded && g.initialRemaining > 0 {
+	switch nextJoinAction(g.initialJoin, g.allJoined(), true, g.newMemberAdded, g.initialRemaining) {
+	case joinExtend:
 		d := min(g.lim.initialRebalanceDelay, g.initialRemaining)
 		g.initialRemaining -= d
 		g.newMemberAdded = false
 		g.joinDeadline = now.Add(d)
-		return
+	default:
+		g.completeJoin(now)
 	}
-	g.completeJoin(now)
 }

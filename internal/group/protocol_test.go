@@ -1,6 +1,9 @@
 package group
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func protos(names ...string) []Protocol {
 	ps := make([]Protocol, len(names))
@@ -50,5 +53,27 @@ func TestSharesProtocol(t *testing.T) {
 	}
 	if !sharesProtocol(nil, protos("a")) {
 		t.Fatal("with no other member anything goes")
+	}
+}
+
+func TestNextJoinAction(t *testing.T) {
+	cases := []struct {
+		initial, allJoined, deadlinePassed, newMember bool
+		remaining                                     time.Duration
+		want                                          joinAction
+	}{
+		{false, false, false, false, 0, joinWait},
+		{false, true, false, false, 0, joinComplete},
+		{false, false, true, false, 0, joinComplete},
+		{false, false, true, true, time.Second, joinComplete}, // only the initial phase extends
+		{true, true, false, false, 0, joinWait},               // the initial delay always runs out
+		{true, true, true, false, time.Second, joinComplete},
+		{true, true, true, true, time.Second, joinExtend},
+		{true, false, true, true, 0, joinComplete}, // no rebalance time left
+	}
+	for i, c := range cases {
+		if got := nextJoinAction(c.initial, c.allJoined, c.deadlinePassed, c.newMember, c.remaining); got != c.want {
+			t.Errorf("case %d %+v: %v, want %v", i, c, got, c.want)
+		}
 	}
 }
