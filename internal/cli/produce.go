@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -33,6 +35,7 @@ type produceFlags struct {
 	partition      int32
 	compression    string
 	linger         time.Duration
+	delivery       time.Duration
 	verbose        bool
 	bufferRecords  int
 	bufferBytes    int
@@ -58,6 +61,7 @@ func newProduceCommand() *cobra.Command {
 	fs.Int32Var(&f.partition, "partition", -1, "produce every record to this partition (default: by key hash, else sticky)")
 	fs.StringVar(&f.compression, "compression", "none", "none, gzip, snappy, lz4 or zstd")
 	fs.DurationVar(&f.linger, "linger", 10*time.Millisecond, "how long to wait for more records before sending a batch")
+	fs.DurationVar(&f.delivery, "delivery-timeout", 2*time.Minute, "fail a record not acknowledged within this long (Kafka's delivery.timeout.ms)")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print a summary to stderr at the end")
 	fs.IntVar(&f.bufferRecords, "buffer-records", 50000, "most records buffered in the client")
 	fs.IntVar(&f.bufferBytes, "buffer-bytes", 0, "most bytes buffered in the client (0: no limit)")
@@ -69,8 +73,11 @@ func newProduceCommand() *cobra.Command {
 
 // clientOpts turns the flags into kgo options, rejecting bad values as usage errors.
 func (f *produceFlags) clientOpts() ([]kgo.Opt, error) {
+	if f.delivery <= 0 {
+		return nil, usageErrorf("--delivery-timeout must be positive")
+	}
 	opts := []kgo.Opt{kgo.ProducerLinger(f.linger), kgo.AllowAutoTopicCreation(),
-		kgo.ProducerBatchMaxBytes(kafkaMessageMaxBytes)}
+		kgo.ProducerBatchMaxBytes(kafkaMessageMaxBytes), kgo.RecordDeliveryTimeout(f.delivery)}
 	acks, err := ackOpts(f.acks, f.idempotence)
 	if err != nil {
 		return nil, err
@@ -175,11 +182,33 @@ func runProduce(cmd *cobra.Command, conn *connFlags, f *produceFlags, topic stri
 		return err
 	}
 	defer cl.Close()
+	if err := checkCluster(cmd.Context(), cl, topic, f.partition); err != nil {
+		return err
+	}
 	p := newLineProducer(cl, policy, topic, f.partition, f.keySep, headers)
 	start := time.Now()
 	err = p.run(cmd.Context(), cmd.InOrStdin())
 	p.report(cmd.ErrOrStderr(), time.Since(start), f.verbose)
 	return err
+}
+
+// checkCluster fails fast when the cluster cannot be reached, where the producer
+// would keep retrying until the delivery timeout, and when --partition names a
+// partition the topic lacks. A missing topic is left to the broker, which may
+// create it (auto.create.topics.enable).
+func checkCluster(ctx context.Context, cl *kgo.Client, topic string, partition int32) error {
+	tds, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("produce to %q: %w", topic, err)
+	}
+	td, ok := tds[topic]
+	if !ok || td.Err != nil || partition < 0 {
+		return nil
+	}
+	if _, err := choosePartitions(td, partition); err != nil {
+		return fmt.Errorf("produce: %w", err)
+	}
+	return nil
 }
 
 // lineProducer turns input lines into records and produces them under a policy.
@@ -313,6 +342,9 @@ func (p *lineProducer) promise(r *kgo.Record, err error) {
 }
 
 func recordError(r *kgo.Record, err error) error {
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return fmt.Errorf("produce: %w (%w)", topicNotFound(r.Topic), err)
+	}
 	where := fmt.Sprintf("produce to %q", r.Topic)
 	if r.Partition >= 0 {
 		where += fmt.Sprintf(" partition %d", r.Partition)

@@ -115,13 +115,17 @@ func TestProduceErrors(t *testing.T) {
 	expectFailureIn(t, "k:v\nnokey\n", 1, `produce to "t": line 2 has no key separator ":"`, "produce", "t", "-b", b, "-k", ":")
 	for _, args := range [][]string{
 		{"--acks", "2"}, {"--compression", "brotli"}, {"-H", "nokv"}, {"--on-full", "wait"},
-		{"--enqueue-timeout", "soon"}, {"--rate", "-1"}, {"--buffer-records", "0"},
+		{"--enqueue-timeout", "soon"}, {"--rate", "-1"}, {"--buffer-records", "0"}, {"--delivery-timeout", "0s"},
 	} {
 		expectFailure(t, 2, "", append([]string{"produce", "t", "-b", b}, args...)...)
 	}
 	start := time.Now()
-	expectFailureIn(t, "x\n", 1, `produce to "nope"`, "produce", "nope", "-b", b)
-	t.Logf("missing topic reported after %v", time.Since(start))
+	expectFailureIn(t, "x\n", 1, `produce: topic "nope" does not exist (UNKNOWN_TOPIC_OR_PARTITION`, "produce", "nope", "-b", b)
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("a missing topic took %v to report", d)
+	}
+	expectFailureIn(t, "x\n", 1, `produce: topic "t" has no partition 5 (it has 1)`, "produce", "t", "-b", b, "--partition", "5")
+	expectFailureIn(t, "x\n", 1, `produce to "t": unable to dial`, "produce", "t", "-b", "127.0.0.1:1")
 }
 
 func TestProduceOnFullDropReported(t *testing.T) {
