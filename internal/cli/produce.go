@@ -49,7 +49,19 @@ func newProduceCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "produce TOPIC",
 		Short: "Produce one record per line of standard input",
-		Args:  exactArgs(1),
+		Long: `Produce one record per line of standard input (a trailing \r is dropped).
+
+Records go to the partition of their key's hash, or stick to one partition while
+keyless, unless --partition picks one. With --acks all (the default) writes are
+idempotent.
+
+Overload: the client buffers at most --buffer-records records and --buffer-bytes
+bytes. When the buffer is full, --on-full block waits for room (for ever, or for
+--enqueue-timeout, then fails), drop waits --enqueue-timeout (default 0) and then
+drops the record, counting it, and error waits --enqueue-timeout (default 0) and
+then fails. --rate caps records per second. Dropped records are reported on stderr
+at the end.`,
+		Args: exactArgs(1),
 	}
 	conn := addConnFlags(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, args []string) error { return runProduce(cmd, conn, f, args[0]) }
