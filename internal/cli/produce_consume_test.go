@@ -32,8 +32,10 @@ func TestProduceConsumeAllPartitions(t *testing.T) {
 func TestConsumeOffsets(t *testing.T) {
 	_, b := newCluster(t, kfake.SeedTopics(2, "t"))
 	mustRun(t, "a\nb\nc\nd\n", "produce", "t", "-b", b, "--partition", "1")
+	// Records stamped strictly before `before`, and strictly after it.
+	time.Sleep(3 * time.Millisecond)
 	before := time.Now().UnixMilli()
-	time.Sleep(5 * time.Millisecond)
+	time.Sleep(3 * time.Millisecond)
 	mustRun(t, "e\nf\n", "produce", "t", "-b", b, "--partition", "1", "--acks", "1", "--compression", "zstd")
 	tests := []struct {
 		offset string

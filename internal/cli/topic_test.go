@@ -99,6 +99,7 @@ func TestTopicErrors(t *testing.T) {
 	expectFailure(t, 1, `create topic "orders": TOPIC_ALREADY_EXISTS`, "topic", "create", "orders", "-b", b)
 	expectFailure(t, 1, `topic "nope" does not exist`, "topic", "delete", "nope", "-b", b)
 	expectFailure(t, 1, `topic "nope" does not exist`, "topic", "alter", "nope", "-b", b, "-c", "retention.ms=1")
+	expectFailure(t, 1, `topic "nope" does not exist`, "topic", "add-partitions", "nope", "-b", b, "-p", "3")
 	expectFailure(t, 1, `add partitions to topic "orders": INVALID_PARTITIONS`, "topic", "add-partitions", "orders", "-b", b, "-p", "1")
 	expectFailure(t, 1, "connection refused", "topic", "list", "-b", "127.0.0.1:1")
 }
