@@ -59,7 +59,7 @@ func NewRoot(extra ...*cobra.Command) *cobra.Command {
 	root.CompletionOptions.HiddenDefaultCmd = true
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newTopicCommand(), newProduceCommand(), newConsumeCommand(),
-		newGroupCommand(), newClusterCommand())
+		newGroupCommand(), newClusterCommand(), newBenchCommand())
 	root.AddCommand(extra...)
 	return root
 }
