@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/runnel-io/runnel/internal/log"
 	"github.com/runnel-io/runnel/internal/metadata"
@@ -26,6 +27,10 @@ func (p *Partition) AppendToLeader(ctx context.Context, records []byte, acks int
 	info, err := p.appendLocked(records, acks)
 	if err != nil {
 		return info, err
+	}
+	if !info.Duplicate && p.hasFollowers() {
+		// Followers long-polling for new data wake on the log end moving.
+		p.notifyWaiters()
 	}
 	end := info.LastOffset + 1
 	if p.log.NeedsFlush(info) || (info.Duplicate && p.log.RecoveryPoint() < end) {
@@ -112,6 +117,12 @@ func (p *Partition) Read(o ReadOptions) (ReadResult, error) {
 	if o.FetchOffset < res.LogStartOffset || o.FetchOffset > res.LogEndOffset {
 		return res, log.ErrOffsetOutOfRange
 	}
+	if o.ReplicaID >= 0 {
+		if p.updateFollowerFetchState(o.ReplicaID, o.FetchOffset, time.Now()) && p.onFollowerFetch != nil {
+			p.onFollowerFetch(p, o.ReplicaID)
+		}
+		res.HighWatermark = p.hw.Load()
+	}
 	if o.FetchOffset >= maxOffset {
 		return res, nil
 	}
@@ -138,4 +149,11 @@ func checkEpoch(requested, current int32) error {
 func IsRetriable(err error) bool {
 	return errors.Is(err, ErrNotLeader) || errors.Is(err, ErrNotEnoughReplicas) ||
 		errors.Is(err, ErrUnknownLeaderEpoch)
+}
+
+// hasFollowers reports whether other replicas fetch from this one.
+func (p *Partition) hasFollowers() bool {
+	p.leaderIsrLock.RLock()
+	defer p.leaderIsrLock.RUnlock()
+	return len(p.replicas) > 1
 }

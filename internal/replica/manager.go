@@ -3,8 +3,11 @@ package replica
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runnel-io/runnel/internal/log"
@@ -31,6 +34,52 @@ type Options struct {
 	// lock held, whenever this node starts or stops leading a partition (also when a
 	// led partition is deleted). Coordinators of internal topics hook in here.
 	OnLeadershipChange func(p *Partition, leader bool, leaderEpoch int32)
+
+	// IsrChanger sends ISR changes to the controller; nil disables ISR changes (tests).
+	IsrChanger IsrChanger
+	// ReplicaLagTimeMax: a follower that has not caught up for this long leaves the
+	// ISR (replica.lag.time.max.ms). Default 30 s.
+	ReplicaLagTimeMax time.Duration
+	// FetchWait, FetchMaxBytes, FetchResponseMaxBytes, FetchBackoff configure follower
+	// fetching (replica.fetch.wait.max.ms, replica.fetch.max.bytes,
+	// replica.fetch.response.max.bytes, replica.fetch.backoff.ms).
+	FetchWait             time.Duration
+	FetchMaxBytes         int32
+	FetchResponseMaxBytes int32
+	FetchBackoff          time.Duration
+}
+
+func (o *Options) setDefaults() {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.HWCheckpointInterval <= 0 {
+		o.HWCheckpointInterval = 5 * time.Second
+	}
+	if o.ReplicaLagTimeMax <= 0 {
+		o.ReplicaLagTimeMax = 30 * time.Second
+	}
+	if o.FetchWait <= 0 {
+		o.FetchWait = 500 * time.Millisecond
+	}
+	if o.FetchMaxBytes <= 0 {
+		o.FetchMaxBytes = 1 << 20
+	}
+	if o.FetchResponseMaxBytes <= 0 {
+		o.FetchResponseMaxBytes = 10 << 20
+	}
+	if o.FetchBackoff <= 0 {
+		o.FetchBackoff = 100 * time.Millisecond
+	}
+}
+
+// Stats are counters for metrics.
+type Stats struct {
+	IsrShrinks, IsrExpands int64
+}
+
+type managerMetrics struct {
+	isrShrinks, isrExpands atomic.Int64
 }
 
 // Manager hosts every local replica (Kafka's ReplicaManager).
@@ -42,23 +91,23 @@ type Manager struct {
 	// first becomes leader after a restart. Read-only after NewManager.
 	checkpointHW map[metadata.TopicPartition]int64
 
-	// mu guards partitions and image. Lock order: mu -> Partition locks.
+	metrics managerMetrics
+
+	// mu guards partitions, image and fetchers. Lock order: mu -> Partition locks.
 	mu         sync.RWMutex
 	partitions map[metadata.TopicPartition]*Partition
 	image      *metadata.Image
+	// fetchers has one Fetcher per broker this node follows partitions from.
+	fetchers map[metadata.NodeID]*Fetcher
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // NewManager creates the manager; ApplyImage populates it.
 func NewManager(o Options) (*Manager, error) {
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.HWCheckpointInterval <= 0 {
-		o.HWCheckpointInterval = 5 * time.Second
-	}
+	o.setDefaults()
 	hw, err := o.Logs.ReadHighWatermarks()
 	if err != nil {
 		return nil, fmt.Errorf("read high watermark checkpoint: %w", err)
@@ -67,11 +116,26 @@ func NewManager(o Options) (*Manager, error) {
 		opts: o, logger: o.Logger, checkpointHW: hw,
 		partitions: map[metadata.TopicPartition]*Partition{},
 		image:      metadata.Empty(),
-		stop:       make(chan struct{}),
+		fetchers:   map[metadata.NodeID]*Fetcher{},
 	}
-	m.wg.Add(1)
-	go m.checkpointLoop()
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.goTracked(m.checkpointLoop)
+	m.goTracked(m.isrLoop)
 	return m, nil
+}
+
+// goTracked runs fn on a goroutine that Close waits for; fn must return when ctx ends.
+func (m *Manager) goTracked(fn func(ctx context.Context)) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		fn(m.ctx)
+	}()
+}
+
+// Stats returns the manager's counters.
+func (m *Manager) Stats() Stats {
+	return Stats{IsrShrinks: m.metrics.isrShrinks.Load(), IsrExpands: m.metrics.isrExpands.Load()}
 }
 
 // ApplyImage makes the local replicas match im: creates logs for new partitions, changes
@@ -115,6 +179,7 @@ func (m *Manager) applyPartition(im *metadata.Image, tp metadata.TopicPartition,
 			return err
 		}
 		p = newPartition(tp, m.opts.Node, l, m.logger)
+		p.onFollowerFetch = m.maybeExpandIsr
 		m.partitions[tp] = p
 	} else {
 		p.log.UpdateConfig(settings.Log)
@@ -130,6 +195,11 @@ func (m *Manager) applyPartition(im *metadata.Image, tp metadata.TopicPartition,
 			"leader_epoch", st.LeaderEpoch, "log_end_offset", p.log.LogEndOffset(), "high_watermark", p.HighWatermark())
 	}
 	isLeader := st.Leader == m.opts.Node
+	if isLeader || st.Leader == metadata.NoLeader {
+		m.unfollow(tp)
+	} else {
+		m.follow(im, p, st)
+	}
 	if m.opts.OnLeadershipChange != nil && (isLeader != wasLeader || isLeader) {
 		m.opts.OnLeadershipChange(p, isLeader, st.LeaderEpoch)
 	}
@@ -137,6 +207,7 @@ func (m *Manager) applyPartition(im *metadata.Image, tp metadata.TopicPartition,
 }
 
 func (m *Manager) deletePartition(tp metadata.TopicPartition) {
+	m.unfollow(tp)
 	m.mu.Lock()
 	p := m.partitions[tp]
 	delete(m.partitions, tp)
@@ -197,13 +268,12 @@ func Watch(parts []*Partition) (<-chan struct{}, func()) {
 	}
 }
 
-func (m *Manager) checkpointLoop() {
-	defer m.wg.Done()
+func (m *Manager) checkpointLoop(ctx context.Context) {
 	t := time.NewTicker(m.opts.HWCheckpointInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-m.stop:
+		case <-ctx.Done():
 			return
 		case <-t.C:
 			m.checkpointHighWatermarks()
@@ -224,8 +294,64 @@ func (m *Manager) checkpointHighWatermarks() {
 // Close stops background work and writes a last high watermark checkpoint. Logs are
 // closed by their log.Manager.
 func (m *Manager) Close(ctx context.Context) error {
-	close(m.stop)
+	m.mu.Lock()
+	fetchers := m.fetchers
+	m.fetchers = map[metadata.NodeID]*Fetcher{}
+	m.mu.Unlock()
+	for _, f := range fetchers {
+		f.close()
+	}
+	m.cancel()
 	m.wg.Wait()
 	m.checkpointHighWatermarks()
 	return nil
+}
+
+// follow makes p fetch from st.Leader, moving it off any other fetcher.
+func (m *Manager) follow(im *metadata.Image, p *Partition, st metadata.Partition) {
+	b, ok := im.Brokers[st.Leader]
+	if !ok {
+		m.logger.Warn("leader of followed partition is not registered", "topic", p.tp.Topic, "partition", p.tp.Partition, "leader", st.Leader)
+		return
+	}
+	var topicID [16]byte
+	if t := im.Topics[p.tp.Topic]; t != nil {
+		topicID = t.ID
+	}
+	m.unfollowExcept(p.tp, st.Leader)
+	m.mu.Lock()
+	f := m.fetchers[st.Leader]
+	if f == nil {
+		var err error
+		f, err = newFetcher(m, st.Leader, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
+		if err != nil {
+			m.mu.Unlock()
+			m.logger.Error("cannot start replica fetcher", "source", st.Leader, "err", err)
+			return
+		}
+		m.fetchers[st.Leader] = f
+	}
+	m.mu.Unlock()
+	f.add(p, st.LeaderEpoch, topicID)
+}
+
+func (m *Manager) unfollow(tp metadata.TopicPartition) { m.unfollowExcept(tp, metadata.NoLeader) }
+
+// unfollowExcept removes tp from every fetcher but keep's, closing fetchers left empty.
+func (m *Manager) unfollowExcept(tp metadata.TopicPartition, keep metadata.NodeID) {
+	var idle []*Fetcher
+	m.mu.Lock()
+	for id, f := range m.fetchers {
+		if id == keep {
+			continue
+		}
+		if f.remove(tp) {
+			delete(m.fetchers, id)
+			idle = append(idle, f)
+		}
+	}
+	m.mu.Unlock()
+	for _, f := range idle {
+		f.close()
+	}
 }

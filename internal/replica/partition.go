@@ -34,6 +34,14 @@ type Partition struct {
 	replicas       []metadata.NodeID
 	isr            []metadata.NodeID
 	minISR         int32
+	// pendingISR is the ISR proposed to the controller and not yet confirmed (nil when
+	// none is in flight). The high watermark counts the union of isr and pendingISR
+	// (Kafka's "maximal ISR"), so an expansion is safe before it commits and a shrink
+	// takes effect only once it has.
+	pendingISR []metadata.NodeID
+	// epochStartOffset is the log end offset when this node became leader of the
+	// current epoch; a follower joins the ISR only once it has reached it.
+	epochStartOffset int64
 	// syncOnAppend: the topic's flush policy fsyncs every acknowledged batch, so the
 	// leader only counts durable offsets toward the high watermark.
 	syncOnAppend bool
@@ -42,6 +50,10 @@ type Partition struct {
 	stateMu   sync.Mutex
 	followers map[metadata.NodeID]*followerState
 
+	// onFollowerFetch is called (no lock held) when a follower's fetch shows it may
+	// rejoin the ISR. Set once by the Manager before the partition is shared.
+	onFollowerFetch func(p *Partition, follower metadata.NodeID)
+
 	waitersMu sync.Mutex
 	// waiters are woken (non-blocking send) whenever the high watermark moves.
 	waiters map[chan struct{}]struct{}
@@ -49,9 +61,12 @@ type Partition struct {
 
 // followerState is what the leader knows of one follower (Kafka's ReplicaState).
 type followerState struct {
+	// logEndOffset is the follower's fetch offset: it holds every offset below, durably.
 	logEndOffset       int64
 	lastCaughtUpTimeMs int64
 	lastFetchTimeMs    int64
+	// lastFetchLeaderEnd is the leader's log end at the follower's previous fetch.
+	lastFetchLeaderEnd int64
 }
 
 func newPartition(tp metadata.TopicPartition, node metadata.NodeID, l *log.Log, logger *slog.Logger) *Partition {
@@ -120,16 +135,22 @@ func (p *Partition) applyState(st metadata.Partition, minISR int32, syncOnAppend
 	p.leaderIsrLock.Lock()
 	defer p.leaderIsrLock.Unlock()
 	wasLeader := p.leader == p.node
+	epochChanged := p.leaderEpoch != st.LeaderEpoch
 	p.leader, p.leaderEpoch, p.partitionEpoch = st.Leader, st.LeaderEpoch, st.PartitionEpoch
 	p.replicas, p.isr = st.Replicas, st.ISR
+	p.pendingISR = nil
 	p.minISR, p.syncOnAppend = minISR, syncOnAppend
-	becameLeader := !wasLeader && st.Leader == p.node
+	becameLeader := st.Leader == p.node && (!wasLeader || epochChanged)
 	if becameLeader {
 		p.stateMu.Lock()
+		p.epochStartOffset = p.log.LogEndOffset()
+		nowMs := time.Now().UnixMilli()
 		p.followers = map[metadata.NodeID]*followerState{}
 		for _, r := range st.Replicas {
 			if r != p.node {
-				p.followers[r] = &followerState{logEndOffset: -1}
+				// A new leader gives every follower a full lag window to catch up
+				// before it may be dropped from the ISR (Kafka resets ReplicaState).
+				p.followers[r] = &followerState{logEndOffset: -1, lastCaughtUpTimeMs: nowMs}
 			}
 		}
 		hw := min(max(checkpointHW, p.log.LogStartOffset()), p.log.LogEndOffset())
@@ -140,6 +161,9 @@ func (p *Partition) applyState(st metadata.Partition, minISR int32, syncOnAppend
 	}
 	if st.Leader == p.node {
 		p.maybeIncrementHWLocked()
+	} else {
+		// Producers and fetches waiting on this replica as leader must notice.
+		defer p.notifyWaiters()
 	}
 	return becameLeader
 }
@@ -157,16 +181,32 @@ func (p *Partition) leaderEndLocked() int64 {
 // ISR. Caller holds leaderIsrLock (read or write).
 func (p *Partition) maybeIncrementHWLocked() {
 	p.stateMu.Lock()
-	newHW := highWatermark(p.leaderEndLocked(), p.node, p.isr, p.followers)
+	newHW := highWatermark(p.leaderEndLocked(), p.node, p.maximalISRLocked(), p.followers)
 	raised := false
 	if newHW > p.hw.Load() {
 		p.hw.Store(newHW)
+		// Retention must never delete what consumers have not been allowed to see.
+		p.log.SetHighWatermark(newHW)
 		raised = true
 	}
 	p.stateMu.Unlock()
 	if raised {
 		p.notifyWaiters()
 	}
+}
+
+// maximalISRLocked is the ISR plus any member a pending change adds.
+func (p *Partition) maximalISRLocked() []metadata.NodeID {
+	if p.pendingISR == nil {
+		return p.isr
+	}
+	out := append([]metadata.NodeID(nil), p.isr...)
+	for _, r := range p.pendingISR {
+		if !metadata.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // highWatermark is the minimum of the leader's end and every other ISR member's log end

@@ -103,7 +103,11 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 	n.logs.Start()
 	n.replicas, err = replica.NewManager(replica.Options{
 		Node: metadata.NodeID(cfg.NodeID), Logs: n.logs, Logger: n.logger, Resolve: n.resolveTopic,
-		OnLeadershipChange: n.startGroups(),
+		OnLeadershipChange:    n.startGroups(),
+		ReplicaLagTimeMax:     time.Duration(cfg.ReplicaLagTimeMaxMs) * time.Millisecond,
+		FetchWait:             time.Duration(cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
+		FetchMaxBytes:         cfg.ReplicaFetchMaxBytes,
+		FetchResponseMaxBytes: cfg.ReplicaFetchResponseMaxBytes,
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,139 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/runnel-io/runnel/internal/log"
+	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// fetchOnce sends one Fetch for every truncated partition and appends what comes back.
+func (f *Fetcher) fetchOnce(ctx context.Context, parts []*fetchState) error {
+	o := f.m.opts
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = int32(o.Node)
+	req.ReplicaState.ID, req.ReplicaState.Epoch = int32(o.Node), -1
+	req.MaxWaitMillis = int32(o.FetchWait.Milliseconds())
+	req.MinBytes = 1
+	req.MaxBytes = o.FetchResponseMaxBytes
+	req.SessionID, req.SessionEpoch = 0, -1
+	byTopic := map[string]int{}
+	byKey := map[metadata.TopicPartition]*fetchState{}
+	for _, s := range parts {
+		if !s.truncated {
+			continue
+		}
+		i, ok := byTopic[s.p.tp.Topic]
+		if !ok {
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic, t.TopicID = s.p.tp.Topic, s.topicID
+			req.Topics = append(req.Topics, t)
+			i = len(req.Topics) - 1
+			byTopic[s.p.tp.Topic] = i
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch = s.p.tp.Partition, s.leaderEpoch
+		rp.FetchOffset, rp.LogStartOffset = s.p.log.LogEndOffset(), s.p.log.LogStartOffset()
+		rp.LastFetchedEpoch, rp.PartitionMaxBytes = -1, o.FetchMaxBytes
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		byKey[s.p.tp] = s
+	}
+	if len(byKey) == 0 {
+		return errors.New("no partition ready to fetch")
+	}
+	rctx, cancel := context.WithTimeout(ctx, o.FetchWait+10*time.Second)
+	defer cancel()
+	kresp, err := f.client.Broker(int(f.source)).Request(rctx, req)
+	if err != nil {
+		return err
+	}
+	resp := kresp.(*kmsg.FetchResponse)
+	if resp.ErrorCode != 0 {
+		return kerr.ErrorForCode(resp.ErrorCode)
+	}
+	var firstErr error
+	for _, t := range resp.Topics {
+		for _, rp := range t.Partitions {
+			s := f.match(byKey, t, rp.Partition)
+			if s == nil {
+				continue
+			}
+			if err := f.applyFetched(s, rp); err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	return firstErr
+}
+
+// match finds the fetch state of a response partition, by topic id (Fetch v13+) or name.
+func (f *Fetcher) match(byKey map[metadata.TopicPartition]*fetchState, t kmsg.FetchResponseTopic, partition int32) *fetchState {
+	if t.Topic != "" {
+		return byKey[metadata.TopicPartition{Topic: t.Topic, Partition: partition}]
+	}
+	for tp, s := range byKey {
+		if s.topicID == t.TopicID && tp.Partition == partition {
+			return s
+		}
+	}
+	return nil
+}
+
+// applyFetched appends one partition's records as follower, makes them durable per the
+// flush policy, and adopts the leader's high watermark (capped by our log end).
+func (f *Fetcher) applyFetched(s *fetchState, rp kmsg.FetchResponseTopicPartition) error {
+	p := s.p
+	switch err := kerr.ErrorForCode(rp.ErrorCode); {
+	case err == nil:
+	case errors.Is(err, kerr.OffsetOutOfRange):
+		return f.handleOutOfRange(s, rp)
+	default:
+		// NOT_LEADER, FENCED/UNKNOWN_LEADER_EPOCH...: the next metadata image tells us
+		// whom to follow; until then, back off.
+		return err
+	}
+	if len(rp.RecordBatches) > 0 {
+		info, err := p.log.AppendAsFollower(rp.RecordBatches)
+		if err != nil {
+			f.m.logger.Error("follower append failed", "topic", p.tp.Topic, "partition", p.tp.Partition,
+				"leader", f.source, "log_end_offset", p.log.LogEndOffset(), "err", err)
+			return err
+		}
+		if p.log.NeedsFlush(info) {
+			if err := p.log.Flush(info.LastOffset + 1); err != nil {
+				return err
+			}
+		}
+	}
+	p.setFollowerHW(rp.HighWatermark)
+	return nil
+}
+
+// handleOutOfRange: our log end is below the leader's log start (we were away while it
+// deleted segments): start over at its log start.
+func (f *Fetcher) handleOutOfRange(s *fetchState, rp kmsg.FetchResponseTopicPartition) error {
+	p := s.p
+	if rp.LogStartOffset > p.log.LogEndOffset() {
+		f.m.logger.Warn("follower is behind the leader's log start; restarting the log there",
+			"topic", p.tp.Topic, "partition", p.tp.Partition, "leader", f.source,
+			"log_end_offset", p.log.LogEndOffset(), "leader_log_start", rp.LogStartOffset)
+		return p.log.TruncateFullyAndStartAt(rp.LogStartOffset)
+	}
+	// Ahead of the leader: divergence; resolve it again through the epochs.
+	s.truncated = false
+	return log.ErrOffsetOutOfRange
+}
+
+// setFollowerHW adopts the leader's high watermark, capped by the local log end.
+func (p *Partition) setFollowerHW(leaderHW int64) {
+	hw := min(leaderHW, p.log.LogEndOffset())
+	if hw < 0 {
+		return
+	}
+	p.hw.Store(hw)
+	p.log.SetHighWatermark(hw)
+}
