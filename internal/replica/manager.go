@@ -3,9 +3,9 @@ package replica
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
