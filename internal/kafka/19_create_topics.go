@@ -50,20 +50,51 @@ func handleCreateTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 		st.Topic = rt.Topic
 		st.ErrorCode, st.ErrorMessage = errorCode(errs[i]), errorMessage(errs[i])
 		st.NumPartitions, st.ReplicationFactor = -1, -1
-		if t := im.Topics[rt.Topic]; t != nil && errs[i] == nil {
+		switch t := im.Topics[rt.Topic]; {
+		case errs[i] != nil:
+		case req.ValidateOnly:
+			// Nothing was created: answer with what would have been (KIP-525).
+			st.NumPartitions, st.ReplicationFactor = s.wouldCreate(specs[i])
+			st.Configs = s.createdConfigs(specs[i].Configs)
+		case t != nil:
 			st.TopicID = t.ID
 			st.NumPartitions = int32(len(t.Partitions))
 			if len(t.Partitions) > 0 {
 				st.ReplicationFactor = int16(len(t.Partitions[0].Replicas))
 			}
-			for _, e := range s.cfg.Broker.DescribeTopic(t.Configs) {
-				c := kmsg.NewCreateTopicsResponseTopicConfig()
-				v := e.Value
-				c.Name, c.Value, c.ReadOnly, c.Source, c.IsSensitive = e.Name, &v, e.ReadOnly, int8(e.Source), e.Sensitive
-				st.Configs = append(st.Configs, c)
-			}
+			st.Configs = s.createdConfigs(t.Configs)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil
+}
+
+// wouldCreate gives the partitions and replication factor spec asks for, the broker
+// defaults standing in for -1.
+func (s *Server) wouldCreate(spec TopicSpec) (int32, int16) {
+	if len(spec.Assignments) > 0 {
+		for _, replicas := range spec.Assignments {
+			return int32(len(spec.Assignments)), int16(len(replicas))
+		}
+	}
+	partitions, rf := spec.NumPartitions, spec.ReplicationFactor
+	if partitions <= 0 {
+		partitions = s.cfg.Broker.NumPartitions
+	}
+	if rf <= 0 {
+		rf = s.cfg.Broker.DefaultReplicationFactor
+	}
+	return partitions, rf
+}
+
+// createdConfigs lists a topic's effective configs given its overrides.
+func (s *Server) createdConfigs(overrides map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
+	var out []kmsg.CreateTopicsResponseTopicConfig
+	for _, e := range s.cfg.Broker.DescribeTopic(overrides) {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		v := e.Value
+		c.Name, c.Value, c.ReadOnly, c.Source, c.IsSensitive = e.Name, &v, e.ReadOnly, int8(e.Source), e.Sensitive
+		out = append(out, c)
+	}
+	return out
 }
