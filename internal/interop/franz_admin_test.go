@@ -25,6 +25,8 @@ func TestAdmin(t *testing.T) {
 	t.Run("DeleteTopic", func(t *testing.T) { t.Parallel(); testDeleteTopic(t, addr) })
 	t.Run("DescribeCluster", func(t *testing.T) { t.Parallel(); testDescribeCluster(t, n) })
 	t.Run("DescribeLogDirs", func(t *testing.T) { t.Parallel(); testDescribeLogDirs(t, addr) })
+	t.Run("BrokerConfigs", func(t *testing.T) { t.Parallel(); testBrokerConfigs(t, addr) })
+	t.Run("ValidateOnly", func(t *testing.T) { t.Parallel(); testValidateOnly(t, addr) })
 }
 
 func testCreateTopic(t *testing.T, addr string) {
@@ -233,6 +235,7 @@ func testDeleteTopic(t *testing.T, addr string) {
 	produceValues(t, fresh, topic, 0, "new-0")
 	got := consumePartitions(t, addr, topic, map[int32]int{0: 1})
 	testutil.Equal(t, string(got[0][0].Value), "new-0", "the only record of the re-created topic")
+	// A fresh client: adm may still have the topic cached as unknown.
 	testutil.Equal(t, endOffsets(t, newAdmin(t, addr), topic), map[int32]int64{0: 1}, "end offsets of the re-created topic")
 }
 
@@ -270,4 +273,44 @@ func testDescribeLogDirs(t *testing.T, addr string) {
 		testutil.Equal(t, parts[0].Size, int64(0), "size of the empty partition 0")
 		testutil.True(t, parts[1].Size >= 5000 && parts[1].Size < 6000, "size of partition 1 is %d, want about 5000", parts[1].Size)
 	}
+}
+
+// testBrokerConfigs describes node 1's configuration: a property set at start-up is a
+// static broker config, one left alone is a default.
+func testBrokerConfigs(t *testing.T, addr string) {
+	rcs, err := newAdmin(t, addr).DescribeBrokerConfigs(ctxT(t), 1)
+	testutil.NoError(t, err, "DescribeBrokerConfigs")
+	testutil.Equal(t, len(rcs), 1, "described brokers")
+	testutil.NoError(t, rcs[0].Err, "describing broker 1: %s", rcs[0].ErrMessage)
+	cs := map[string]kadm.Config{}
+	for _, c := range rcs[0].Configs {
+		cs[c.Key] = c
+	}
+	checkConfig(t, cs, "auto.create.topics.enable", "false", kmsg.ConfigSourceStaticBrokerConfig)
+	checkConfig(t, cs, "message.max.bytes", "1048588", kmsg.ConfigSourceDefaultConfig)
+	checkConfig(t, cs, "num.partitions", "1", kmsg.ConfigSourceDefaultConfig)
+}
+
+// testValidateOnly asks for topics and partitions with validate_only: the answers are
+// those a real request would get, and nothing changes.
+func testValidateOnly(t *testing.T, addr string) {
+	adm := newAdmin(t, addr)
+	topic := topicName(t)
+	rs, err := adm.ValidateCreateTopics(ctxT(t), 3, 1, nil, topic)
+	testutil.NoError(t, err, "ValidateCreateTopics")
+	testutil.NoError(t, rs[topic].Err, "validating the creation of %s: %s", topic, rs[topic].ErrMessage)
+	testutil.Equal(t, rs[topic].NumPartitions, int32(3), "validated partitions")
+	topics, err := adm.ListTopics(ctxT(t), topic)
+	testutil.NoError(t, err, "ListTopics")
+	testutil.ErrorIs(t, topics[topic].Err, kerr.UnknownTopicOrPartition, "the topic a validate-only request named exists")
+
+	createTopic(t, adm, topic, 1)
+	// A fresh client: adm has just cached the topic as unknown (for MetadataMinAge).
+	adm = newAdmin(t, addr)
+	prs, err := adm.ValidateCreatePartitions(ctxT(t), 2, topic)
+	testutil.NoError(t, err, "ValidateCreatePartitions")
+	testutil.NoError(t, prs[topic].Err, "validating 2 more partitions: %s", prs[topic].ErrMessage)
+	topics, err = adm.ListTopics(ctxT(t), topic)
+	testutil.NoError(t, err, "ListTopics")
+	testutil.Equal(t, len(topics[topic].Partitions), 1, "partitions after a validate-only CreatePartitions")
 }

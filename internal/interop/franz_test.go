@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/log/logtest"
 	"github.com/runnel-io/runnel/internal/testutil"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -42,6 +43,7 @@ func TestFranz(t *testing.T) {
 	t.Run("FetchOutOfRange", func(t *testing.T) { t.Parallel(); testFetchOutOfRange(t, addr) })
 	t.Run("MissingTopic", func(t *testing.T) { t.Parallel(); testMissingTopic(t, addr) })
 	t.Run("IdempotentProduce", func(t *testing.T) { t.Parallel(); testIdempotentProduce(t, addr) })
+	t.Run("LogAppendTime", func(t *testing.T) { t.Parallel(); testLogAppendTime(t, addr) })
 }
 
 // makeRecords returns n records for topic with keys from a set of ten (so the key
@@ -216,5 +218,24 @@ func testSeek(t *testing.T, addr string) {
 		case <-time.After(200 * time.Millisecond):
 		}
 		testutil.True(t, time.Now().Before(deadline), "the consumer from the end never got a new record")
+	}
+}
+
+// testLogAppendTime: on a topic with message.timestamp.type=LogAppendTime the node
+// stamps its own time on each batch, returns it in the produce response, and consumers
+// see it instead of the producer's timestamp.
+func testLogAppendTime(t *testing.T, addr string) {
+	topic := topicName(t)
+	createTopic(t, newAdmin(t, addr), topic, 1, "message.timestamp.type", "LogAppendTime")
+	cl := newClient(t, addr)
+	before := time.Now().Add(-time.Second).UnixMilli()
+	pr := rawProduce(t, cl, topic, 0, -1, logtest.BatchWith(logtest.BatchOptions{Records: 2, Timestamp: 1_000_000}))
+	after := time.Now().Add(time.Second).UnixMilli()
+	testutil.Equal(t, pr.ErrorCode, int16(0), "produce error code")
+	testutil.True(t, pr.LogAppendTime >= before && pr.LogAppendTime <= after, "LogAppendTime in the produce response is %d, want the node's clock (%d..%d)", pr.LogAppendTime, before, after)
+	got := consumePartitions(t, addr, topic, map[int32]int{0: 2})[0]
+	for _, r := range got {
+		testutil.Equal(t, r.Attrs.TimestampType(), int8(1), "timestamp type of offset %d", r.Offset)
+		testutil.Equal(t, r.Timestamp.UnixMilli(), pr.LogAppendTime, "timestamp of offset %d", r.Offset)
 	}
 }
