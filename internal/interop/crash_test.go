@@ -55,8 +55,8 @@ const (
 )
 
 func testCrash(t *testing.T, acks kgo.Acks, idempotent bool) {
-	dir, addrs := t.TempDir(), freeAddrs(t)
-	p := startProcess(t, dir, addrs)
+	p, addrs := startFresh(t)
+	dir := p.dataDir
 	topic := topicName(t)
 	// Small segments, so the crash also finds rolled segments and their indexes.
 	createTopic(t, newAdmin(t, p.kafka), topic, crashPartitions, "segment.bytes", "65536")

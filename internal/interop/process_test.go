@@ -38,28 +38,59 @@ func freeAddrs(t *testing.T) processAddrs {
 	return processAddrs{testutil.FreeAddr(t), testutil.FreeAddr(t), testutil.FreeAddr(t)}
 }
 
+// startFresh starts a server on a new data directory and free ports. A port can be
+// taken between finding it free and the server binding it; then it tries other ports.
+func startFresh(t *testing.T) (*process, processAddrs) {
+	t.Helper()
+	dir := t.TempDir()
+	for attempt := 1; ; attempt++ {
+		addrs := freeAddrs(t)
+		p, err := tryStart(t, dir, addrs)
+		if err == nil {
+			return p, addrs
+		}
+		if attempt == 3 || !strings.Contains(p.output.String(), "address already in use") {
+			t.Fatalf("%v\n%s", err, p.output)
+		}
+	}
+}
+
 // startProcess runs the runnel binary as a server on addrs with its data in dataDir,
 // plus extra arguments, and waits until /readyz answers 200. When the test ends the
 // process is killed if it still runs, and its output is printed if the test failed.
 func startProcess(t *testing.T, dataDir string, addrs processAddrs, extra ...string) *process {
 	t.Helper()
+	p, err := tryStart(t, dataDir, addrs, extra...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, p.output)
+	}
+	return p
+}
+
+// tryStart launches the server and waits for /readyz; the error says why it never
+// became ready (it exited, or the deadline passed).
+func tryStart(t *testing.T, dataDir string, addrs processAddrs, extra ...string) (*process, error) {
+	t.Helper()
 	p := launch(t, dataDir, addrs, extra...)
-	testutil.Eventually(t, 30*time.Second, func() error {
+	var last error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(testutil.PollInterval) {
 		select {
 		case <-p.exited:
-			t.Fatalf("runnel server exited during start-up: %v\n%s", p.waitErr, p.output)
+			return p, fmt.Errorf("runnel server exited during start-up: %v", p.waitErr)
 		default:
 		}
 		code, _, err := httpGet(p.http + "/readyz")
-		if err != nil {
-			return fmt.Errorf("GET /readyz: %w", err)
+		switch {
+		case err != nil:
+			last = fmt.Errorf("GET /readyz: %w", err)
+		case code != http.StatusOK:
+			last = fmt.Errorf("GET /readyz: %d, want 200", code)
+		default:
+			return p, nil
 		}
-		if code != http.StatusOK {
-			return fmt.Errorf("GET /readyz: %d, want 200", code)
-		}
-		return nil
-	})
-	return p
+	}
+	p.kill()
+	return p, fmt.Errorf("runnel server not ready after 30s: %v", last)
 }
 
 // launch starts the process without waiting for it to be ready.
@@ -131,9 +162,8 @@ func TestProcess(t *testing.T) {
 }
 
 func testHTTPAndSIGTERM(t *testing.T) {
-	dir := t.TempDir()
-	addrs := freeAddrs(t)
-	p := startProcess(t, dir, addrs)
+	p, addrs := startFresh(t)
+	dir := p.dataDir
 	code, body, err := httpGet(p.http + "/healthz")
 	testutil.NoError(t, err, "GET /healthz")
 	testutil.Equal(t, code, http.StatusOK, "GET /healthz status (%s)", body)
