@@ -1,14 +1,262 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
 
 // newBenchCommand is the `runnel bench` group: produce, consume and e2e load.
 func newBenchCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Load generator: records/s, MB/s, latency percentiles",
-		Args:  noArgs,
-		RunE:  groupRunE,
+		Long: `Load generator: records/s, MB/s and latency percentiles, with a delivery check.
+
+Every record's value starts with a 20-byte header (producer, sequence number,
+produce time). bench consume reads a topic bench produce filled and fails, exit
+status 1, if any record is missing: a hole in a producer's sequence, fewer than
+--records records, or a partition serving fewer records than its offsets span.
+bench e2e produces at --rate for --duration while consuming, reports the time from
+produce to consume, and fails the same way if an acknowledged record never came back.
+
+A line of progress goes to stderr every second; --json prints the result as one
+JSON object on stdout.`,
+		Args: noArgs,
+		RunE: groupRunE,
 	}
+	cmd.AddCommand(newBenchProduceCommand(), newBenchConsumeCommand(), newBenchE2ECommand())
 	return cmd
+}
+
+// benchFlags are the flags of the bench subcommands; each subcommand registers the
+// ones it uses.
+type benchFlags struct {
+	topic         string
+	records       int64
+	recordSize    int
+	partitions    int32
+	replication   int16
+	producers     int
+	acks          string
+	idempotence   bool
+	compression   string
+	linger        time.Duration
+	batchMaxBytes int32
+	overload      produceFlags // only the overload fields: bufferRecords, bufferBytes, onFull, enqueueTimeout, rate
+	duration      time.Duration
+	timeout       time.Duration
+	json          bool
+}
+
+// addTopicFlags registers the flags that name and create the topic.
+func (f *benchFlags) addTopicFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&f.topic, "topic", "", "topic to use, created if missing (default bench-<random>)")
+	fs.Int32VarP(&f.partitions, "partitions", "p", 3, "partitions of the topic when it is created")
+	fs.Int16VarP(&f.replication, "replication-factor", "r", -1, "replication factor of the topic when it is created (-1: the broker's default)")
+	fs.DurationVar(&f.timeout, "timeout", time.Minute, "fail when no record is acknowledged or consumed for this long")
+	fs.BoolVar(&f.json, "json", false, "print the result as one JSON object")
+}
+
+// addProducerFlags registers the producer flags, with the overload options of
+// `runnel produce`.
+func (f *benchFlags) addProducerFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&f.recordSize, "record-size", 100, "bytes in each record value (at least 20, the bench header)")
+	fs.IntVar(&f.producers, "producers", 1, "concurrent producer clients")
+	fs.StringVar(&f.acks, "acks", "all", "acknowledgements: 0, 1 or all")
+	fs.BoolVar(&f.idempotence, "idempotence", true, "idempotent writes (only with --acks all)")
+	fs.StringVar(&f.compression, "compression", "none", "none, gzip, snappy, lz4 or zstd")
+	fs.DurationVar(&f.linger, "linger", 5*time.Millisecond, "how long a batch waits for more records")
+	fs.Int32Var(&f.batchMaxBytes, "batch-max-bytes", 1000000, "largest record batch the client builds")
+	o := &f.overload
+	fs.IntVar(&o.bufferRecords, "buffer-records", 100000, "most records buffered in each client")
+	fs.IntVar(&o.bufferBytes, "buffer-bytes", 0, "most bytes buffered in each client (0: no limit)")
+	fs.StringVar(&o.onFull, "on-full", "block", "when the buffer is full: block, drop or error")
+	fs.StringVar(&o.enqueueTimeout, "enqueue-timeout", "", "how long to wait for buffer room; -1 for ever (default: -1 with block, 0 otherwise)")
+}
+
+func newBenchProduceCommand() *cobra.Command {
+	f := &benchFlags{}
+	cmd := &cobra.Command{
+		Use:   "produce",
+		Short: "Produce --records records as fast as allowed; report throughput and produce latency",
+		Args:  noArgs,
+	}
+	conn := addConnFlags(cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return runBenchProduce(cmd, conn, f) }
+	f.addTopicFlags(cmd.Flags())
+	f.addProducerFlags(cmd.Flags())
+	cmd.Flags().Int64VarP(&f.records, "records", "n", 1000000, "records to produce")
+	cmd.Flags().Float64Var(&f.overload.rate, "rate", 0, "most records per second, over all producers (0: no limit)")
+	return cmd
+}
+
+func newBenchConsumeCommand() *cobra.Command {
+	f := &benchFlags{}
+	cmd := &cobra.Command{
+		Use:   "consume",
+		Short: "Consume a topic bench produce filled, check every record arrived; report throughput",
+		Args:  noArgs,
+	}
+	conn := addConnFlags(cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return runBenchConsume(cmd, conn, f) }
+	f.addTopicFlags(cmd.Flags())
+	cmd.Flags().Int64VarP(&f.records, "records", "n", 0, "records that must be there (0: whatever the topic holds, checked for holes only)")
+	return cmd
+}
+
+func newBenchE2ECommand() *cobra.Command {
+	f := &benchFlags{}
+	cmd := &cobra.Command{
+		Use:   "e2e",
+		Short: "Produce at --rate for --duration while consuming; report end-to-end latency",
+		Args:  noArgs,
+	}
+	conn := addConnFlags(cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return runBenchE2E(cmd, conn, f) }
+	f.addTopicFlags(cmd.Flags())
+	f.addProducerFlags(cmd.Flags())
+	cmd.Flags().Float64Var(&f.overload.rate, "rate", 10000, "records per second, over all producers (0: no limit)")
+	cmd.Flags().DurationVar(&f.duration, "duration", 20*time.Second, "how long to produce")
+	return cmd
+}
+
+// validate checks the flags common to every subcommand and those of producers.
+func (f *benchFlags) validate(producing bool) error {
+	switch {
+	case f.records < 0:
+		return usageErrorf("--records must be at least 0")
+	case f.partitions < 1:
+		return usageErrorf("--partitions must be at least 1")
+	case f.timeout <= 0:
+		return usageErrorf("--timeout must be positive")
+	case !producing:
+		return nil
+	case f.recordSize < benchHeaderSize:
+		return usageErrorf("--record-size must be at least %d (the bench header)", benchHeaderSize)
+	case f.producers < 1 || f.producers > maxBenchProducers:
+		return usageErrorf("--producers must be between 1 and %d", maxBenchProducers)
+	case f.batchMaxBytes < int32(f.recordSize)+100:
+		return usageErrorf("--batch-max-bytes %d cannot hold one record of --record-size %d", f.batchMaxBytes, f.recordSize)
+	}
+	return nil
+}
+
+// producerOpts turns the producer flags into kgo options.
+func (f *benchFlags) producerOpts() ([]kgo.Opt, error) {
+	opts := []kgo.Opt{kgo.ClientID("runnel-bench"), kgo.ProducerLinger(f.linger),
+		kgo.ProducerBatchMaxBytes(f.batchMaxBytes), kgo.RecordDeliveryTimeout(f.timeout)}
+	if idempotent := (f.acks == "all" || f.acks == "-1") && f.idempotence; !idempotent {
+		// As many requests in flight as an idempotent producer has, for a fair comparison.
+		opts = append(opts, kgo.MaxProduceRequestsInflightPerBroker(5))
+	}
+	acks, err := ackOpts(f.acks, f.idempotence)
+	if err != nil {
+		return nil, err
+	}
+	codec, err := compressionCodec(f.compression)
+	if err != nil {
+		return nil, err
+	}
+	o := &f.overload
+	if o.bufferRecords < 1 || o.bufferBytes < 0 {
+		return nil, usageErrorf("--buffer-records must be at least 1 and --buffer-bytes at least 0")
+	}
+	opts = append(append(opts, acks...), kgo.ProducerBatchCompression(codec), kgo.MaxBufferedRecords(o.bufferRecords))
+	if o.bufferBytes > 0 {
+		opts = append(opts, kgo.MaxBufferedBytes(o.bufferBytes))
+	}
+	return opts, nil
+}
+
+// policies builds one overload policy per producer, each with its share of --rate.
+func (f *benchFlags) policies() ([]*overloadPolicy, error) {
+	share := f.overload
+	share.rate = f.overload.rate / float64(f.producers)
+	ps := make([]*overloadPolicy, f.producers)
+	for i := range ps {
+		p, err := share.policy()
+		if err != nil {
+			return nil, err
+		}
+		ps[i] = p
+	}
+	return ps, nil
+}
+
+// consumerOpts are the kgo options of the bench consumer: large fetches.
+func consumerOpts() []kgo.Opt {
+	return []kgo.Opt{kgo.ClientID("runnel-bench"), kgo.FetchMaxBytes(64 << 20),
+		kgo.FetchMaxPartitionBytes(16 << 20), kgo.BrokerMaxReadBytes(128 << 20),
+		kgo.FetchMaxWait(500 * time.Millisecond)}
+}
+
+// randomTopic is the default --topic: a fresh name per run.
+func randomTopic() string {
+	return fmt.Sprintf("bench-%08x", rand.Uint32())
+}
+
+// ensureTopic creates the topic unless it exists, waits until every partition has a
+// leader, and returns the number of partitions.
+func ensureTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int32, rf int16) (int, error) {
+	resp, err := adm.CreateTopic(ctx, partitions, rf, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return 0, fmt.Errorf("create topic %q: %w", topic, withMessage(err, resp.ErrMessage))
+	}
+	return waitLeaders(ctx, adm, topic)
+}
+
+// waitLeaders polls the topic's metadata until every partition has a leader.
+func waitLeaders(ctx context.Context, adm *kadm.Client, topic string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		tds, err := adm.ListTopics(ctx, topic)
+		if err == nil {
+			if td, ok := tds[topic]; ok && td.Err == nil && len(td.Partitions) > 0 && allLed(td) {
+				return len(td.Partitions), nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("topic %q: partitions have no leader after 30s", topic)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func allLed(td kadm.TopicDetail) bool {
+	for _, p := range td.Partitions {
+		if p.Leader < 0 || p.Err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// existingTopic returns the number of partitions of a topic that must exist.
+func existingTopic(ctx context.Context, adm *kadm.Client, topic string) (int, error) {
+	tds, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return 0, fmt.Errorf("describe topic %q: %w", topic, err)
+	}
+	td, ok := tds[topic]
+	if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+		return 0, topicNotFound(topic)
+	}
+	if td.Err != nil {
+		return 0, fmt.Errorf("describe topic %q: %w", topic, td.Err)
+	}
+	return len(td.Partitions), nil
 }

@@ -1,0 +1,197 @@
+package cli
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/bits"
+)
+
+// A bench record's value starts with a header the consumer checks:
+//
+//	| producer (4B, big endian) | seq (8B) | produce time, Unix ns (8B) | filler ... |
+//
+// seq counts from 0 within each producer, so the records of one producer are
+// exactly the seqs 0..n-1 and any missing one shows as a hole.
+const (
+	benchHeaderSize = 20
+	// maxBenchProducers and maxBenchSeq bound the header fields a consumer accepts,
+	// so a foreign record cannot make it allocate a huge bitmap.
+	maxBenchProducers = 1 << 12
+	maxBenchSeq       = 1 << 36
+)
+
+// errLostRecords is returned by a bench run that did not get back every record it
+// should have: a hole in a producer's sequence, fewer records than expected, or a
+// partition that served fewer records than its offsets span.
+var errLostRecords = errors.New("records lost")
+
+// errForeignRecords is returned when the topic holds records runnel bench did not
+// write (too short, or header fields out of range), which makes the check
+// meaningless.
+var errForeignRecords = errors.New("records not written by runnel bench")
+
+func putBenchHeader(v []byte, producer uint32, seq uint64, unixNano int64) {
+	binary.BigEndian.PutUint32(v[0:4], producer)
+	binary.BigEndian.PutUint64(v[4:12], seq)
+	binary.BigEndian.PutUint64(v[12:20], uint64(unixNano))
+}
+
+// parseBenchHeader reads a record value's header; ok is false for a foreign record.
+func parseBenchHeader(v []byte) (producer uint32, seq uint64, unixNano int64, ok bool) {
+	if len(v) < benchHeaderSize {
+		return 0, 0, 0, false
+	}
+	producer = binary.BigEndian.Uint32(v[0:4])
+	seq = binary.BigEndian.Uint64(v[4:12])
+	unixNano = int64(binary.BigEndian.Uint64(v[12:20]))
+	return producer, seq, unixNano, producer < maxBenchProducers && seq < maxBenchSeq
+}
+
+// seqTracker records which (producer, seq) pairs a consumer has seen. It is used by
+// one goroutine.
+type seqTracker struct {
+	seen       [][]uint64 // per producer, a bitmap of seqs seen
+	distinct   []int64    // per producer, the number of bits set in seen
+	maxSeq     []int64    // per producer, the highest seq seen; -1 before any
+	duplicates int64      // records whose (producer, seq) was already seen
+	foreign    int64      // records without a valid header
+}
+
+// add records one record value's header.
+func (t *seqTracker) add(v []byte) {
+	producer, seq, _, ok := parseBenchHeader(v)
+	if !ok {
+		t.foreign++
+		return
+	}
+	t.mark(int(producer), int64(seq))
+}
+
+func (t *seqTracker) mark(producer int, seq int64) {
+	for len(t.seen) <= producer {
+		t.seen = append(t.seen, nil)
+		t.distinct = append(t.distinct, 0)
+		t.maxSeq = append(t.maxSeq, -1)
+	}
+	word, bit := seq/64, uint64(1)<<(seq%64)
+	if int64(len(t.seen[producer])) <= word {
+		grown := make([]uint64, max(word+1, 2*int64(len(t.seen[producer]))))
+		copy(grown, t.seen[producer])
+		t.seen[producer] = grown
+	}
+	if t.seen[producer][word]&bit != 0 {
+		t.duplicates++
+		return
+	}
+	t.seen[producer][word] |= bit
+	t.distinct[producer]++
+	t.maxSeq[producer] = max(t.maxSeq[producer], seq)
+}
+
+// total is the number of distinct records seen.
+func (t *seqTracker) total() int64 {
+	var n int64
+	for _, d := range t.distinct {
+		n += d
+	}
+	return n
+}
+
+// firstHole returns the lowest seq below maxSeq that producer has not been seen
+// with, or -1.
+func (t *seqTracker) firstHole(producer int) int64 {
+	for w, word := range t.seen[producer] {
+		if word == ^uint64(0) {
+			continue
+		}
+		seq := int64(w)*64 + int64(bits.TrailingZeros64(^word))
+		if seq < t.maxSeq[producer] {
+			return seq
+		}
+		return -1
+	}
+	return -1
+}
+
+// checkTotal is the check of `bench consume`: no producer's sequence has a hole and,
+// when expected > 0, at least expected distinct records were seen.
+func (t *seqTracker) checkTotal(expected int64) error {
+	if err := t.checkForeign(); err != nil {
+		return err
+	}
+	var holes int64
+	first := ""
+	for p := range t.seen {
+		h := t.maxSeq[p] + 1 - t.distinct[p]
+		if h > 0 && first == "" {
+			first = fmt.Sprintf(" (producer %d: first missing seq %d)", p, t.firstHole(p))
+		}
+		holes += h
+	}
+	lost := holes
+	if short := expected - t.total(); short > lost {
+		lost = short
+	}
+	if lost > 0 {
+		return fmt.Errorf("%w: %d of %d records never consumed%s", errLostRecords, lost, max(expected, t.total()+lost), first)
+	}
+	return nil
+}
+
+// checkAcked is the check of `bench e2e`: every producer's acknowledged records were
+// all seen. acked[p] is the number of records producer p had acknowledged and sent[p]
+// the number it handed to its client; a record dropped under --on-full drop took a
+// seq below sent[p] but was never acknowledged.
+func (t *seqTracker) checkAcked(acked, sent []int64) error {
+	if err := t.checkForeign(); err != nil {
+		return err
+	}
+	var lost, want int64
+	for p := range acked {
+		want += acked[p]
+		got := int64(0)
+		if p < len(t.distinct) {
+			got = t.distinct[p]
+			if t.maxSeq[p] >= sent[p] {
+				return fmt.Errorf("%w: producer %d seq %d was consumed but never produced", errForeignRecords, p, t.maxSeq[p])
+			}
+		}
+		lost += max(0, acked[p]-got)
+	}
+	for p := len(acked); p < len(t.distinct); p++ {
+		if t.distinct[p] > 0 {
+			return fmt.Errorf("%w: %d records from producer %d, which this run does not have", errForeignRecords, t.distinct[p], p)
+		}
+	}
+	if lost > 0 {
+		return fmt.Errorf("%w: %d of %d acknowledged records never consumed", errLostRecords, lost, want)
+	}
+	return nil
+}
+
+func (t *seqTracker) checkForeign() error {
+	if t.foreign > 0 {
+		return fmt.Errorf("%w: %d records without a bench header; use a fresh --topic", errForeignRecords, t.foreign)
+	}
+	return nil
+}
+
+// partitionCount is what a consumer got from one partition.
+type partitionCount struct {
+	start, end int64 // the offsets to read: [start, end); end < 0 while unknown
+	count      int64 // records received with start <= offset < end (or any, while end is unknown)
+	next       int64 // the offset after the last record received; only grows
+}
+
+// checkPartitions fails when a partition served fewer records than its offsets span:
+// a bench topic has no transactions or compaction, so its offsets have no gaps.
+func checkPartitions(parts map[int32]*partitionCount) error {
+	for p, pc := range parts {
+		if want := pc.end - pc.start; pc.count < want {
+			return fmt.Errorf("%w: partition %d served %d records for offsets %d..%d (%d missing)",
+				errLostRecords, p, pc.count, pc.start, pc.end, want-pc.count)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,249 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// errStalled is returned when a bench consumer got no record for --timeout while
+// records it waits for are still missing.
+var errStalled = errors.New("consumer stalled")
+
+// benchConsumer reads a bench topic from given offsets, checking each record's
+// header and, in e2e runs, measuring the time from produce to consume.
+type benchConsumer struct {
+	cl      *kgo.Client
+	topic   string
+	timeout time.Duration // errStalled after this long without a record
+
+	// target receives where to stop once it is known: at the start for bench
+	// consume, after the producers finish for e2e.
+	target chan consumeTarget
+
+	received atomic.Int64 // records received; only grows
+	bytes    atomic.Int64 // value bytes received; only grows
+
+	// Used by the consuming goroutine only (read by others after run returns).
+	parts map[int32]*partitionCount
+	seqs  seqTracker
+	e2e   *latencyHist // nil unless end-to-end latency is measured
+}
+
+// newBenchConsumer starts consuming topic from starts (partition → offset).
+func newBenchConsumer(conn *connFlags, topic string, starts map[int32]int64, timeout time.Duration) (*benchConsumer, error) {
+	offsets := make(map[int32]kgo.Offset, len(starts))
+	parts := make(map[int32]*partitionCount, len(starts))
+	for p, o := range starts {
+		offsets[p] = kgo.NewOffset().At(o)
+		parts[p] = &partitionCount{start: o, end: -1, next: o}
+	}
+	opts := append(consumerOpts(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}))
+	cl, err := conn.client(opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &benchConsumer{cl: cl, topic: topic, timeout: timeout, target: make(chan consumeTarget, 1), parts: parts}, nil
+}
+
+// consumeTarget is where a bench consumer stops: once every partition reached its
+// end offset and at least want distinct records arrived.
+type consumeTarget struct {
+	ends map[int32]int64
+	want int64
+}
+
+// run consumes until it reached the target sent on c.target, or fails when nothing
+// arrives for c.timeout.
+func (c *benchConsumer) run(ctx context.Context) error {
+	lastProgress := time.Now()
+	var target *consumeTarget
+	for target == nil || !c.reached(target) {
+		if target == nil {
+			select {
+			case t := <-c.target:
+				target = &t
+				c.setEnds(t.ends)
+				continue
+			default:
+			}
+		}
+		n, err := c.poll(ctx)
+		if err != nil {
+			return err
+		}
+		switch {
+		case n > 0:
+			lastProgress = time.Now()
+		case time.Since(lastProgress) > c.timeout:
+			return fmt.Errorf("%w: no record for %v with %d consumed", errStalled, c.timeout, c.received.Load())
+		}
+	}
+	return nil
+}
+
+// reached reports whether the consumer got to t.
+func (c *benchConsumer) reached(t *consumeTarget) bool {
+	if c.seqs.total() < t.want {
+		return false
+	}
+	for _, pc := range c.parts {
+		if pc.next < pc.end {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *benchConsumer) setEnds(ends map[int32]int64) {
+	for p, pc := range c.parts {
+		pc.end = ends[p]
+	}
+}
+
+// poll handles one fetch, waiting at most a second so run can check for a stall.
+func (c *benchConsumer) poll(ctx context.Context) (int, error) {
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	fs := c.cl.PollFetches(pctx)
+	cancel()
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("consume %q: %w", c.topic, err)
+	}
+	var ferr error
+	fs.EachError(func(t string, p int32, err error) {
+		if !errors.Is(err, context.DeadlineExceeded) && ferr == nil {
+			ferr = fmt.Errorf("consume %q partition %d: %w", t, p, err)
+		}
+	})
+	if ferr != nil {
+		return 0, ferr
+	}
+	now := time.Now().UnixNano()
+	n := 0
+	fs.EachRecord(func(r *kgo.Record) {
+		n++
+		c.record(r, now)
+	})
+	c.received.Add(int64(n))
+	return n, nil
+}
+
+func (c *benchConsumer) record(r *kgo.Record, now int64) {
+	pc := c.parts[r.Partition]
+	if pc == nil {
+		return
+	}
+	pc.next = max(pc.next, r.Offset+1)
+	if pc.end >= 0 && r.Offset >= pc.end {
+		return // past the offsets this run checks
+	}
+	pc.count++
+	c.bytes.Add(int64(len(r.Value)))
+	c.seqs.add(r.Value)
+	if c.e2e != nil {
+		if _, _, sent, ok := parseBenchHeader(r.Value); ok {
+			c.e2e.record(time.Duration(now - sent))
+		}
+	}
+}
+
+func (c *benchConsumer) close() { c.cl.Close() }
+
+// counted is the number of records received within the target offsets; call it once
+// run returned.
+func (c *benchConsumer) counted() int64 {
+	var n int64
+	for _, pc := range c.parts {
+		n += pc.count
+	}
+	return n
+}
+
+// listOffsets returns each partition's start and end offset.
+func listOffsets(ctx context.Context, conn *connFlags, topic string) (starts, ends map[int32]int64, err error) {
+	adm, err := conn.admin()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer adm.Close()
+	s, err := adm.ListStartOffsets(ctx, topic)
+	if err == nil {
+		err = s.Error()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("list offsets of %q: %w", topic, err)
+	}
+	e, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = e.Error()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("list offsets of %q: %w", topic, err)
+	}
+	return offsetMap(s, topic), offsetMap(e, topic), nil
+}
+
+func offsetMap(l kadm.ListedOffsets, topic string) map[int32]int64 {
+	m := make(map[int32]int64)
+	for p, o := range l[topic] {
+		m[p] = o.Offset
+	}
+	return m
+}
+
+func runBenchConsume(cmd *cobra.Command, conn *connFlags, f *benchFlags) error {
+	if f.topic == "" {
+		return usageErrorf("bench consume needs --topic: the topic bench produce filled")
+	}
+	if err := f.validate(false); err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	adm, err := conn.admin()
+	if err != nil {
+		return err
+	}
+	parts, err := existingTopic(ctx, adm, f.topic)
+	adm.Close()
+	if err != nil {
+		return err
+	}
+	starts, ends, err := listOffsets(ctx, conn, f.topic)
+	if err != nil {
+		return err
+	}
+	c, err := newBenchConsumer(conn, f.topic, starts, f.timeout)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	c.target <- consumeTarget{ends: ends}
+	prog := startProgress(cmd.ErrOrStderr(), "consume", progressCounter{"consumed", &c.received})
+	start := time.Now()
+	err = c.run(ctx)
+	took := time.Since(start)
+	prog.stop()
+	if err != nil {
+		return err
+	}
+	return reportConsume(cmd, c, f, parts, took)
+}
+
+// reportConsume checks the delivery and prints the report; a loss is an error.
+func reportConsume(cmd *cobra.Command, c *benchConsumer, f *benchFlags, parts int, took time.Duration) error {
+	if err := checkPartitions(c.parts); err != nil {
+		return err
+	}
+	if err := c.seqs.checkTotal(f.records); err != nil {
+		return err
+	}
+	rep := &benchReport{Mode: "consume", Topic: f.topic, Partitions: parts, Duplicates: c.seqs.duplicates}
+	rep.setRate(c.counted(), c.bytes.Load(), took)
+	return rep.write(cmd.OutOrStdout(), f.json)
+}

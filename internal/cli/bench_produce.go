@@ -1,0 +1,259 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// benchProducer is one producer client of a bench run. It produces records whose
+// values carry its id and a sequence number (bench_check.go), carving values and
+// kgo.Records out of slabs so that a record costs no allocation of its own.
+type benchProducer struct {
+	cl       *kgo.Client
+	policy   *overloadPolicy
+	id       uint32
+	topic    string
+	size     int    // bytes per value; >= benchHeaderSize
+	template []byte // size bytes of filler copied into each slab slot
+
+	// Used by the producing goroutine only.
+	recs []kgo.Record // the unused rest of the current record slab
+	slab []byte       // the unused rest of the current value slab
+	sent int64        // records handed to the client (seqs 0..sent-1); only grows
+
+	hist      *latencyHist             // written only by the promise (kgo runs promises serially per client)
+	promiseFn func(*kgo.Record, error) // p.promise, stored once: no method value per record
+	acked     *atomic.Int64            // acknowledged records of the whole run; only grows
+	ownAcked  atomic.Int64             // this producer's acknowledged records; only grows
+	failed    atomic.Bool              // set once a record failed
+
+	mu       sync.Mutex // guards firstErr
+	firstErr error
+}
+
+// slabBytes is about how much value memory one slab allocation covers.
+const slabBytes = 256 << 10
+
+func newBenchProducer(cl *kgo.Client, policy *overloadPolicy, id int, topic string, size int, acked *atomic.Int64) *benchProducer {
+	p := &benchProducer{cl: cl, policy: policy, id: uint32(id), topic: topic, size: size,
+		template: benchFiller(size), hist: newLatencyHist(), acked: acked}
+	p.promiseFn = p.promise
+	return p
+}
+
+// benchFiller returns size random upper-case letters, as Kafka's
+// producer-perf-test fills its payloads: compressible, but not trivially.
+func benchFiller(size int) []byte {
+	b := make([]byte, size)
+	for i := range b {
+		b[i] = 'A' + byte(rand.IntN(26))
+	}
+	return b
+}
+
+// next returns the record with sequence number seq, stamped with the time now.
+func (p *benchProducer) next(seq uint64) *kgo.Record {
+	if len(p.recs) == 0 {
+		n := min(max(slabBytes/p.size, 16), 1024)
+		p.recs = make([]kgo.Record, n)
+		p.slab = make([]byte, n*p.size)
+		for off := 0; off < len(p.slab); off += p.size {
+			copy(p.slab[off:], p.template)
+		}
+	}
+	r := &p.recs[0]
+	p.recs = p.recs[1:]
+	v := p.slab[:p.size:p.size]
+	p.slab = p.slab[p.size:]
+	now := time.Now()
+	putBenchHeader(v, p.id, seq, now.UnixNano())
+	r.Topic, r.Value, r.Timestamp = p.topic, v, now
+	return r
+}
+
+// run produces n records (n < 0: until stop is set), then flushes the client.
+func (p *benchProducer) run(ctx context.Context, n int64, stop *atomic.Bool) error {
+	for ; n < 0 || p.sent < n; p.sent++ {
+		if p.failed.Load() || stop.Load() {
+			break
+		}
+		if err := p.policy.produce(ctx, p.cl, p.next(uint64(p.sent)), p.promiseFn); err != nil {
+			return fmt.Errorf("produce to %q: %w", p.topic, err)
+		}
+	}
+	if err := p.cl.Flush(ctx); err != nil {
+		return fmt.Errorf("produce to %q: %w", p.topic, err)
+	}
+	if err := p.err(); err != nil {
+		return err
+	}
+	if err := p.policy.Err(); err != nil {
+		return fmt.Errorf("produce to %q: %w", p.topic, err)
+	}
+	return nil
+}
+
+// promise records the produce latency of an acknowledged record, or the first failure.
+func (p *benchProducer) promise(r *kgo.Record, err error) {
+	if err != nil {
+		p.fail(recordError(r, err))
+		return
+	}
+	p.hist.record(time.Since(r.Timestamp))
+	p.ownAcked.Add(1)
+	p.acked.Add(1)
+}
+
+func (p *benchProducer) fail(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.firstErr == nil {
+		p.firstErr = err
+	}
+	p.failed.Store(true)
+}
+
+func (p *benchProducer) err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.firstErr
+}
+
+// producerGroup is the --producers clients of one run.
+type producerGroup struct {
+	ps    []*benchProducer
+	acked atomic.Int64 // acknowledged records over all producers; only grows
+	stop  atomic.Bool  // set to end an unbounded run (e2e)
+}
+
+// newProducerGroup connects f.producers clients; the caller closes the group.
+func newProducerGroup(conn *connFlags, f *benchFlags, topic string) (*producerGroup, error) {
+	opts, err := f.producerOpts()
+	if err != nil {
+		return nil, err
+	}
+	policies, err := f.policies()
+	if err != nil {
+		return nil, err
+	}
+	g := &producerGroup{}
+	for i, pol := range policies {
+		cl, err := conn.client(opts...)
+		if err != nil {
+			g.close()
+			return nil, err
+		}
+		g.ps = append(g.ps, newBenchProducer(cl, pol, i, topic, f.recordSize, &g.acked))
+	}
+	return g, nil
+}
+
+func (g *producerGroup) close() {
+	for _, p := range g.ps {
+		p.cl.Close()
+	}
+}
+
+// run produces total records spread over the producers (total < 0: until g.stop is
+// set) and returns the first error.
+func (g *producerGroup) run(ctx context.Context, total int64) error {
+	errs := make(chan error, len(g.ps))
+	for i, p := range g.ps {
+		n := total
+		if total >= 0 {
+			n = total / int64(len(g.ps))
+			if int64(i) < total%int64(len(g.ps)) {
+				n++
+			}
+		}
+		go func() { errs <- p.run(ctx, n, &g.stop) }()
+	}
+	var first error
+	for range g.ps {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			g.stop.Store(true)
+		}
+	}
+	return first
+}
+
+// latency merges the producers' histograms.
+func (g *producerGroup) latency() *latencyHist {
+	h := newLatencyHist()
+	for _, p := range g.ps {
+		h.merge(p.hist)
+	}
+	return h
+}
+
+func (g *producerGroup) dropped() int64 {
+	var n int64
+	for _, p := range g.ps {
+		n += p.policy.Dropped()
+	}
+	return n
+}
+
+// counts returns, per producer, the records acknowledged and the records sent.
+func (g *producerGroup) counts() (acked, sent []int64) {
+	for _, p := range g.ps {
+		acked = append(acked, p.ownAcked.Load())
+		sent = append(sent, p.sent)
+	}
+	return acked, sent
+}
+
+func runBenchProduce(cmd *cobra.Command, conn *connFlags, f *benchFlags) error {
+	if err := f.validate(true); err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	topic, parts, err := prepareTopic(ctx, conn, f)
+	if err != nil {
+		return err
+	}
+	g, err := newProducerGroup(conn, f, topic)
+	if err != nil {
+		return err
+	}
+	defer g.close()
+	prog := startProgress(cmd.ErrOrStderr(), "produce", progressCounter{"acked", &g.acked})
+	start := time.Now()
+	err = g.run(ctx, f.records)
+	took := time.Since(start)
+	prog.stop()
+	if err != nil {
+		return err
+	}
+	rep := &benchReport{Mode: "produce", Topic: topic, Partitions: parts, Producers: f.producers,
+		RecordSize: f.recordSize, Dropped: g.dropped(), Produce: g.latency().summary()}
+	acked := g.acked.Load()
+	rep.setRate(acked, acked*int64(f.recordSize), took)
+	if f.acks != "0" && acked+rep.Dropped < f.records {
+		return fmt.Errorf("%w: only %d of %d records acknowledged", errLostRecords, acked, f.records)
+	}
+	return rep.write(cmd.OutOrStdout(), f.json)
+}
+
+// prepareTopic picks the topic (--topic or a random name) and creates it if missing.
+func prepareTopic(ctx context.Context, conn *connFlags, f *benchFlags) (string, int, error) {
+	topic := f.topic
+	if topic == "" {
+		topic = randomTopic()
+	}
+	adm, err := conn.admin()
+	if err != nil {
+		return "", 0, err
+	}
+	defer adm.Close()
+	parts, err := ensureTopic(ctx, adm, topic, f.partitions, f.replication)
+	return topic, parts, err
+}

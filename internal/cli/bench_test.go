@@ -1,0 +1,233 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestBenchUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench"},
+		{"bench", "nope"},
+		{"bench", "produce", "--acks", "2"},
+		{"bench", "produce", "--record-size", "19"},
+		{"bench", "produce", "--producers", "0"},
+		{"bench", "produce", "--compression", "brotli"},
+		{"bench", "produce", "--on-full", "sometimes"},
+		{"bench", "produce", "--enqueue-timeout", "soon"},
+		{"bench", "produce", "--rate", "-1"},
+		{"bench", "produce", "--records", "-1"},
+		{"bench", "produce", "--batch-max-bytes", "50"},
+		{"bench", "produce", "--buffer-records", "0"},
+		{"bench", "produce", "-b", "nohostport"},
+		{"bench", "consume"},
+		{"bench", "consume", "--topic", "t", "--timeout", "0s"},
+		{"bench", "e2e", "--duration", "0s"},
+		{"bench", "e2e", "--partitions", "0"},
+	} {
+		r := run(t, "", args...)
+		if r.code != exitUsage {
+			t.Errorf("runnel %s: exit %d, want %d; stderr %q", strings.Join(args, " "), r.code, exitUsage, r.stderr)
+		}
+	}
+}
+
+func TestBenchFlagDefaults(t *testing.T) {
+	cmd := newBenchE2ECommand()
+	if err := cmd.ParseFlags([]string{"--producers", "4", "--rate", "1000"}); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"record-size": "100", "acks": "all", "duration": "20s",
+		"linger": "5ms", "buffer-records": "100000", "partitions": "3", "on-full": "block"} {
+		if got := cmd.Flags().Lookup(name).Value.String(); got != want {
+			t.Errorf("--%s = %q, want %q", name, got, want)
+		}
+	}
+	f := &benchFlags{producers: 4, overload: produceFlags{onFull: "block", rate: 1000}}
+	ps, err := f.policies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 4 || ps[0].limiter == nil || ps[0].limiter.rate != 250 {
+		t.Fatalf("policies: %d, want 4 each limited to 250/s", len(ps))
+	}
+}
+
+// tracker returns a seqTracker that saw the given seqs of each producer.
+func tracker(seqs ...[]int64) *seqTracker {
+	t := &seqTracker{}
+	v := make([]byte, benchHeaderSize)
+	for p, ss := range seqs {
+		for _, s := range ss {
+			putBenchHeader(v, uint32(p), uint64(s), 0)
+			t.add(v)
+		}
+	}
+	return t
+}
+
+func seqRange(from, to int64) []int64 {
+	var s []int64
+	for i := from; i < to; i++ {
+		s = append(s, i)
+	}
+	return s
+}
+
+func TestSeqTrackerCheckTotal(t *testing.T) {
+	full := tracker(seqRange(0, 500), seqRange(0, 500))
+	if err := full.checkTotal(1000); err != nil {
+		t.Fatalf("all 1000 seen: %v", err)
+	}
+	if err := full.checkTotal(0); err != nil {
+		t.Fatalf("no expectation, no holes: %v", err)
+	}
+	if err := full.checkTotal(1001); !errors.Is(err, errLostRecords) || !strings.Contains(err.Error(), "1 of 1001") {
+		t.Fatalf("one short: %v", err)
+	}
+	hole := tracker(seqRange(0, 500), append(seqRange(0, 70), seqRange(71, 500)...))
+	err := hole.checkTotal(0)
+	if !errors.Is(err, errLostRecords) || !strings.Contains(err.Error(), "producer 1: first missing seq 70") {
+		t.Fatalf("hole at producer 1 seq 70: %v", err)
+	}
+	dup := tracker(append(seqRange(0, 10), 3, 3))
+	if err := dup.checkTotal(10); err != nil || dup.duplicates != 2 {
+		t.Fatalf("duplicates: err %v, count %d", err, dup.duplicates)
+	}
+	foreign := tracker(seqRange(0, 3))
+	foreign.add([]byte("short"))
+	if err := foreign.checkTotal(3); !errors.Is(err, errForeignRecords) {
+		t.Fatalf("foreign record: %v", err)
+	}
+}
+
+func TestSeqTrackerCheckAcked(t *testing.T) {
+	tr := tracker(seqRange(0, 100), append(seqRange(0, 40), seqRange(41, 60)...))
+	if err := tr.checkAcked([]int64{100, 59}, []int64{100, 60}); err != nil {
+		t.Fatalf("a dropped (unacknowledged) record is no loss: %v", err)
+	}
+	if err := tr.checkAcked([]int64{100, 60}, []int64{100, 60}); !errors.Is(err, errLostRecords) {
+		t.Fatalf("an acknowledged record missing: %v", err)
+	}
+	if err := tr.checkAcked([]int64{100, 59}, []int64{100, 50}); !errors.Is(err, errForeignRecords) {
+		t.Fatalf("a seq never sent: %v", err)
+	}
+	if err := tr.checkAcked([]int64{100}, []int64{100}); !errors.Is(err, errForeignRecords) {
+		t.Fatalf("records of a producer the run lacks: %v", err)
+	}
+}
+
+func TestCheckPartitions(t *testing.T) {
+	ok := map[int32]*partitionCount{0: {start: 5, end: 10, count: 5}, 1: {start: 0, end: 0}}
+	if err := checkPartitions(ok); err != nil {
+		t.Fatal(err)
+	}
+	short := map[int32]*partitionCount{0: {start: 0, end: 10, count: 9}}
+	if err := checkPartitions(short); !errors.Is(err, errLostRecords) || !strings.Contains(err.Error(), "1 missing") {
+		t.Fatalf("a partition one record short: %v", err)
+	}
+}
+
+func TestLatencySummary(t *testing.T) {
+	h := newLatencyHist()
+	if h.summary() != nil {
+		t.Fatal("an empty histogram has no summary")
+	}
+	for i := 1; i <= 10000; i++ {
+		h.record(time.Duration(i) * 100 * time.Microsecond) // 0.1 ms .. 1000 ms
+	}
+	h.record(-time.Second) // clamped to 1 µs, not an error
+	s := h.summary()
+	near := func(name string, got, want float64) {
+		if math.Abs(got-want) > want*0.002 {
+			t.Errorf("%s = %v ms, want %v ms ±0.2%%", name, got, want)
+		}
+	}
+	near("p50", s.P50, 500)
+	near("p90", s.P90, 900)
+	near("p99", s.P99, 990)
+	near("p99.9", s.P999, 999)
+	near("max", s.Max, 1000)
+	if s.Count != 10001 {
+		t.Errorf("count %d, want 10001", s.Count)
+	}
+	other := newLatencyHist()
+	other.record(2 * time.Hour) // clamped to the histogram's hour
+	h.merge(other)
+	if got := h.summary().Max; got < 3590000 || got > 3610000 {
+		t.Errorf("merged max %v ms, want about an hour", got)
+	}
+}
+
+func TestBenchHeaderRoundTrip(t *testing.T) {
+	v := make([]byte, 100)
+	putBenchHeader(v, 7, 1<<33, -42)
+	p, s, ts, ok := parseBenchHeader(v)
+	if !ok || p != 7 || s != 1<<33 || ts != -42 {
+		t.Fatalf("got %d %d %d %v", p, s, ts, ok)
+	}
+	if _, _, _, ok := parseBenchHeader(v[:19]); ok {
+		t.Fatal("a 19-byte value has no header")
+	}
+	putBenchHeader(v, maxBenchProducers, 0, 0)
+	if _, _, _, ok := parseBenchHeader(v); ok {
+		t.Fatal("producer out of range accepted")
+	}
+}
+
+// benchJSON runs a bench command that must succeed and decodes its --json report.
+func benchJSON(t *testing.T, args ...string) benchReport {
+	t.Helper()
+	r := mustRun(t, "", append(args, "--json")...)
+	var rep benchReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("runnel %s: %v in %q", strings.Join(args, " "), err, r.stdout)
+	}
+	return rep
+}
+
+func TestBenchProduceConsumeKfake(t *testing.T) {
+	_, bs := newCluster(t)
+	p := benchJSON(t, "bench", "produce", "-b", bs, "--topic", "b1", "--records", "5000",
+		"--producers", "2", "--partitions", "3", "--record-size", "64")
+	if p.Records != 5000 || p.Bytes != 5000*64 || p.Partitions != 3 || p.Produce == nil || p.Produce.Count != 5000 {
+		t.Fatalf("produce report %+v", p)
+	}
+	c := benchJSON(t, "bench", "consume", "-b", bs, "--topic", "b1", "--records", "5000")
+	if c.Records != 5000 || c.Bytes != 5000*64 || c.Duplicates != 0 {
+		t.Fatalf("consume report %+v", c)
+	}
+	r := run(t, "", "bench", "consume", "-b", bs, "--topic", "b1", "--records", "5001")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "records lost: 1 of 5001") || r.stdout != "" {
+		t.Fatalf("a missing record: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, "", "bench", "consume", "-b", bs, "--topic", "nope")
+	if r.code != exitFailure || !strings.Contains(r.stderr, `topic "nope" does not exist`) {
+		t.Fatalf("missing topic: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestBenchConsumeForeignRecords(t *testing.T) {
+	_, bs := newCluster(t)
+	mustRun(t, "", "topic", "create", "-b", bs, "f1")
+	mustRun(t, "a\nb\n", "produce", "-b", bs, "f1")
+	r := run(t, "", "bench", "consume", "-b", bs, "--topic", "f1")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "not written by runnel bench") {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestBenchE2EKfake(t *testing.T) {
+	_, bs := newCluster(t)
+	rep := benchJSON(t, "bench", "e2e", "-b", bs, "--rate", "2000", "--duration", "1s", "--producers", "2")
+	if rep.Records < 1000 || rep.Records > 2600 || rep.Consumed != rep.Records {
+		t.Fatalf("e2e at 2000/s for 1s: %+v", rep)
+	}
+	if rep.EndToEnd == nil || rep.EndToEnd.Count != rep.Records || rep.EndToEnd.P50 <= 0 || rep.EndToEnd.P50 > 1000 {
+		t.Fatalf("e2e latency %+v", rep.EndToEnd)
+	}
+}
