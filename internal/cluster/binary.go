@@ -1,0 +1,57 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// mainPackage is the import path of the runnel binary.
+const mainPackage = "github.com/runnel-io/runnel/cmd/runnel"
+
+// built is the binary built for this test process, once.
+var built struct {
+	once sync.Once
+	dir  string // the temporary directory holding it; removed by Main
+	path string
+	err  error
+}
+
+// binary returns the path of the runnel binary: o.BinPath, or one built from this
+// checkout the first time a test asks.
+func binary(t testing.TB, o Options) string {
+	t.Helper()
+	if o.BinPath != "" {
+		return o.BinPath
+	}
+	built.once.Do(build)
+	if built.err != nil {
+		t.Fatalf("building %s: %v", mainPackage, built.err)
+	}
+	return built.path
+}
+
+func build() {
+	built.dir, built.err = os.MkdirTemp("", "runnel-cluster-bin-")
+	if built.err != nil {
+		return
+	}
+	built.path = filepath.Join(built.dir, "runnel")
+	out, err := exec.Command("go", "build", "-o", built.path, mainPackage).CombinedOutput()
+	if err != nil {
+		built.err = fmt.Errorf("%w\n%s", err, out)
+	}
+}
+
+// Main runs the tests and then removes the binary built for them. Use it from TestMain:
+// os.Exit(cluster.Main(m)).
+func Main(m *testing.M) int {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	return code
+}

@@ -1,0 +1,224 @@
+package cluster
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Options configure Start. The zero value of a field gives its default.
+type Options struct {
+	// Nodes is the number of nodes (default 3). Every node is a metadata voter.
+	Nodes int
+	// Sets are extra --set KEY=VALUE properties given to every node.
+	Sets []string
+	// BinPath is the runnel binary; "" builds cmd/runnel from this checkout once per
+	// test binary (see Main for removing it afterwards).
+	BinPath string
+	// StartTimeout bounds how long Start and Restart wait for /readyz (default 60s).
+	StartTimeout time.Duration
+}
+
+// FastFailureDetection are properties that make a cluster notice a dead node within
+// seconds: a 3 s broker session, 500 ms heartbeats, and followers leaving the ISR after
+// 3 s behind. Tests append them to Options.Sets.
+var FastFailureDetection = []string{
+	"broker.session.timeout.ms=3000",
+	"broker.heartbeat.interval.ms=500",
+	"replica.lag.time.max.ms=3000",
+}
+
+// LogTailLines is how many lines of each node's output a failed test prints.
+const LogTailLines = 200
+
+// Cluster is N runnel server processes on loopback ports. Methods that take no
+// testing.TB fail the test that started the cluster.
+type Cluster struct {
+	t     testing.TB // immutable: the test that started the cluster
+	opts  Options    // immutable
+	nodes []*Node    // immutable: nodes[i-1] has node id i
+
+	mu     sync.Mutex    // guards probes
+	probes []*kgo.Client // probes[i-1] talks to node i only (see probe)
+}
+
+// Start runs o.Nodes nodes on free loopback ports, all of them voters, each with its
+// own data directory under t.TempDir(), and waits until every node answers /readyz.
+// When the test ends every node is killed; if the test failed, the tail of each node's
+// output is printed, and a node that had exited without being told to fails the test.
+func Start(t testing.TB, o Options) *Cluster {
+	t.Helper()
+	if o.Nodes <= 0 {
+		o.Nodes = 3
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 60 * time.Second
+	}
+	c := &Cluster{t: t, opts: o}
+	c.nodes = makeNodes(t, binary(t, o), o)
+	c.probes = make([]*kgo.Client, o.Nodes)
+	t.Cleanup(c.shutdown)
+	for _, n := range c.nodes {
+		if err := n.launch(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(o.StartTimeout)
+	for _, n := range c.nodes {
+		n.waitReady(t, deadline)
+	}
+	return c
+}
+
+// makeNodes chooses the addresses and directories of every node and builds their
+// arguments.
+func makeNodes(t testing.TB, bin string, o Options) []*Node {
+	root := t.TempDir()
+	nodes := make([]*Node, o.Nodes)
+	var voters []string
+	for i := range nodes {
+		id := int32(i + 1)
+		dir := filepath.Join(root, fmt.Sprintf("node-%d", id))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		nodes[i] = &Node{ID: id, KafkaAddr: freeAddr(t), ControllerAddr: freeAddr(t), HTTPAddr: freeAddr(t),
+			DataDir: filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "server.log"), bin: bin}
+		voters = append(voters, fmt.Sprintf("%d@%s", id, nodes[i].ControllerAddr))
+	}
+	for _, n := range nodes {
+		n.args = []string{"server", "--node-id", fmt.Sprint(n.ID), "--data-dir", n.DataDir,
+			"--listen", n.KafkaAddr, "--controller-listen", n.ControllerAddr, "--http-listen", n.HTTPAddr,
+			"--controllers", strings.Join(voters, ",")}
+		for _, s := range o.Sets {
+			n.args = append(n.args, "--set", s)
+		}
+	}
+	return nodes
+}
+
+// freeAddr returns 127.0.0.1:PORT for a port that was free a moment ago. The nodes
+// must know each other's controller addresses before they start, so port 0 will not do.
+func freeAddr(t testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("finding a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// shutdown kills every node and closes the probes; on failure it prints the logs.
+func (c *Cluster) shutdown() {
+	for _, n := range c.nodes {
+		if msg := n.unexpectedExit(); msg != "" {
+			c.t.Errorf("%s", msg)
+		}
+	}
+	for _, n := range c.nodes {
+		n.kill()
+	}
+	c.mu.Lock()
+	for _, p := range c.probes {
+		if p != nil {
+			p.Close()
+		}
+	}
+	c.mu.Unlock()
+	if c.t.Failed() {
+		for _, n := range c.nodes {
+			c.t.Logf("---- last %d lines of node %d (%s):\n%s", LogTailLines, n.ID, n.LogPath, tail(n.Logs(), LogTailLines))
+		}
+	}
+}
+
+// Bootstrap returns the Kafka addresses of every node, comma-separated.
+func (c *Cluster) Bootstrap() string { return strings.Join(c.addrs(), ",") }
+
+func (c *Cluster) addrs() []string {
+	var out []string
+	for _, n := range c.nodes {
+		out = append(out, n.KafkaAddr)
+	}
+	return out
+}
+
+// Size is the number of nodes.
+func (c *Cluster) Size() int { return len(c.nodes) }
+
+// Node returns the node with id i (1-based).
+func (c *Cluster) Node(i int) *Node {
+	if i < 1 || i > len(c.nodes) {
+		c.t.Fatalf("no node %d in a cluster of %d", i, len(c.nodes))
+	}
+	return c.nodes[i-1]
+}
+
+// Kill sends SIGKILL to node i, as a crash, and waits until the process is gone.
+func (c *Cluster) Kill(i int) { c.Node(i).kill() }
+
+// Stop sends SIGTERM to node i (a controlled shutdown) and waits for the exit. It
+// returns the exit status as an error (nil for exit 0), or ErrStopTimeout.
+func (c *Cluster) Stop(i int) error { return c.Node(i).stop() }
+
+// Pause stops node i with SIGSTOP: it keeps its sockets but answers nothing, like a
+// node in a long GC pause.
+func (c *Cluster) Pause(i int) {
+	if _, err := c.Node(i).signal(syscall.SIGSTOP, false); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// Resume continues a paused node i with SIGCONT.
+func (c *Cluster) Resume(i int) {
+	if _, err := c.Node(i).signal(syscall.SIGCONT, false); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// Restart starts node i again with the same arguments and data directory and waits
+// until it is ready. The node must have been killed or stopped.
+func (c *Cluster) Restart(i int) {
+	n := c.Node(i)
+	if err := n.launch(); err != nil {
+		c.t.Fatal(err)
+	}
+	n.waitReady(c.t, time.Now().Add(c.opts.StartTimeout))
+}
+
+// Logs returns the output of every run of node i.
+func (c *Cluster) Logs(i int) string { return c.Node(i).Logs() }
+
+// ClientDefaults are the options Client puts before the caller's: every node as a
+// seed, and metadata refreshed as often as every 100 ms, so that a client finds a new
+// leader as soon as the cluster has one (franz-go's default minimum age is 5 s).
+func (c *Cluster) ClientDefaults() []kgo.Opt {
+	return []kgo.Opt{kgo.SeedBrokers(c.addrs()...), kgo.MetadataMinAge(100 * time.Millisecond)}
+}
+
+// Client returns a franz-go client of the cluster with ClientDefaults then opts; it is
+// closed when t ends.
+func (c *Cluster) Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append(c.ClientDefaults(), opts...)...)
+	if err != nil {
+		t.Fatalf("kgo.NewClient: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// Admin returns an admin client of the cluster, closed when t ends.
+func (c *Cluster) Admin(t testing.TB) *kadm.Client {
+	t.Helper()
+	return kadm.NewClient(c.Client(t))
+}

@@ -1,0 +1,20 @@
+// Package cluster is the multi-node test harness: it runs N `runnel server` processes
+// on loopback ports, all of them metadata voters, and injects the faults of DESIGN.md's
+// failure model that a real process can suffer: SIGKILL (Kill), SIGTERM (Stop), SIGSTOP
+// and SIGCONT (Pause, Resume) and a restart on the same data directory (Restart).
+//
+// Waits poll with a deadline and fail the test naming what never happened
+// (WaitLeader, WaitISR, WaitController). Metadata is asked of each live node directly,
+// so a paused or dead node never stalls a wait.
+//
+// History records the writes a producer had acknowledged, and Check proves them: every
+// acknowledged record is at its offset, once, with its value, in the on-disk log of
+// every replica in the ISR. Check reads copies of the partition directories with
+// internal/log, so it sees what the node would recover after a crash, not what it
+// serves.
+//
+// Network isolation is not offered yet: the server has no injectable listener or
+// dialer (DESIGN.md plans a Virtual() mode over an in-memory network).
+//
+// The package is imported by tests only; it never ships in the binary.
+package cluster

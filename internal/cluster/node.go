@@ -1,0 +1,233 @@
+package cluster
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/runnel-io/runnel/internal/log"
+)
+
+// Node is one `runnel server` process of a Cluster. Its addresses and data directory
+// stay the same across restarts: the metadata quorum keeps the controller addresses.
+type Node struct {
+	ID             int32  // the --node-id, 1-based
+	KafkaAddr      string // --listen, 127.0.0.1:PORT
+	ControllerAddr string // --controller-listen
+	HTTPAddr       string // --http-listen
+	DataDir        string // --data-dir
+	LogPath        string // the file collecting the output of every run of the node
+
+	bin  string   // immutable: the runnel binary
+	args []string // immutable: the arguments of every run
+
+	mu sync.Mutex // guards proc, paused and starts
+	// proc is the latest run; nil before the first start.
+	proc *process
+	// paused is true between Pause and Resume (or the process's exit).
+	paused bool
+	starts int
+}
+
+// process is one run of a node.
+type process struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once Wait returned; err is set then
+	err    error         // the exit status; read only after exited is closed
+	// intended is set before the harness signals the process to end, so that an exit
+	// without it (a panic, a fatal error) fails the test.
+	intended bool
+}
+
+// ErrStopTimeout is returned by Stop when the process had not exited within
+// StopTimeout of SIGTERM; it was then killed.
+var ErrStopTimeout = errors.New("cluster: node did not exit after SIGTERM")
+
+// StopTimeout bounds how long Stop waits for a node to exit after SIGTERM.
+const StopTimeout = 60 * time.Second
+
+// launch starts a new run of the node without waiting for it to be ready.
+func (n *Node) launch() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.proc != nil && !n.proc.done() {
+		return fmt.Errorf("node %d still runs (pid %d)", n.ID, n.proc.cmd.Process.Pid)
+	}
+	out, err := os.OpenFile(n.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	n.starts++
+	fmt.Fprintf(out, "=== cluster: start %d of node %d at %s\n", n.starts, n.ID, time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(n.bin, n.args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		return fmt.Errorf("starting node %d: %w", n.ID, err)
+	}
+	p := &process{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		out.Close()
+		close(p.exited)
+	}()
+	n.proc, n.paused = p, false
+	return nil
+}
+
+func (p *process) done() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// current returns the latest run, or nil.
+func (n *Node) current() *process {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.proc
+}
+
+// Running reports whether the process exists (it may be paused).
+func (n *Node) Running() bool {
+	p := n.current()
+	return p != nil && !p.done()
+}
+
+// Alive reports whether the process runs and is not paused: it can answer requests.
+func (n *Node) Alive() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.proc != nil && !n.proc.done() && !n.paused
+}
+
+// Paused reports whether the node is stopped by SIGSTOP.
+func (n *Node) Paused() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.paused && n.proc != nil && !n.proc.done()
+}
+
+// signal sends sig to the running process; ending says the harness means it to exit.
+func (n *Node) signal(sig syscall.Signal, ending bool) (*process, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	p := n.proc
+	if p == nil || p.done() {
+		return p, fmt.Errorf("node %d is not running", n.ID)
+	}
+	if ending {
+		p.intended = true
+	}
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		return p, fmt.Errorf("node %d: %v: %w", n.ID, sig, err)
+	}
+	switch sig {
+	case syscall.SIGSTOP:
+		n.paused = true
+	case syscall.SIGCONT:
+		n.paused = false
+	}
+	return p, nil
+}
+
+// kill sends SIGKILL if the process runs and waits for it to be gone.
+func (n *Node) kill() {
+	p, err := n.signal(syscall.SIGKILL, true)
+	if err == nil {
+		<-p.exited
+	}
+}
+
+// stop sends SIGTERM (and SIGCONT, should the node be paused) and waits for the exit.
+func (n *Node) stop() error {
+	p, err := n.signal(syscall.SIGTERM, true)
+	if err != nil {
+		return err
+	}
+	n.signal(syscall.SIGCONT, true)
+	select {
+	case <-p.exited:
+		return p.err
+	case <-time.After(StopTimeout):
+		n.kill()
+		return fmt.Errorf("%w: node %d within %v", ErrStopTimeout, n.ID, StopTimeout)
+	}
+}
+
+// unexpectedExit returns a description of the latest run's exit if the harness did not
+// cause it, else "".
+func (n *Node) unexpectedExit() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.proc == nil || !n.proc.done() || n.proc.intended {
+		return ""
+	}
+	return fmt.Sprintf("node %d exited on its own: %v", n.ID, n.proc.err)
+}
+
+// waitReady polls /readyz until it answers 200. It fails the test if the process
+// exits or the deadline passes.
+func (n *Node) waitReady(t testing.TB, deadline time.Time) {
+	t.Helper()
+	hc := http.Client{Timeout: time.Second}
+	var last string
+	for {
+		p := n.current()
+		if p.done() {
+			t.Fatalf("node %d exited while starting: %v\n%s", n.ID, p.err, tail(n.Logs(), 60))
+		}
+		resp, err := hc.Get("http://" + n.HTTPAddr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %d not ready by the deadline: GET /readyz: %s\n%s", n.ID, last, tail(n.Logs(), 60))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Logs returns the output of every run of the node so far.
+func (n *Node) Logs() string {
+	b, err := os.ReadFile(n.LogPath)
+	if err != nil {
+		return fmt.Sprintf("(reading %s: %v)", n.LogPath, err)
+	}
+	return string(b)
+}
+
+// tail returns the last lines lines of s.
+func tail(s string, lines int) string {
+	b := []byte(s)
+	i := len(b)
+	for ; lines >= 0 && i > 0; lines-- {
+		i = bytes.LastIndexByte(b[:i], '\n')
+		if i < 0 {
+			return s
+		}
+	}
+	return s[i+1:]
+}
+
+// partitionDir is where the node keeps the log of topic-partition.
+func (n *Node) partitionDir(topic string, partition int32) string {
+	return filepath.Join(n.DataDir, log.PartitionDirName(log.TopicPartition{Topic: topic, Partition: partition}))
+}

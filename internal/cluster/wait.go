@@ -1,0 +1,281 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// probeTimeout bounds one Metadata request of a wait, so that a node that hangs
+// (paused, overloaded) costs a wait one poll, not its whole deadline.
+const probeTimeout = 2 * time.Second
+
+// pollInterval is the sleep between two polls of a wait.
+const pollInterval = 50 * time.Millisecond
+
+// PartitionState is one partition as one node's Metadata response reports it.
+type PartitionState struct {
+	Leader      int32 // -1 when there is none
+	LeaderEpoch int32
+	Replicas    []int32
+	ISR         []int32
+	Err         error // the partition's error code, nil for none
+}
+
+// probe returns a client whose only seed is node i; requests go through its seed
+// broker, so they reach node i and nothing else.
+func (c *Cluster) probe(i int) (*kgo.Client, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.probes[i-1] != nil {
+		return c.probes[i-1], nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.nodes[i-1].KafkaAddr), kgo.RequestRetries(0))
+	if err != nil {
+		return nil, err
+	}
+	c.probes[i-1] = cl
+	return cl, nil
+}
+
+// MetadataFrom asks node i alone for the metadata of topics (none: no topics, only
+// brokers and the controller).
+func (c *Cluster) MetadataFrom(ctx context.Context, i int, topics ...string) (*kmsg.MetadataResponse, error) {
+	cl, err := c.probe(i)
+	if err != nil {
+		return nil, err
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = []kmsg.MetadataRequestTopic{}
+	for _, topic := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+	}
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl.SeedBrokers()[0])
+	if err != nil {
+		return nil, fmt.Errorf("metadata from node %d: %w", i, err)
+	}
+	return resp, nil
+}
+
+// PartitionFrom returns node i's view of topic-partition.
+func (c *Cluster) PartitionFrom(ctx context.Context, i int, topic string, partition int32) (PartitionState, error) {
+	resp, err := c.MetadataFrom(ctx, i, topic)
+	if err != nil {
+		return PartitionState{}, err
+	}
+	for _, rt := range resp.Topics {
+		if rt.Topic == nil || *rt.Topic != topic {
+			continue
+		}
+		if err := kerr.ErrorForCode(rt.ErrorCode); err != nil {
+			return PartitionState{}, fmt.Errorf("node %d: topic %s: %w", i, topic, err)
+		}
+		for _, p := range rt.Partitions {
+			if p.Partition == partition {
+				return PartitionState{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, Replicas: p.Replicas,
+					ISR: p.ISR, Err: kerr.ErrorForCode(p.ErrorCode)}, nil
+			}
+		}
+	}
+	return PartitionState{}, fmt.Errorf("node %d has no partition %s-%d", i, topic, partition)
+}
+
+// alive reports whether id names a node of the cluster that runs and is not paused.
+func (c *Cluster) alive(id int32) bool {
+	return id >= 1 && int(id) <= len(c.nodes) && c.nodes[id-1].Alive()
+}
+
+// leaderNow returns the partition's state as its leader reports it, if some live node
+// names a live leader and that leader agrees it leads at the same epoch.
+func (c *Cluster) leaderNow(topic string, partition int32) (PartitionState, error) {
+	var errs []string
+	for _, n := range c.nodes {
+		if !n.Alive() {
+			continue
+		}
+		st, err := c.PartitionFrom(context.Background(), int(n.ID), topic, partition)
+		switch {
+		case err != nil:
+			errs = append(errs, err.Error())
+			continue
+		case !c.alive(st.Leader):
+			errs = append(errs, fmt.Sprintf("node %d: leader %d (epoch %d) is not a live node", n.ID, st.Leader, st.LeaderEpoch))
+			continue
+		}
+		own, err := c.PartitionFrom(context.Background(), int(st.Leader), topic, partition)
+		if err == nil && own.Leader == st.Leader && own.LeaderEpoch >= st.LeaderEpoch {
+			return own, nil
+		}
+		errs = append(errs, fmt.Sprintf("node %d names leader %d epoch %d, which says %+v, %v",
+			n.ID, st.Leader, st.LeaderEpoch, own, err))
+	}
+	return PartitionState{}, fmt.Errorf("no live leader of %s-%d: %v", topic, partition, errs)
+}
+
+// WaitLeader waits until topic-partition has a live leader that knows it leads, and
+// returns it with its leader epoch.
+func (c *Cluster) WaitLeader(t testing.TB, topic string, partition int32, timeout time.Duration) (leader, epoch int32) {
+	t.Helper()
+	st := c.waitPartition(t, timeout, topic, partition, func(PartitionState) error { return nil })
+	return st.Leader, st.LeaderEpoch
+}
+
+// WaitISR waits until the live leader of topic-partition reports an ISR of n members,
+// and returns it.
+func (c *Cluster) WaitISR(t testing.TB, topic string, partition int32, n int, timeout time.Duration) []int32 {
+	t.Helper()
+	st := c.waitPartition(t, timeout, topic, partition, func(st PartitionState) error {
+		if len(st.ISR) != n {
+			return fmt.Errorf("%s-%d: leader %d reports ISR %v, want %d members", topic, partition, st.Leader, st.ISR, n)
+		}
+		return nil
+	})
+	return st.ISR
+}
+
+// waitPartition polls leaderNow until the leader's view satisfies cond.
+func (c *Cluster) waitPartition(t testing.TB, timeout time.Duration, topic string, partition int32, cond func(PartitionState) error) PartitionState {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		st, err := c.leaderNow(topic, partition)
+		if err == nil {
+			if err = cond(st); err == nil {
+				return st
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %v", timeout, err)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// WaitController waits until a live node names a live active controller that names
+// itself, and returns its id. Pass except to wait for a controller other than a node
+// that was just killed (0: any).
+func (c *Cluster) WaitController(t testing.TB, except int32, timeout time.Duration) int32 {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		id, err := c.controllerNow()
+		if err == nil && id == except {
+			err = fmt.Errorf("the controller is still node %d", id)
+		}
+		if err == nil {
+			return id
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: no active controller: %v", timeout, err)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+func (c *Cluster) controllerNow() (int32, error) {
+	var errs []string
+	for _, n := range c.nodes {
+		if !n.Alive() {
+			continue
+		}
+		resp, err := c.MetadataFrom(context.Background(), int(n.ID))
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		id := resp.ControllerID
+		if !c.alive(id) {
+			errs = append(errs, fmt.Sprintf("node %d names controller %d, not a live node", n.ID, id))
+			continue
+		}
+		own, err := c.MetadataFrom(context.Background(), int(id))
+		if err == nil && own.ControllerID == id {
+			return id, nil
+		}
+		errs = append(errs, fmt.Sprintf("node %d names controller %d, which disagrees (%v)", n.ID, id, err))
+	}
+	return 0, fmt.Errorf("%v", errs)
+}
+
+// Partitions returns the partition ids of topic as a live node reports them.
+func (c *Cluster) Partitions(t testing.TB, topic string) []int32 {
+	t.Helper()
+	for _, n := range c.nodes {
+		if !n.Alive() {
+			continue
+		}
+		resp, err := c.MetadataFrom(context.Background(), int(n.ID), topic)
+		if err != nil || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+			continue
+		}
+		var ps []int32
+		for _, p := range resp.Topics[0].Partitions {
+			ps = append(ps, p.Partition)
+		}
+		slices.Sort(ps)
+		return ps
+	}
+	t.Fatalf("no live node knows topic %s", topic)
+	return nil
+}
+
+// WaitBrokers waits until every live node's Metadata lists exactly the brokers want
+// (the registered, unfenced ones): WaitBrokers(t, []int32{1, 3}, d) waits for node 2 to
+// be fenced.
+func (c *Cluster) WaitBrokers(t testing.TB, want []int32, timeout time.Duration) {
+	t.Helper()
+	want = slices.Sorted(slices.Values(want))
+	deadline := time.Now().Add(timeout)
+	for {
+		err := c.brokersAre(want)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %v", timeout, err)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+func (c *Cluster) brokersAre(want []int32) error {
+	for _, n := range c.nodes {
+		if !n.Alive() {
+			continue
+		}
+		resp, err := c.MetadataFrom(context.Background(), int(n.ID))
+		if err != nil {
+			return err
+		}
+		var got []int32
+		for _, b := range resp.Brokers {
+			got = append(got, b.NodeID)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("node %d lists brokers %v, want %v", n.ID, got, want)
+		}
+	}
+	return nil
+}
+
+// LiveIDs returns the ids of the nodes that run and are not paused.
+func (c *Cluster) LiveIDs() []int32 {
+	var out []int32
+	for _, n := range c.nodes {
+		if n.Alive() {
+			out = append(out, n.ID)
+		}
+	}
+	return out
+}
