@@ -190,11 +190,14 @@ func testSeek(t *testing.T, addr string) {
 	testutil.Equal(t, pollValues(t, consumer(kgo.NewOffset().AtStart()), 2), []string{"0=v0", "1=v1"}, "consuming from the start")
 	testutil.Equal(t, pollValues(t, consumer(kgo.NewOffset().AtEnd().Relative(-2)), 2), []string{"8=v8", "9=v9"}, "consuming from end-2")
 	testutil.Equal(t, pollValues(t, consumer(kgo.NewOffset().At(9)), 1), []string{"9=v9"}, "consuming the last record")
+	testConsumeFromEnd(t, prod, consumer(kgo.NewOffset().AtEnd()), topic, 10)
+}
 
-	// From the end: nothing old comes; records produced after the consumer found the
-	// end do. Keep producing until the consumer sees one, since when it looks up the
-	// end is its own business.
-	end := consumer(kgo.NewOffset().AtEnd())
+// testConsumeFromEnd checks that end, a consumer of topic[0] from the end (end0
+// records), gets nothing old but a record produced after it found the end. It keeps
+// producing until the consumer sees one, since when it looks the end up is its own
+// business.
+func testConsumeFromEnd(t *testing.T, prod, end *kgo.Client, topic string, end0 int64) {
 	got := make(chan string, 1)
 	pollCtx := ctxT(t)
 	go func() {
@@ -202,7 +205,7 @@ func testSeek(t *testing.T, addr string) {
 		fs.EachRecord(func(r *kgo.Record) { got <- fmt.Sprintf("%d=%s", r.Offset, r.Value) })
 		close(got)
 	}()
-	next := int64(10)
+	next := end0
 	for deadline := time.Now().Add(testTimeout); ; next++ {
 		produceValues(t, prod, topic, next, fmt.Sprintf("v%d", next))
 		select {
@@ -212,8 +215,8 @@ func testSeek(t *testing.T, addr string) {
 			var v string
 			_, err := fmt.Sscanf(s, "%d=%s", &off, &v)
 			testutil.NoError(t, err, "parsing %q", s)
-			testutil.True(t, off >= 10 && off <= next && v == fmt.Sprintf("v%d", off),
-				"the consumer from the end got %q; want a record produced after it started (10..%d)", s, next)
+			testutil.True(t, off >= end0 && off <= next && v == fmt.Sprintf("v%d", off),
+				"the consumer from the end got %q; want a record produced after it started (%d..%d)", s, end0, next)
 			return
 		case <-time.After(200 * time.Millisecond):
 		}
