@@ -20,12 +20,19 @@ var built struct {
 	err  error
 }
 
-// binary returns the path of the runnel binary: o.BinPath, or one built from this
-// checkout the first time a test asks.
+// BinEnv names an environment variable that, when set, gives the runnel binary for
+// every cluster whose Options.BinPath is empty, instead of building one.
+const BinEnv = "RUNNEL_CLUSTER_BIN"
+
+// binary returns the path of the runnel binary: o.BinPath, else $RUNNEL_CLUSTER_BIN,
+// else one built from this checkout the first time a test asks.
 func binary(t testing.TB, o Options) string {
 	t.Helper()
 	if o.BinPath != "" {
 		return o.BinPath
+	}
+	if p := os.Getenv(BinEnv); p != "" {
+		return p
 	}
 	built.once.Do(build)
 	if built.err != nil {

@@ -21,8 +21,8 @@ type Options struct {
 	Nodes int
 	// Sets are extra --set KEY=VALUE properties given to every node.
 	Sets []string
-	// BinPath is the runnel binary; "" builds cmd/runnel from this checkout once per
-	// test binary (see Main for removing it afterwards).
+	// BinPath is the runnel binary; "" takes $RUNNEL_CLUSTER_BIN, else builds
+	// cmd/runnel from this checkout once per test binary (Main removes it afterwards).
 	BinPath string
 	// StartTimeout bounds how long Start and Restart wait for /readyz (default 60s).
 	StartTimeout time.Duration

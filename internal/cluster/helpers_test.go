@@ -20,13 +20,14 @@ func TestMain(m *testing.M) { os.Exit(cluster.Main(m)) }
 const (
 	sessionTimeout = 3 * time.Second
 	waitTimeout    = 60 * time.Second
+	startTimeout   = 30 * time.Second
 	flushTimeout   = 60 * time.Second
 )
 
 // startCluster starts n nodes that notice failures within seconds.
 func startCluster(t *testing.T, n int) *cluster.Cluster {
 	t.Helper()
-	return cluster.Start(t, cluster.Options{Nodes: n, Sets: cluster.FastFailureDetection})
+	return cluster.Start(t, cluster.Options{Nodes: n, Sets: cluster.FastFailureDetection, StartTimeout: startTimeout})
 }
 
 // topicName is a topic name unique to the test.

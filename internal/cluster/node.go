@@ -186,7 +186,7 @@ func (n *Node) waitReady(t testing.TB, deadline time.Time) {
 	for {
 		p := n.current()
 		if p.done() {
-			t.Fatalf("node %d exited while starting: %v\n%s", n.ID, p.err, tail(n.Logs(), 60))
+			t.Fatalf("node %d exited while starting: %v (its output is printed at the end)", n.ID, p.err)
 		}
 		resp, err := hc.Get("http://" + n.HTTPAddr + "/readyz")
 		if err == nil {
@@ -199,7 +199,7 @@ func (n *Node) waitReady(t testing.TB, deadline time.Time) {
 			last = err.Error()
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("node %d not ready by the deadline: GET /readyz: %s\n%s", n.ID, last, tail(n.Logs(), 60))
+			t.Fatalf("node %d not ready by the deadline: GET /readyz: %s (its output is printed at the end)", n.ID, last)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

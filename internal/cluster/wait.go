@@ -207,15 +207,35 @@ func (c *Cluster) controllerNow() (int32, error) {
 	return 0, fmt.Errorf("%v", errs)
 }
 
-// Partitions returns the partition ids of topic as a live node reports them.
+// Partitions returns the partition ids of topic as a live node reports them, waiting
+// up to 30 s for one that knows the topic.
 func (c *Cluster) Partitions(t testing.TB, topic string) []int32 {
 	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ps, err := c.partitionsNow(topic)
+		if err == nil {
+			return ps
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no live node knows topic %s: %v", topic, err)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+func (c *Cluster) partitionsNow(topic string) ([]int32, error) {
+	var errs []string
 	for _, n := range c.nodes {
 		if !n.Alive() {
 			continue
 		}
 		resp, err := c.MetadataFrom(context.Background(), int(n.ID), topic)
-		if err != nil || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+		if err == nil && (len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0) {
+			err = fmt.Errorf("node %d: topic %s: %+v", n.ID, topic, resp.Topics)
+		}
+		if err != nil {
+			errs = append(errs, err.Error())
 			continue
 		}
 		var ps []int32
@@ -223,10 +243,9 @@ func (c *Cluster) Partitions(t testing.TB, topic string) []int32 {
 			ps = append(ps, p.Partition)
 		}
 		slices.Sort(ps)
-		return ps
+		return ps, nil
 	}
-	t.Fatalf("no live node knows topic %s", topic)
-	return nil
+	return nil, fmt.Errorf("%v", errs)
 }
 
 // WaitBrokers waits until every live node's Metadata lists exactly the brokers want
