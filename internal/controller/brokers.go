@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/runnel-io/runnel/internal/metadata"
 )
@@ -11,21 +12,67 @@ import (
 // producerIDBlockSize is how many producer ids one ProducerIDs record grants.
 const producerIDBlockSize = 1000
 
-// RegisterBroker records b as registered and unfenced, with an epoch one above its
-// previous registration's (b.Epoch and b.Fenced are ignored).
-//
-// TODO(cluster): heartbeats (BrokerHeartbeat) and fencing after
-// Config.SessionTimeout, with leader re-election through electLeader.
-func (c *Controller) RegisterBroker(ctx context.Context, b metadata.Broker) error {
-	if b.ID < 0 {
-		return fmt.Errorf("%w: broker id %d is negative", ErrInvalidRequest, b.ID)
+// Registration is one BrokerRegistration (Kafka key 62).
+type Registration struct {
+	// Broker carries the id, the advertised Kafka host and port, and the rack; the
+	// controller sets Epoch, Fenced and IncarnationID.
+	Broker metadata.Broker
+	// IncarnationID identifies this run of the broker's process. Registering again
+	// with the same one is a retry and returns the same epoch.
+	IncarnationID string
+	// ClusterID is the cluster the broker believes it belongs to; "" if it does not
+	// know yet (a new node). Another cluster's id fails with ErrInconsistentClusterID.
+	ClusterID string
+	// RaftAddr is the broker's Raft address. A node that is not in the quorum's
+	// configuration is added as a non-voter there, so that it replays the metadata log.
+	RaftAddr string
+}
+
+// RegisterBroker registers a broker, fenced, with an epoch one above its previous
+// registration's, and returns that epoch. The broker is unfenced by its first
+// heartbeat that shows it has applied the registration. A registration from a new
+// incarnation while the old one is unfenced (a restart faster than the session
+// timeout) first fences the old one: its leadership moves and it leaves every ISR,
+// since a crashed process may have lost unflushed records.
+func (c *Controller) RegisterBroker(ctx context.Context, r Registration) (int64, error) {
+	id := r.Broker.ID
+	if id < 0 {
+		return 0, fmt.Errorf("%w: broker id %d is negative", ErrInvalidRequest, id)
 	}
-	return c.withLeader(ctx, func(im *metadata.Image) error {
-		b.Epoch = im.Brokers[b.ID].Epoch + 1
-		b.Fenced = false
-		_, err := c.proposeLocked(ctx, []metadata.Record{{Type: metadata.RegisterBrokerType, Broker: &b}})
-		return err
+	var epoch int64
+	err := c.withLeader(ctx, func(im *metadata.Image) error {
+		if r.ClusterID != "" && r.ClusterID != im.ClusterID {
+			return fmt.Errorf("%w: broker %d belongs to cluster %s, this is %s", ErrInconsistentClusterID, id, r.ClusterID, im.ClusterID)
+		}
+		if err := c.addNonvoterLocked(ctx, id, r.RaftAddr); err != nil {
+			return err
+		}
+		old, had := im.Brokers[id]
+		if had && r.IncarnationID != "" && old.IncarnationID == r.IncarnationID {
+			epoch = old.Epoch
+			c.sessions.get(id, epoch).lastContact = time.Now()
+			return nil
+		}
+		var recs []metadata.Record
+		if had && !old.Fenced {
+			c.log.Warn("broker registered again while its previous incarnation was unfenced; fencing that one",
+				"broker", id, "old_incarnation", old.IncarnationID, "new_incarnation", r.IncarnationID)
+			es := fenceElections(im, id, c.liveLocked(im), c.uncleanFunc(im))
+			recs = records(es)
+			c.logUnclean(es)
+		}
+		b := r.Broker
+		b.Epoch, b.Fenced, b.IncarnationID, b.RegisteredOffset = old.Epoch+1, true, r.IncarnationID, 0
+		recs = append(recs, metadata.Record{Type: metadata.RegisterBrokerType, Broker: &b})
+		if _, err := c.proposeLocked(ctx, recs); err != nil {
+			return err
+		}
+		c.sessions.register(id, b.Epoch, time.Now())
+		epoch = b.Epoch
+		c.log.Info("registered broker", "broker", id, "epoch", epoch, "addr", fmt.Sprintf("%s:%d", b.Host, b.Port), "rack", b.Rack)
+		return nil
 	})
+	return epoch, err
 }
 
 // AllocateProducerID returns a producer id never returned before by any node of the
@@ -36,9 +83,11 @@ func (c *Controller) AllocateProducerID(ctx context.Context) (int64, error) {
 	var id int64
 	err := c.withLeader(ctx, func(*metadata.Image) error {
 		if c.pidNext == c.pidEnd {
-			if err := c.allocateProducerIDBlockLocked(ctx); err != nil {
+			start, end, err := c.proposeProducerIDBlockLocked(ctx)
+			if err != nil {
 				return err
 			}
+			c.pidNext, c.pidEnd = start, end
 		}
 		id = c.pidNext
 		c.pidNext++
@@ -47,32 +96,48 @@ func (c *Controller) AllocateProducerID(ctx context.Context) (int64, error) {
 	return id, err
 }
 
-// allocateProducerIDBlockLocked proposes the next block. The record applies only if
+// AllocateProducerIDBlock grants a whole block of producer ids to another broker
+// (Kafka AllocateProducerIDs, key 67), which hands them out itself. brokerEpoch must be
+// the broker's current epoch (ErrStaleBrokerEpoch), or -1 to skip the check.
+func (c *Controller) AllocateProducerIDBlock(ctx context.Context, broker metadata.NodeID, brokerEpoch int64) (start int64, n int32, err error) {
+	err = c.withLeader(ctx, func(im *metadata.Image) error {
+		if brokerEpoch >= 0 {
+			if _, err := checkBrokerEpoch(im, broker, brokerEpoch); err != nil {
+				return err
+			}
+		}
+		s, end, err := c.proposeProducerIDBlockLocked(ctx)
+		start, n = s, int32(end-s)
+		return err
+	})
+	return start, n, err
+}
+
+// proposeProducerIDBlockLocked proposes the next block. The record applies only if
 // its start is still the image's NextProducerID, and the apply result says whether
 // ours did; a few attempts cover a stale image.
-func (c *Controller) allocateProducerIDBlockLocked(ctx context.Context) error {
+func (c *Controller) proposeProducerIDBlockLocked(ctx context.Context) (start, end int64, err error) {
 	for attempt := 0; attempt < 3; attempt++ {
-		start := c.Image().NextProducerID
-		end := start + producerIDBlockSize
+		start = c.Image().NextProducerID
+		end = start + producerIDBlockSize
 		res, err := c.proposeLocked(ctx, []metadata.Record{{
 			Type: metadata.ProducerIDsType, ProducerIDBlockStart: start, NextProducerID: end,
 		}})
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		if res.prev.NextProducerID == start && res.cur.NextProducerID == end {
-			c.pidNext, c.pidEnd = start, end
-			return nil
+			return start, end, nil
 		}
 	}
-	return fmt.Errorf("%w: producer id block allocation kept conflicting", ErrNotController)
+	return 0, 0, fmt.Errorf("%w: producer id block allocation kept conflicting", ErrNotController)
 }
 
 // AlterPartition applies an ISR change asked for by the partition's leader (Kafka
 // AlterPartition). leaderEpoch and partitionEpoch are the leader's view; stale ones
 // fail with ErrFencedLeaderEpoch or ErrInvalidUpdateVersion. The new ISR must contain
 // the leader and only replicas (ErrInvalidRequest), all registered and unfenced
-// (ErrIneligibleReplica). Epochs ahead of the image's give ErrNotController. It returns the partition's new
+// and not in controlled shutdown (ErrIneligibleReplica). Epochs ahead of the image's give ErrNotController. It returns the partition's new
 // state (its PartitionEpoch one higher), or the current state if the ISR is unchanged.
 func (c *Controller) AlterPartition(ctx context.Context, tp metadata.TopicPartition, leader metadata.NodeID,
 	leaderEpoch, partitionEpoch int32, newISR []metadata.NodeID) (metadata.Partition, error) {
@@ -82,7 +147,7 @@ func (c *Controller) AlterPartition(ctx context.Context, tp metadata.TopicPartit
 		if !ok {
 			return fmt.Errorf("%w: %s-%d", ErrUnknownTopic, tp.Topic, tp.Partition)
 		}
-		if err := validateAlterPartition(im, tp, p, leader, leaderEpoch, partitionEpoch, newISR); err != nil {
+		if err := validateAlterPartition(im, tp, p, leader, leaderEpoch, partitionEpoch, newISR, c.liveLocked(im)); err != nil {
 			return err
 		}
 		out = p
@@ -108,7 +173,7 @@ func (c *Controller) AlterPartition(ctx context.Context, tp metadata.TopicPartit
 // the current ones mean this controller's image is behind: ErrNotController, so the
 // leader retries and finds the real controller.
 func validateAlterPartition(im *metadata.Image, tp metadata.TopicPartition, p metadata.Partition,
-	leader metadata.NodeID, leaderEpoch, partitionEpoch int32, newISR []metadata.NodeID) error {
+	leader metadata.NodeID, leaderEpoch, partitionEpoch int32, newISR []metadata.NodeID, eligible liveFunc) error {
 	name := fmt.Sprintf("%s-%d", tp.Topic, tp.Partition)
 	switch {
 	case leaderEpoch > p.LeaderEpoch || partitionEpoch > p.PartitionEpoch:
@@ -131,8 +196,8 @@ func validateAlterPartition(im *metadata.Image, tp metadata.TopicPartition, p me
 		return fmt.Errorf("%w: the new ISR %v of %s does not contain the leader %d", ErrInvalidRequest, newISR, name, leader)
 	}
 	for _, r := range newISR {
-		if b, ok := im.Brokers[r]; !ok || b.Fenced {
-			return fmt.Errorf("%w: broker %d cannot be in the ISR of %s: it is not registered or is fenced",
+		if !eligible(r) {
+			return fmt.Errorf("%w: broker %d cannot be in the ISR of %s: it is not registered, fenced or shutting down",
 				ErrIneligibleReplica, r, name)
 		}
 	}

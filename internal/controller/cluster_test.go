@@ -71,9 +71,7 @@ func TestThreeVoters(t *testing.T) {
 	leader := leaderOf(t, cs)
 	clusterID := leader.Image().ClusterID
 	for i := 1; i <= 3; i++ {
-		if err := leader.RegisterBroker(testCtx(t), metadata.Broker{ID: metadata.NodeID(i)}); err != nil {
-			t.Fatal(err)
-		}
+		registerLive(t, leader, metadata.Broker{ID: metadata.NodeID(i)})
 	}
 	mustCreate(t, leader, topicSpec("replicated", 3, 3))
 	pid, err := leader.AllocateProducerID(testCtx(t))

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -16,9 +17,11 @@ import (
 
 // Defaults for the zero values of Config.
 const (
-	DefaultSessionTimeout    = 9 * time.Second
-	DefaultSnapshotThreshold = 1024
-	DefaultSnapshotInterval  = 30 * time.Second
+	DefaultSessionTimeout = 9 * time.Second
+	// DefaultLeaderImbalanceCheckInterval is Kafka's leader.imbalance.check.interval.seconds.
+	DefaultLeaderImbalanceCheckInterval = 300 * time.Second
+	DefaultSnapshotThreshold            = 1024
+	DefaultSnapshotInterval             = 30 * time.Second
 )
 
 // Config configures a Controller. Zero values take the defaults written on each field.
@@ -55,8 +58,21 @@ type Config struct {
 	// (Kafka delete.topic.enable=false). Default: deletion allowed.
 	DisableTopicDeletion bool
 	// SessionTimeout is how long a broker may go without a heartbeat before it is
-	// fenced. Default DefaultSessionTimeout. Not enforced yet (single-node issue).
+	// fenced (broker.session.timeout.ms). A new active controller grants every broker
+	// this long from its election. Default DefaultSessionTimeout.
 	SessionTimeout time.Duration
+	// FenceCheckInterval is how often the active controller looks for expired
+	// sessions. Default SessionTimeout/10, between 10 ms and 1 s.
+	FenceCheckInterval time.Duration
+	// UncleanLeaderElection is the cluster default of unclean.leader.election.enable,
+	// used when neither the topic nor the dynamic cluster configs set it. Default false.
+	UncleanLeaderElection bool
+	// DisableAutoLeaderRebalance turns the preferred leader election off
+	// (auto.leader.rebalance.enable=false). Default: on.
+	DisableAutoLeaderRebalance bool
+	// LeaderImbalanceCheckInterval is how often the preferred leader election runs
+	// (leader.imbalance.check.interval.seconds). Default DefaultLeaderImbalanceCheckInterval.
+	LeaderImbalanceCheckInterval time.Duration
 
 	// SnapshotThreshold is how many applied entries trigger a Raft snapshot, checked
 	// every SnapshotInterval. Defaults DefaultSnapshotThreshold and DefaultSnapshotInterval.
@@ -82,7 +98,11 @@ type Controller struct {
 	// wg tracks the goroutines started by Start, Subscribe and proposals.
 	wg sync.WaitGroup
 
+	// ready is set once WaitReady has seen the quorum and checked meta.properties.
+	ready atomic.Bool
+
 	// Set by Start before it returns; read-only afterwards. Nil before Start.
+	props metaProperties
 	raft  *raft.Raft
 	trans *raft.NetworkTransport
 	store *raftboltdb.BoltStore
@@ -94,6 +114,9 @@ type Controller struct {
 	// freshTerm is the Raft term in which a Barrier completed on this node as leader:
 	// while the term is unchanged, the local image holds every committed record.
 	freshTerm uint64
+	// sessions are the brokers' heartbeat sessions while this node leads; replaced
+	// when it becomes fresh in a new term. Never nil.
+	sessions *sessions
 	// pidNext, pidEnd is the unused part of this node's producer id block.
 	// Invariant: pidNext <= pidEnd, and [pidNext, pidEnd) was granted by a committed
 	// ProducerIDs record to this node only.
@@ -120,7 +143,8 @@ func New(cfg Config) (*Controller, error) {
 		}
 		seen[v.ID] = true
 	}
-	c := &Controller{cfg: cfg, log: cfg.Logger.With("component", "controller"), done: make(chan struct{})}
+	c := &Controller{cfg: cfg, log: cfg.Logger.With("component", "controller"), done: make(chan struct{}),
+		sessions: newSessions(0, time.Now())}
 	c.fsm = newFSM(c.log)
 	return c, nil
 }
@@ -141,6 +165,12 @@ func applyDefaults(cfg *Config) {
 	if cfg.SessionTimeout <= 0 {
 		cfg.SessionTimeout = DefaultSessionTimeout
 	}
+	if cfg.FenceCheckInterval <= 0 {
+		cfg.FenceCheckInterval = min(max(cfg.SessionTimeout/10, 10*time.Millisecond), time.Second)
+	}
+	if cfg.LeaderImbalanceCheckInterval <= 0 {
+		cfg.LeaderImbalanceCheckInterval = DefaultLeaderImbalanceCheckInterval
+	}
 	if cfg.SnapshotThreshold == 0 {
 		cfg.SnapshotThreshold = DefaultSnapshotThreshold
 	}
@@ -148,6 +178,9 @@ func applyDefaults(cfg *Config) {
 		cfg.SnapshotInterval = DefaultSnapshotInterval
 	}
 }
+
+// NodeID is this node's id.
+func (c *Controller) NodeID() metadata.NodeID { return c.cfg.NodeID }
 
 // Image returns the latest applied image; never nil. It does not lock.
 func (c *Controller) Image() *metadata.Image { return c.fsm.image.Load() }

@@ -73,7 +73,8 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	}
 }
 
-// A node that is not among the voters does not bootstrap, so it sees no leader.
+// A node that is not among the voters does not bootstrap: Start returns at once (it
+// waits to be added as a non-voter), and WaitReady times out without a quorum.
 func TestNonVoterWithoutQuorumTimesOut(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Voters = []Voter{{ID: 7, Addr: freeAddr(t)}}
@@ -81,10 +82,20 @@ func TestNonVoterWithoutQuorumTimesOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer c.Close()
+	if err := c.Start(testCtx(t)); err != nil {
+		t.Fatalf("start of a joining node: %v", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	wantErr(t, "start", c.Start(ctx), ErrTimeout)
-	wantErr(t, "register after failed start", c.RegisterBroker(context.Background(), metadata.Broker{ID: 1}), ErrClosed)
+	wantErr(t, "wait ready", c.WaitReady(ctx), ErrTimeout)
+	_, _, err = c.ControllerAddr(ctx)
+	wantErr(t, "controller discovery", err, ErrNotController)
+	_, err = c.RegisterBroker(context.Background(), Registration{Broker: metadata.Broker{ID: 1}})
+	wantErr(t, "register on a joining node", err, ErrNotController)
+	c.Close()
+	_, err = c.RegisterBroker(context.Background(), Registration{Broker: metadata.Broker{ID: 1}})
+	wantErr(t, "register after close", err, ErrClosed)
 }
 
 func TestNodeIDMismatch(t *testing.T) {
@@ -116,9 +127,7 @@ func TestRestartKeepsImage(t *testing.T) {
 	cfg := testConfig(t)
 	c := startController(t, cfg)
 	for i := 1; i <= 3; i++ {
-		if err := c.RegisterBroker(testCtx(t), metadata.Broker{ID: metadata.NodeID(i), Host: "h", Port: 1}); err != nil {
-			t.Fatal(err)
-		}
+		registerLive(t, c, metadata.Broker{ID: metadata.NodeID(i), Host: "h", Port: 1})
 	}
 	mustCreate(t, c, topicSpec("orders", 3, 2), topicSpec("gone", 1, 1))
 	if errs := c.DeleteTopics(testCtx(t), []string{"gone"}); errs[0] != nil {
@@ -180,7 +189,7 @@ func sameConfigMap(a, b map[string]string) bool {
 func TestSnapshotThenRestart(t *testing.T) {
 	cfg := testConfig(t)
 	c := startController(t, cfg)
-	c.RegisterBroker(testCtx(t), metadata.Broker{ID: 1})
+	registerLive(t, c, metadata.Broker{ID: 1})
 	mustCreate(t, c, topicSpec("before-snapshot", 2, 1))
 	if err := c.raft.Snapshot().Error(); err != nil {
 		t.Fatalf("snapshot: %v", err)
@@ -241,15 +250,42 @@ func TestAllocateProducerIDsUnique(t *testing.T) {
 	}
 }
 
-func TestRegisterBrokerBumpsEpoch(t *testing.T) {
+func TestRegisterBrokerEpochsAndIncarnations(t *testing.T) {
 	c := startWithBrokers(t, 0)
-	for want := int64(1); want <= 2; want++ {
-		if err := c.RegisterBroker(testCtx(t), metadata.Broker{ID: 4, Host: "h", Port: 9, Fenced: true, Epoch: 99}); err != nil {
+	reg := func(inc string) int64 {
+		t.Helper()
+		epoch, err := c.RegisterBroker(testCtx(t), Registration{IncarnationID: inc,
+			Broker: metadata.Broker{ID: 4, Host: "h", Port: 9, Fenced: false, Epoch: 99}})
+		if err != nil {
 			t.Fatal(err)
 		}
-		if b := c.Image().Brokers[4]; b.Epoch != want || b.Fenced || b.Host != "h" {
-			t.Fatalf("broker after registration %d: %+v", want, b)
-		}
+		return epoch
+	}
+	e1 := reg("a")
+	if b := c.Image().Brokers[4]; b.Epoch != 1 || e1 != 1 || !b.Fenced || b.Host != "h" || b.RegisteredOffset != c.Image().Offset {
+		t.Fatalf("first registration: epoch %d, %+v", e1, b)
+	}
+	if again := reg("a"); again != 1 || c.Image().Brokers[4].Epoch != 1 {
+		t.Fatalf("a retry with the same incarnation got epoch %d, want 1", again)
+	}
+	if e2 := reg("b"); e2 != 2 {
+		t.Fatalf("a new incarnation got epoch %d, want 2", e2)
+	}
+	_, err := c.BrokerHeartbeat(testCtx(t), Heartbeat{ID: 4, Epoch: 1})
+	wantErr(t, "heartbeat with the old epoch", err, ErrStaleBrokerEpoch)
+	_, err = c.BrokerHeartbeat(testCtx(t), Heartbeat{ID: 5, Epoch: 1})
+	wantErr(t, "heartbeat of an unknown broker", err, ErrBrokerNotRegistered)
+	_, err = c.RegisterBroker(testCtx(t), Registration{Broker: metadata.Broker{ID: 4}, ClusterID: "another"})
+	wantErr(t, "registration naming another cluster", err, ErrInconsistentClusterID)
+
+	// Not caught up: still fenced. Caught up: unfenced.
+	reply, err := c.BrokerHeartbeat(testCtx(t), Heartbeat{ID: 4, Epoch: 2, MetadataOffset: 1})
+	if err != nil || reply.IsCaughtUp || !reply.IsFenced || !c.Image().Brokers[4].Fenced {
+		t.Fatalf("heartbeat behind the registration: %+v %v", reply, err)
+	}
+	reply, err = c.BrokerHeartbeat(testCtx(t), Heartbeat{ID: 4, Epoch: 2, MetadataOffset: c.Image().Offset})
+	if err != nil || !reply.IsCaughtUp || reply.IsFenced || c.Image().Brokers[4].Fenced {
+		t.Fatalf("caught-up heartbeat: %+v %v", reply, err)
 	}
 }
 

@@ -79,3 +79,117 @@ func sameNodes(a, b []metadata.NodeID) bool {
 	}
 	return true
 }
+
+// liveFunc reports whether a broker may lead a partition or stay in its ISR: registered,
+// unfenced and not in controlled shutdown (see Controller.liveLocked).
+type liveFunc func(metadata.NodeID) bool
+
+// election is one partition's change of leader or ISR.
+type election struct {
+	tp         metadata.TopicPartition
+	prev, next metadata.Partition
+}
+
+// unclean reports whether the new leader was outside the ISR (data may be lost).
+func (e election) unclean() bool {
+	return e.next.Leader != metadata.NoLeader && e.next.Leader != e.prev.Leader && !metadata.Contains(e.prev.ISR, e.next.Leader)
+}
+
+func (e election) record() metadata.Record {
+	next := e.next
+	return metadata.Record{Type: metadata.PartitionChangeType, TopicName: e.tp.Topic, Partition: e.tp.Partition, PartitionState: &next}
+}
+
+// reelect runs electLeader on every partition of im that touch selects, in topic
+// and partition order, and returns the partitions that change.
+func reelect(im *metadata.Image, touch func(metadata.Partition) bool, live liveFunc, unclean func(topic string) bool) []election {
+	var out []election
+	for _, name := range im.TopicNames() {
+		for i, p := range im.Topics[name].Partitions {
+			if !touch(p) {
+				continue
+			}
+			if next, changed := electLeader(p, live, unclean(name)); changed {
+				out = append(out, election{metadata.TopicPartition{Topic: name, Partition: int32(i)}, p, next})
+			}
+		}
+	}
+	return out
+}
+
+// involves selects the partitions that id leads or whose ISR it is in.
+func involves(id metadata.NodeID) func(metadata.Partition) bool {
+	return func(p metadata.Partition) bool { return p.Leader == id || metadata.Contains(p.ISR, id) }
+}
+
+func offline(p metadata.Partition) bool { return p.Leader == metadata.NoLeader }
+
+// without is live minus id.
+func without(live liveFunc, id metadata.NodeID) liveFunc {
+	return func(r metadata.NodeID) bool { return r != id && live(r) }
+}
+
+// fenceElections is what fencing id does to the partitions (Kafka
+// handleBrokerFenced): a new leader from the ISR for each partition it leads (offline,
+// keeping it as the last ISR member, when there is none and unclean election is off),
+// and id out of every ISR it is in.
+func fenceElections(im *metadata.Image, id metadata.NodeID, live liveFunc, unclean func(string) bool) []election {
+	return reelect(im, involves(id), without(live, id), unclean)
+}
+
+// unfenceElections is what unfencing id does: every offline partition that can elect a
+// leader once id is live again gets one (id itself if it is in the ISR, or another
+// replica that was waiting for nothing but an election).
+func unfenceElections(im *metadata.Image, id metadata.NodeID, live liveFunc, unclean func(string) bool) []election {
+	withID := func(r metadata.NodeID) bool { return r == id || live(r) }
+	return reelect(im, offline, withID, unclean)
+}
+
+// shutdownElections is what a controlled shutdown of id does (Kafka
+// handleBrokerInControlledShutdown): leadership moves to another live ISR member, never
+// uncleanly, and id leaves every ISR. A partition with no other live ISR member keeps id
+// as its leader and ISR: there is nowhere to move it.
+func shutdownElections(im *metadata.Image, id metadata.NodeID, live liveFunc) []election {
+	all := reelect(im, involves(id), without(live, id), func(string) bool { return false })
+	out := all[:0]
+	for _, e := range all {
+		if e.prev.Leader == id && e.next.Leader == metadata.NoLeader {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// preferredElections moves leadership back to each partition's preferred replica (the
+// first) when it is live and in the ISR but does not lead (Kafka's preferred leader
+// election, auto.leader.rebalance.enable).
+func preferredElections(im *metadata.Image, live liveFunc) []election {
+	var out []election
+	for _, name := range im.TopicNames() {
+		for i, p := range im.Topics[name].Partitions {
+			if len(p.Replicas) == 0 {
+				continue
+			}
+			pref := p.Replicas[0]
+			if p.Leader == pref || !live(pref) || !metadata.Contains(p.ISR, pref) {
+				continue
+			}
+			next := p
+			next.Leader = pref
+			next.LeaderEpoch++
+			next.PartitionEpoch++
+			out = append(out, election{metadata.TopicPartition{Topic: name, Partition: int32(i)}, p, next})
+		}
+	}
+	return out
+}
+
+// applyElections returns im with es applied, at im's offset: a scratch image for
+// planning further records in the same Raft entry.
+func applyElections(im *metadata.Image, es []election) *metadata.Image {
+	for _, e := range es {
+		im = im.Apply(e.record(), im.Offset)
+	}
+	return im
+}

@@ -50,6 +50,16 @@ var (
 	// applied (it may still be applied later), or before Start sees a leader.
 	// Kafka: REQUEST_TIMED_OUT.
 	ErrTimeout = errors.New("controller operation timed out")
+	// ErrBrokerNotRegistered is returned by BrokerHeartbeat and AllocateProducerIDBlock
+	// for a broker id with no registration. Kafka: BROKER_ID_NOT_REGISTERED.
+	ErrBrokerNotRegistered = errors.New("broker not registered")
+	// ErrStaleBrokerEpoch is returned by BrokerHeartbeat and AllocateProducerIDBlock when
+	// the broker's epoch is not its current registration's: it must register again.
+	// Kafka: STALE_BROKER_EPOCH.
+	ErrStaleBrokerEpoch = errors.New("stale broker epoch")
+	// ErrInconsistentClusterID is returned by RegisterBroker for a broker that names
+	// another cluster. Kafka: INCONSISTENT_CLUSTER_ID.
+	ErrInconsistentClusterID = errors.New("inconsistent cluster id")
 	// ErrClosed is returned by operations on a closed Controller.
 	ErrClosed = errors.New("controller closed")
 )

@@ -34,7 +34,8 @@ func testLogger(t *testing.T) *slog.Logger {
 // testConfig is a single-node config in a fresh directory.
 func testConfig(t *testing.T) Config {
 	t.Helper()
-	return Config{NodeID: 1, DataDir: t.TempDir(), Listen: freeAddr(t), Logger: testLogger(t)}
+	return Config{NodeID: 1, DataDir: t.TempDir(), Listen: freeAddr(t), Logger: testLogger(t),
+		SessionTimeout: time.Minute, DisableAutoLeaderRebalance: true}
 }
 
 // startController starts cfg's node and closes it at the end of the test.
@@ -59,11 +60,24 @@ func startWithBrokers(t *testing.T, n int) *Controller {
 	t.Helper()
 	c := startController(t, testConfig(t))
 	for i := 1; i <= n; i++ {
-		if err := c.RegisterBroker(testCtx(t), metadata.Broker{ID: metadata.NodeID(i), Host: "localhost", Port: int32(9091 + i)}); err != nil {
-			t.Fatal(err)
-		}
+		registerLive(t, c, metadata.Broker{ID: metadata.NodeID(i), Host: "localhost", Port: int32(9091 + i)})
 	}
 	return c
+}
+
+// registerLive registers b with c (the leader) and unfences it with a heartbeat that
+// reports the latest offset. It returns the broker's epoch.
+func registerLive(t *testing.T, c *Controller, b metadata.Broker) int64 {
+	t.Helper()
+	epoch, err := c.RegisterBroker(testCtx(t), Registration{Broker: b, IncarnationID: fmt.Sprintf("inc-%d", b.ID)})
+	if err != nil {
+		t.Fatalf("register %d: %v", b.ID, err)
+	}
+	reply, err := c.BrokerHeartbeat(testCtx(t), Heartbeat{ID: b.ID, Epoch: epoch, MetadataOffset: c.Image().Offset})
+	if err != nil || reply.IsFenced || !reply.IsCaughtUp {
+		t.Fatalf("first heartbeat of %d: %+v %v", b.ID, reply, err)
+	}
+	return epoch
 }
 
 func testCtx(t *testing.T) context.Context {

@@ -36,6 +36,10 @@ const (
 // leader is known and the image carries a cluster id. It then checks and writes
 // meta.properties. On error the Controller is closed. Call Start once, and let it
 // return before calling anything but Image, Subscribe and WaitApplied.
+//
+// A node that is not a voter and has no Raft state yet is not in the quorum: Start
+// returns at once, the node registers with the active controller (RegisterBroker with
+// its RaftAddr adds it as a non-voter), and then calls WaitReady.
 func (c *Controller) Start(ctx context.Context) error {
 	props, err := readMetaProperties(c.cfg.DataDir)
 	if err != nil {
@@ -45,23 +49,47 @@ func (c *Controller) Start(ctx context.Context) error {
 		return fmt.Errorf("controller: %s has node.id=%d but this node is configured as node.id=%d",
 			filepath.Join(c.cfg.DataDir, metaPropertiesName), props.nodeID, c.cfg.NodeID)
 	}
-	if err := c.openRaft(); err != nil {
+	c.props = props
+	joining, err := c.openRaft()
+	if err != nil {
 		c.Close()
 		return err
 	}
-	c.wg.Add(1)
+	c.wg.Add(2)
 	go func() {
 		defer c.wg.Done()
 		c.watchLeadership()
 	}()
+	go func() {
+		defer c.wg.Done()
+		c.livenessLoop()
+	}()
+	if joining {
+		c.log.Info("not in the metadata quorum yet: waiting to be added as a non-voter", "node", c.cfg.NodeID, "addr", c.Addr())
+		return nil
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		c.Close()
+		return err
+	}
+	return nil
+}
+
+// WaitReady waits (bounded by ctx) until a leader is known and the image carries a
+// cluster id, then checks and writes meta.properties. Start does this for a node that
+// is already in the quorum; a joining non-voter calls it after registering. It does
+// not close the Controller on error.
+func (c *Controller) WaitReady(ctx context.Context) error {
+	if c.ready.Load() {
+		return nil
+	}
 	if err := c.waitReady(ctx); err != nil {
-		c.Close()
 		return err
 	}
-	if err := c.checkClusterID(props); err != nil {
-		c.Close()
+	if err := c.checkClusterID(c.props); err != nil {
 		return err
 	}
+	c.ready.Store(true)
 	c.log.Info("metadata quorum ready", "node", c.cfg.NodeID, "addr", c.Addr(),
 		"cluster_id", c.Image().ClusterID, "offset", c.Image().Offset)
 	return nil
@@ -78,53 +106,64 @@ func (c *Controller) checkClusterID(props metaProperties) error {
 }
 
 // openRaft opens the stores and the transport, bootstraps if needed and starts Raft.
-func (c *Controller) openRaft() error {
+// joining reports a node that is not in the quorum yet (see Start).
+func (c *Controller) openRaft() (joining bool, err error) {
 	dir := filepath.Join(c.cfg.DataDir, raftDirName)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("controller: %w", err)
+		return false, fmt.Errorf("controller: %w", err)
 	}
 	hl := newHclogAdapter(c.cfg.Logger.With("component", "raft"))
 	store, err := raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db"))
 	if err != nil {
-		return fmt.Errorf("controller: open raft log %s: %w", dir, err)
+		return false, fmt.Errorf("controller: open raft log %s: %w", dir, err)
 	}
 	c.store = store
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, retainSnapshots, hl)
 	if err != nil {
-		return fmt.Errorf("controller: open raft snapshots: %w", err)
+		return false, fmt.Errorf("controller: open raft snapshots: %w", err)
 	}
 	if c.trans, err = c.newTransport(hl); err != nil {
-		return err
+		return false, err
 	}
 	logs, err := raft.NewLogCache(logCacheSize, store)
 	if err != nil {
-		return fmt.Errorf("controller: %w", err)
+		return false, fmt.Errorf("controller: %w", err)
 	}
 	rc := c.raftConfig(hl)
-	if err := c.maybeBootstrap(rc, logs, snaps); err != nil {
-		return err
+	if joining, err = c.maybeBootstrap(rc, logs, snaps); err != nil {
+		return false, err
 	}
 	c.raft, err = raft.NewRaft(rc, c.fsm, logs, store, snaps, c.trans)
 	if err != nil {
-		return fmt.Errorf("controller: start raft: %w", err)
+		return false, fmt.Errorf("controller: start raft: %w", err)
 	}
-	return nil
+	return joining, nil
 }
 
+// newTransport binds the Raft listener. It is shared with the controller discovery
+// service (discovery.go), which tells nodes outside the quorum where the active
+// controller's Kafka listener is.
 func (c *Controller) newTransport(hl *hclogAdapter) (*raft.NetworkTransport, error) {
-	var adv net.Addr
+	ln, err := net.Listen("tcp", c.cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("controller: raft listener on %s: %w", c.cfg.Listen, err)
+	}
+	adv := ln.Addr()
 	if addr := c.advertise(); addr != "" {
-		a, err := net.ResolveTCPAddr("tcp", addr)
-		if err != nil {
+		if adv, err = net.ResolveTCPAddr("tcp", addr); err != nil {
+			ln.Close()
 			return nil, fmt.Errorf("controller: advertise address %q: %w", addr, err)
 		}
-		adv = a
 	}
-	t, err := raft.NewTCPTransportWithLogger(c.cfg.Listen, adv, transportMaxPool, transportTimeout, hl)
-	if err != nil {
-		return nil, fmt.Errorf("controller: raft listener on %s (set an advertise address if it is a wildcard): %w", c.cfg.Listen, err)
+	if ta, ok := adv.(*net.TCPAddr); !ok || ta.IP == nil || ta.IP.IsUnspecified() {
+		ln.Close()
+		return nil, fmt.Errorf("controller: raft listener on %s: %s is not an address other nodes can dial (set an advertise address if it is a wildcard)",
+			c.cfg.Listen, adv)
 	}
-	return t, nil
+	layer := newMuxLayer(ln, adv, c.answerDiscovery)
+	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: layer, MaxPool: transportMaxPool, Timeout: transportTimeout, Logger: hl,
+	}), nil
 }
 
 // advertise is Config.Advertise, else this node's address in Config.Voters, else ""
@@ -157,28 +196,75 @@ func (c *Controller) raftConfig(hl *hclogAdapter) *raft.Config {
 
 // maybeBootstrap writes the initial configuration when this node has no Raft state
 // and is a voter. Every voter bootstraps the same configuration, which hashicorp/raft
-// allows: they then elect a leader among themselves.
-func (c *Controller) maybeBootstrap(rc *raft.Config, logs raft.LogStore, snaps raft.SnapshotStore) error {
+// allows: they then elect a leader among themselves. A node with no state that is not
+// a voter is joining: the active controller adds it as a non-voter when it registers,
+// and it then replays the metadata log like a KRaft broker.
+func (c *Controller) maybeBootstrap(rc *raft.Config, logs raft.LogStore, snaps raft.SnapshotStore) (joining bool, err error) {
 	existing, err := raft.HasExistingState(logs, c.store, snaps)
 	if err != nil {
-		return fmt.Errorf("controller: read raft state: %w", err)
+		return false, fmt.Errorf("controller: read raft state: %w", err)
 	}
 	voters := c.voters()
-	if existing || !isVoter(voters, c.cfg.NodeID) {
-		// TODO(cluster): a node that is not a voter must ask the active controller to
-		// add it as a non-voter (raft.AddNonvoter), e.g. through BrokerRegistration,
-		// so that it replays the metadata log like a KRaft broker.
-		return nil
+	if existing {
+		return false, nil
+	}
+	if !isVoter(voters, c.cfg.NodeID) {
+		return true, nil
 	}
 	conf := raft.Configuration{}
 	for _, v := range voters {
 		conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: serverID(v.ID), Address: raft.ServerAddress(v.Addr)})
 	}
 	if err := raft.BootstrapCluster(rc, logs, c.store, snaps, c.trans, conf); err != nil {
-		return fmt.Errorf("controller: bootstrap raft: %w", err)
+		return false, fmt.Errorf("controller: bootstrap raft: %w", err)
 	}
 	c.log.Info("bootstrapped metadata quorum", "voters", len(voters))
+	return false, nil
+}
+
+// addNonvoterLocked adds node id at addr to the Raft configuration as a non-voter,
+// unless it is there already (a voter is never changed). "" does nothing.
+func (c *Controller) addNonvoterLocked(ctx context.Context, id metadata.NodeID, addr string) error {
+	if addr == "" {
+		return nil
+	}
+	cf := c.raft.GetConfiguration()
+	if err := c.waitFuture(ctx, cf); err != nil {
+		return err
+	}
+	for _, s := range cf.Configuration().Servers {
+		if s.ID == serverID(id) && (s.Suffrage == raft.Voter || s.Address == raft.ServerAddress(addr)) {
+			return nil
+		}
+	}
+	if err := c.waitFuture(ctx, c.raft.AddNonvoter(serverID(id), raft.ServerAddress(addr), 0, timeoutOf(ctx))); err != nil {
+		return err
+	}
+	c.log.Info("added node to the metadata quorum as a non-voter", "node", id, "addr", addr)
 	return nil
+}
+
+// Resign hands Raft leadership to another voter if this node leads (a clean
+// shutdown, so the quorum need not wait for an election timeout). It is a no-op on a
+// follower or a lone voter.
+func (c *Controller) Resign(ctx context.Context) error {
+	if !c.IsLeader() {
+		return nil
+	}
+	cf := c.raft.GetConfiguration()
+	if err := c.waitFuture(ctx, cf); err != nil {
+		return err
+	}
+	others := 0
+	for _, s := range cf.Configuration().Servers {
+		if s.Suffrage == raft.Voter && s.ID != serverID(c.cfg.NodeID) {
+			others++
+		}
+	}
+	if others == 0 {
+		return nil
+	}
+	return c.waitFuture(ctx, c.raft.LeadershipTransfer())
 }
 
 // voters returns Config.Voters, or this node alone at its transport's address.
@@ -274,6 +360,7 @@ func (c *Controller) ensureFreshLocked(ctx context.Context) error {
 			return err
 		}
 		c.freshTerm = term
+		c.sessions = newSessions(term, time.Now())
 	}
 	if c.Image().ClusterID != "" {
 		return nil

@@ -26,6 +26,13 @@ type Broker struct {
 	Fenced bool `json:"fenced"`
 	// Epoch increases on every registration (a restart) so stale heartbeats are ignored.
 	Epoch int64 `json:"epoch"`
+	// IncarnationID identifies one run of the node's process (Kafka's incarnation id):
+	// a registration with the same incarnation is a retry, another one a restart.
+	IncarnationID string `json:"incarnation_id,omitempty"`
+	// RegisteredOffset is the metadata offset at which this registration was applied
+	// (set by Apply, never by the proposer). The broker has caught up with the metadata,
+	// and may be unfenced, once it has applied this offset.
+	RegisteredOffset uint64 `json:"registered_offset,omitempty"`
 }
 
 // Partition is the replication state of one partition.

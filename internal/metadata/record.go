@@ -69,7 +69,7 @@ func (im *Image) Apply(rec Record, offset uint64) *Image {
 			n.ClusterID = rec.ClusterID
 		}
 	case RegisterBrokerType, FenceBrokerType, UnfenceBrokerType:
-		n.Brokers = applyBroker(im.Brokers, rec)
+		n.Brokers = applyBroker(im.Brokers, rec, offset)
 	case CreateTopicType:
 		if rec.Topic != nil && im.Topics[rec.Topic.Name] == nil {
 			n.Topics = maps.Clone(im.Topics)
@@ -107,12 +107,14 @@ func (im *Image) Apply(rec Record, offset uint64) *Image {
 	return &n
 }
 
-func applyBroker(old map[NodeID]Broker, rec Record) map[NodeID]Broker {
+func applyBroker(old map[NodeID]Broker, rec Record, offset uint64) map[NodeID]Broker {
 	m := maps.Clone(old)
 	switch rec.Type {
 	case RegisterBrokerType:
 		if rec.Broker != nil {
-			m[rec.Broker.ID] = *rec.Broker
+			b := *rec.Broker
+			b.RegisteredOffset = offset
+			m[b.ID] = b
 		}
 	case FenceBrokerType, UnfenceBrokerType:
 		if b, ok := m[rec.BrokerID]; ok {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/runnel-io/runnel/internal/controller"
 	"github.com/runnel-io/runnel/internal/kafka"
@@ -13,21 +14,33 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// admin implements kafka.Admin over the controller. Each operation returns once this
-// node has applied the resulting metadata to its replicas, so that a client that
-// creates a topic can produce to it right away. Errors wrap the *kerr.Error Kafka uses
-// for them, with the controller's message kept.
+// admin implements kafka.Admin over the controller. On the active controller each
+// operation runs on the local Controller; on any other node it is forwarded to the
+// active controller through the controller channel (controller_forward.go). Each
+// operation returns once this node has applied the resulting metadata to its replicas,
+// so that a client that creates a topic can produce to it right away. Errors wrap the
+// *kerr.Error Kafka uses for them, with the controller's message kept.
 type admin struct {
 	ctrl   *controller.Controller
+	ch     *controllerChannel
 	logger *slog.Logger
 
 	mu      sync.Mutex // guards applied and cond
 	cond    *sync.Cond
 	applied *metadata.Image // the last image applied to the replicas
+
+	pidMu sync.Mutex // guards pidNext and pidEnd
+	// pidNext, pidEnd is the unused part of the producer id block this node got from
+	// the active controller (AllocateProducerIDs) while it was not the controller.
+	// Invariant: pidNext <= pidEnd.
+	pidNext, pidEnd int64
 }
 
+// settleTimeout bounds the wait for a forwarded change to reach this node's image.
+const settleTimeout = 5 * time.Second
+
 func newAdmin(c *controller.Controller, logger *slog.Logger) *admin {
-	a := &admin{ctrl: c, logger: logger, applied: metadata.Empty()}
+	a := &admin{ctrl: c, ch: newControllerChannel(c, c.NodeID(), logger), logger: logger, applied: metadata.Empty()}
 	a.cond = sync.NewCond(&a.mu)
 	return a
 }
@@ -41,6 +54,11 @@ func (a *admin) setApplied(im *metadata.Image) {
 
 // waitLocal waits until the replicas have applied the image at offset.
 func (a *admin) waitLocal(ctx context.Context, offset uint64) error {
+	return a.waitFor(ctx, func(im *metadata.Image) bool { return im.Offset >= offset })
+}
+
+// waitFor waits until the image applied to the replicas satisfies ok.
+func (a *admin) waitFor(ctx context.Context, ok func(*metadata.Image) bool) error {
 	stop := context.AfterFunc(ctx, func() {
 		a.mu.Lock()
 		a.cond.Broadcast()
@@ -49,7 +67,7 @@ func (a *admin) waitLocal(ctx context.Context, offset uint64) error {
 	defer stop()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for a.applied.Offset < offset {
+	for !ok(a.applied) {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -79,6 +97,19 @@ func (a *admin) settle(ctx context.Context) {
 	}
 }
 
+// settleFor waits (at most settleTimeout) until a forwarded change shows in the
+// local image.
+func (a *admin) settleFor(ctx context.Context, ok func(*metadata.Image) bool) {
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	if err := a.waitFor(ctx, ok); err != nil {
+		a.logger.Warn("forwarded metadata change not yet applied locally", "err", err)
+	}
+}
+
+// notController reports a local operation that must be forwarded.
+func notController(err error) bool { return errors.Is(err, controller.ErrNotController) }
+
 func (a *admin) CreateTopics(ctx context.Context, specs []kafka.TopicSpec, validateOnly bool) []error {
 	cs := make([]controller.TopicSpec, len(specs))
 	for i, s := range specs {
@@ -86,6 +117,20 @@ func (a *admin) CreateTopics(ctx context.Context, specs []kafka.TopicSpec, valid
 			Assignments: s.Assignments, Configs: s.Configs}
 	}
 	errs := a.ctrl.CreateTopics(ctx, cs, validateOnly)
+	if len(errs) > 0 && notController(errs[0]) {
+		errs = a.ch.createTopics(ctx, specs, validateOnly)
+		if !validateOnly {
+			a.settleFor(ctx, func(im *metadata.Image) bool {
+				for i, s := range specs {
+					if errs[i] == nil && im.Topics[s.Name] == nil {
+						return false
+					}
+				}
+				return true
+			})
+		}
+		return errs
+	}
 	a.settle(ctx)
 	for i := range errs {
 		errs[i] = kafkaError(errs[i])
@@ -95,6 +140,18 @@ func (a *admin) CreateTopics(ctx context.Context, specs []kafka.TopicSpec, valid
 
 func (a *admin) DeleteTopics(ctx context.Context, names []string) []error {
 	errs := a.ctrl.DeleteTopics(ctx, names)
+	if len(errs) > 0 && notController(errs[0]) {
+		errs = a.ch.deleteTopics(ctx, names)
+		a.settleFor(ctx, func(im *metadata.Image) bool {
+			for i, n := range names {
+				if errs[i] == nil && im.Topics[n] != nil {
+					return false
+				}
+			}
+			return true
+		})
+		return errs
+	}
 	a.settle(ctx)
 	for i := range errs {
 		errs[i] = kafkaError(errs[i])
@@ -104,25 +161,84 @@ func (a *admin) DeleteTopics(ctx context.Context, names []string) []error {
 
 func (a *admin) CreatePartitions(ctx context.Context, topic string, total int32, as [][]metadata.NodeID, validateOnly bool) error {
 	err := a.ctrl.CreatePartitions(ctx, topic, total, as, validateOnly)
+	if notController(err) {
+		err = a.ch.createPartitions(ctx, topic, total, as, validateOnly)
+		if err == nil && !validateOnly {
+			a.settleFor(ctx, func(im *metadata.Image) bool {
+				t := im.Topics[topic]
+				return t != nil && int32(len(t.Partitions)) >= total
+			})
+		}
+		return err
+	}
 	a.settle(ctx)
 	return kafkaError(err)
 }
 
 func (a *admin) AlterTopicConfigs(ctx context.Context, topic string, set map[string]*string, replaceAll, validateOnly bool) error {
 	err := a.ctrl.AlterTopicConfigs(ctx, topic, set, replaceAll, validateOnly)
+	if notController(err) {
+		err = a.ch.alterConfigs(ctx, topic, set, replaceAll, validateOnly)
+		if err == nil && !validateOnly {
+			a.settleFor(ctx, func(im *metadata.Image) bool {
+				t := im.Topics[topic]
+				return t == nil || configsApplied(t.Configs, set, replaceAll)
+			})
+		}
+		return err
+	}
 	a.settle(ctx)
 	return kafkaError(err)
 }
 
 func (a *admin) AlterBrokerConfigs(ctx context.Context, set map[string]*string, validateOnly bool) error {
 	err := a.ctrl.AlterBrokerConfigs(ctx, set, validateOnly)
+	if notController(err) {
+		err = a.ch.alterConfigs(ctx, "", set, false, validateOnly)
+		if err == nil && !validateOnly {
+			a.settleFor(ctx, func(im *metadata.Image) bool { return configsApplied(im.Configs, set, false) })
+		}
+		return err
+	}
 	a.settle(ctx)
 	return kafkaError(err)
 }
 
+// configsApplied reports whether have reflects set (nil values deleted; with
+// replaceAll, nothing else set).
+func configsApplied(have map[string]string, set map[string]*string, replaceAll bool) bool {
+	n := 0
+	for k, v := range set {
+		got, ok := have[k]
+		if v == nil && ok || v != nil && (!ok || got != *v) {
+			return false
+		}
+		if v != nil {
+			n++
+		}
+	}
+	return !replaceAll || len(have) == n
+}
+
+// AllocateProducerID allocates on the local controller when it is the active one,
+// else from a block granted by the active controller (AllocateProducerIDs).
 func (a *admin) AllocateProducerID(ctx context.Context) (int64, error) {
 	id, err := a.ctrl.AllocateProducerID(ctx)
-	return id, kafkaError(err)
+	if !notController(err) {
+		return id, kafkaError(err)
+	}
+	a.pidMu.Lock()
+	defer a.pidMu.Unlock()
+	if a.pidNext == a.pidEnd {
+		start, n, err := a.ch.allocateProducerIDs(ctx)
+		if err != nil {
+			return -1, err
+		}
+		a.pidNext, a.pidEnd = start, start+int64(n)
+	}
+	id = a.pidNext
+	a.pidNext++
+	return id, nil
 }
 
 // controllerErrors maps the controller's sentinels to Kafka's codes.
@@ -143,6 +259,9 @@ var controllerErrors = []struct {
 	{controller.ErrTopicDeletionDisabled, kerr.TopicDeletionDisabled},
 	{controller.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
 	{controller.ErrInvalidUpdateVersion, kerr.InvalidUpdateVersion},
+	{controller.ErrBrokerNotRegistered, kerr.BrokerIDNotRegistered},
+	{controller.ErrStaleBrokerEpoch, kerr.StaleBrokerEpoch},
+	{controller.ErrInconsistentClusterID, kerr.InconsistentClusterID},
 	{controller.ErrTimeout, kerr.RequestTimedOut},
 	{controller.ErrClosed, kerr.NotController},
 	{context.DeadlineExceeded, kerr.RequestTimedOut},
@@ -155,7 +274,7 @@ func kafkaError(err error) error {
 	}
 	for _, e := range controllerErrors {
 		if errors.Is(err, e.err) {
-			return fmt.Errorf("%w: %v", e.kerr, err)
+			return fmt.Errorf("%w: %w", e.kerr, err)
 		}
 	}
 	return err

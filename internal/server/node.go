@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,17 +117,17 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 	n.kafka = kafka.NewServer(kafka.Config{NodeID: metadata.NodeID(cfg.NodeID), Broker: cfg, Logger: n.logger},
 		n.replicas, n.admin, kafka.NewMetrics(reg))
 	n.kafka.SetGroupCoordinator(n.groupCoordinator())
+	n.kafka.SetControllerAPI(controllerAPI{n.ctrl})
+	reg.MustRegister(newControllerCollector(n.ctrl))
 	// Bind before registering, so that a listener on port 0 (tests) is advertised with
-	// the port it got.
+	// the port it got; serve before registering, since other nodes' registrations may
+	// reach this node's controller through it.
 	n.kafkaAddr, err = n.kafka.Listen(cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("kafka listener on %s: %w", cfg.Listen, err)
 	}
-	if err := n.register(sctx); err != nil {
-		return err
-	}
 	go func() { n.done <- n.kafka.Serve() }()
-	return nil
+	return n.startBrokerLifecycle(sctx)
 }
 
 func (n *Node) controllerConfig() controller.Config {
@@ -140,42 +139,14 @@ func (n *Node) controllerConfig() controller.Config {
 	return controller.Config{
 		NodeID: metadata.NodeID(cfg.NodeID), DataDir: cfg.DataDir, Listen: cfg.ControllerListen,
 		Voters: voters, Logger: n.logger.With("component", "controller"),
-		ValidateTopicConfig:      config.ValidateTopicConfig,
-		DefaultPartitions:        cfg.NumPartitions,
-		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
-		DisableTopicDeletion:     !cfg.DeleteTopicEnable,
-		SessionTimeout:           time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
-	}
-}
-
-// register announces this node (its advertised Kafka address) to the controller and
-// waits until this node has applied its own registration.
-func (n *Node) register(ctx context.Context) error {
-	host, portStr, err := net.SplitHostPort(n.cfg.Advertise)
-	if err != nil {
-		return fmt.Errorf("advertise address %q: %w", n.cfg.Advertise, err)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil {
-		return fmt.Errorf("advertise address %q: bad port", n.cfg.Advertise)
-	}
-	if port == 0 {
-		port = n.kafkaAddr.(*net.TCPAddr).Port
-	}
-	b := metadata.Broker{ID: metadata.NodeID(n.cfg.NodeID), Host: host, Port: int32(port), Rack: n.cfg.BrokerRack}
-	for {
-		err := n.ctrl.RegisterBroker(ctx, b)
-		if err == nil {
-			return n.admin.waitLocal(ctx, n.ctrl.Image().Offset)
-		}
-		if !errors.Is(err, controller.ErrNotController) || ctx.Err() != nil {
-			return fmt.Errorf("register node %d with the controller: %w", n.cfg.NodeID, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
+		ValidateTopicConfig:          config.ValidateTopicConfig,
+		DefaultPartitions:            cfg.NumPartitions,
+		DefaultReplicationFactor:     cfg.DefaultReplicationFactor,
+		DisableTopicDeletion:         !cfg.DeleteTopicEnable,
+		SessionTimeout:               time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+		UncleanLeaderElection:        cfg.UncleanLeaderElection,
+		DisableAutoLeaderRebalance:   !cfg.AutoLeaderRebalance,
+		LeaderImbalanceCheckInterval: time.Duration(cfg.LeaderImbalanceCheckIntervalSec) * time.Second,
 	}
 }
 
@@ -200,12 +171,14 @@ func (n *Node) KafkaAddr() net.Addr { return n.kafkaAddr }
 // Done yields the Kafka server's exit.
 func (n *Node) Done() <-chan error { return n.done }
 
-// Close stops the node in reverse start order: stop serving clients, stop applying
+// Close stops the node in reverse start order: controlled shutdown (leadership handed
+// over), stop serving clients, stop applying
 // metadata, checkpoint and close the logs (flushing them), leave the quorum.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		n.ready.Store(false)
 		var errs []error
+		errs = append(errs, n.controlledShutdown(context.Background()))
 		if n.kafka != nil {
 			errs = append(errs, n.kafka.Close())
 		}

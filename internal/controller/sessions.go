@@ -1,0 +1,76 @@
+package controller
+
+import (
+	"time"
+
+	"github.com/runnel-io/runnel/internal/metadata"
+)
+
+// brokerSession is the active controller's view of one broker's heartbeats (Kafka's
+// BrokerHeartbeatManager state). It lives only in the leader's memory: a new leader
+// starts with none and grants every broker a full session timeout from the moment it
+// became leader (the grace period), because it cannot know when they last heartbeated.
+type brokerSession struct {
+	// epoch is the registration epoch the session belongs to.
+	epoch int64
+	// lastContact is the time of the last valid heartbeat (or registration, or the
+	// start of the grace period).
+	lastContact time.Time
+	// metadataOffset is the last CurrentMetadataOffset the broker reported.
+	metadataOffset uint64
+	// shuttingDown is set by a heartbeat with WantShutdown: the broker may no longer
+	// lead or join an ISR.
+	shuttingDown bool
+}
+
+// sessions are the broker sessions of one leadership term. The Controller replaces
+// them whenever it becomes fresh in a new term; all access is under proposeMu.
+type sessions struct {
+	// term is the Raft term these sessions were built in.
+	term uint64
+	// since is when this node became leader in term: the start of every broker's grace.
+	since time.Time
+	m     map[metadata.NodeID]*brokerSession
+}
+
+func newSessions(term uint64, now time.Time) *sessions {
+	return &sessions{term: term, since: now, m: map[metadata.NodeID]*brokerSession{}}
+}
+
+// get returns id's session, creating one that started at the grace period.
+func (s *sessions) get(id metadata.NodeID, epoch int64) *brokerSession {
+	bs := s.m[id]
+	if bs == nil || bs.epoch != epoch {
+		bs = &brokerSession{epoch: epoch, lastContact: s.since}
+		s.m[id] = bs
+	}
+	return bs
+}
+
+// register starts a fresh session for a new registration.
+func (s *sessions) register(id metadata.NodeID, epoch int64, now time.Time) {
+	s.m[id] = &brokerSession{epoch: epoch, lastContact: now}
+}
+
+// shuttingDown reports whether id is in controlled shutdown.
+func (s *sessions) shuttingDown(id metadata.NodeID) bool {
+	bs := s.m[id]
+	return bs != nil && bs.shuttingDown
+}
+
+// expiredBrokers returns, in id order, the unfenced brokers of im whose session has
+// had no contact for longer than timeout at now. Brokers without a session get one
+// that started at s.since. Pure apart from creating those sessions.
+func expiredBrokers(im *metadata.Image, s *sessions, now time.Time, timeout time.Duration) []metadata.NodeID {
+	var out []metadata.NodeID
+	for _, id := range im.BrokerIDs() {
+		b := im.Brokers[id]
+		if b.Fenced {
+			continue
+		}
+		if now.Sub(s.get(id, b.Epoch).lastContact) > timeout {
+			out = append(out, id)
+		}
+	}
+	return out
+}

@@ -1,0 +1,106 @@
+package kafka
+
+// Glue between the broker-to-controller API handlers (56_alter_partition.go,
+// 62_broker_registration.go, 63_broker_heartbeat.go, 67_allocate_producer_ids.go) and
+// the active controller. Other nodes send these requests to the active controller's
+// Kafka listener; on any other node they fail with NOT_CONTROLLER.
+
+import (
+	"context"
+	"sync"
+
+	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// ControllerAPI is what the broker-to-controller handlers need. The server package
+// implements it over internal/controller; errors wrap a *kerr.Error (NOT_CONTROLLER on
+// a node that is not the active controller, STALE_BROKER_EPOCH, ...).
+type ControllerAPI interface {
+	// RegisterBroker registers a broker (fenced until it catches up) and returns its
+	// new epoch.
+	RegisterBroker(ctx context.Context, r BrokerRegistration) (epoch int64, err error)
+	// BrokerHeartbeat keeps a broker's session alive, unfences it once it caught up,
+	// and runs its controlled shutdown.
+	BrokerHeartbeat(ctx context.Context, hb BrokerHeartbeat) (BrokerHeartbeatReply, error)
+	// AlterPartition applies an ISR change proposed by the partition's leader and
+	// returns the partition's new state.
+	AlterPartition(ctx context.Context, tp metadata.TopicPartition, leader metadata.NodeID,
+		leaderEpoch, partitionEpoch int32, newISR []metadata.NodeID) (metadata.Partition, error)
+	// AllocateProducerIDs grants a block of producer ids to a broker.
+	AllocateProducerIDs(ctx context.Context, broker metadata.NodeID, brokerEpoch int64) (start int64, n int32, err error)
+}
+
+// BrokerRegistration is a decoded BrokerRegistration request.
+type BrokerRegistration struct {
+	ID        metadata.NodeID
+	ClusterID string
+	// IncarnationID is the request's incarnation UUID, in hex.
+	IncarnationID string
+	// Host and Port are the broker's client listener (the first listener that is not
+	// ControllerListenerName).
+	Host string
+	Port int32
+	Rack string
+	// RaftAddr is the ControllerListenerName listener as host:port, "" if absent.
+	RaftAddr string
+}
+
+// ControllerListenerName names the listener in BrokerRegistration that carries a
+// node's Raft address, as Kafka names its controller listener.
+const ControllerListenerName = "CONTROLLER"
+
+// BrokerHeartbeat is a decoded BrokerHeartbeat request.
+type BrokerHeartbeat struct {
+	ID             metadata.NodeID
+	Epoch          int64
+	MetadataOffset int64
+	WantFence      bool
+	WantShutdown   bool
+}
+
+// BrokerHeartbeatReply is the controller's answer to a BrokerHeartbeat.
+type BrokerHeartbeatReply struct {
+	IsCaughtUp, IsFenced, ShouldShutdown bool
+}
+
+// controllerAPIs holds each Server's ControllerAPI; it lives outside Server so that
+// this file alone adds it (as groups.go does for the group coordinator).
+var controllerAPIs sync.Map // *Server -> ControllerAPI
+
+// SetControllerAPI installs the controller side of the broker-to-controller APIs;
+// until then they answer NOT_CONTROLLER. Call it before Serve.
+func (s *Server) SetControllerAPI(c ControllerAPI) {
+	if c == nil {
+		controllerAPIs.Delete(s)
+		return
+	}
+	controllerAPIs.Store(s, c)
+}
+
+// controllerAPI returns the installed ControllerAPI, or one that answers
+// NOT_CONTROLLER to everything.
+func (s *Server) controllerAPI() ControllerAPI {
+	if c, ok := controllerAPIs.Load(s); ok {
+		return c.(ControllerAPI)
+	}
+	return noController{}
+}
+
+type noController struct{}
+
+func (noController) RegisterBroker(context.Context, BrokerRegistration) (int64, error) {
+	return 0, kerr.NotController
+}
+
+func (noController) BrokerHeartbeat(context.Context, BrokerHeartbeat) (BrokerHeartbeatReply, error) {
+	return BrokerHeartbeatReply{}, kerr.NotController
+}
+
+func (noController) AlterPartition(context.Context, metadata.TopicPartition, metadata.NodeID, int32, int32, []metadata.NodeID) (metadata.Partition, error) {
+	return metadata.Partition{}, kerr.NotController
+}
+
+func (noController) AllocateProducerIDs(context.Context, metadata.NodeID, int64) (int64, int32, error) {
+	return 0, 0, kerr.NotController
+}
