@@ -36,6 +36,7 @@ type Broker struct {
 	LeaderImbalancePerBrokerPercentage int32  `config:"leader.imbalance.per.broker.percentage"`  // 10
 	MessageMaxBytes                    int32  `config:"message.max.bytes"`                       // 1048588
 	QueuedMaxRequests                  int    `config:"queued.max.requests"`                     // 500
+	QueuedMaxRequestBytes              int64  `config:"queued.max.request.bytes"`                // 256 MiB (Kafka: -1)
 	SocketRequestMaxBytes              int32  `config:"socket.request.max.bytes"`                // 104857600
 	FetchMaxBytes                      int32  `config:"fetch.max.bytes"`                         // 57671680
 	ConnectionsMaxIdleMs               int64  `config:"connections.max.idle.ms"`                 // 600000

@@ -78,6 +78,7 @@ var brokerProps = []prop{
 	// Requests.
 	{name: "message.max.bytes", typ: TypeInt, dflt: "1048588", topic: "max.message.bytes", doc: "Largest record batch accepted, after compression."},
 	{name: "queued.max.requests", typ: TypeInt, dflt: "500", check: atLeast(1), doc: "Requests queued before the listeners stop reading sockets."},
+	{name: "queued.max.request.bytes", typ: TypeLong, dflt: "268435456", check: atLeast(1), doc: "Bytes of requests held in memory before the listeners stop reading sockets. Kafka's default is -1 (no limit); Runnel bounds memory by default."},
 	{name: "socket.request.max.bytes", typ: TypeInt, dflt: "104857600", check: atLeast(1), doc: "Largest request accepted."},
 	{name: "fetch.max.bytes", typ: TypeInt, dflt: "57671680", check: atLeast(1024), doc: "Most bytes one Fetch response carries."},
 	{name: "connections.max.idle.ms", typ: TypeLong, dflt: "600000", doc: "Idle connections are closed after this long."},

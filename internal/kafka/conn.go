@@ -36,6 +36,8 @@ type pending struct {
 	buf []byte
 	// closeAfter closes the connection once the slot is reached.
 	closeAfter bool
+	// size is the request frame's size, held against queued.max.request.bytes.
+	size int64
 }
 
 type conn struct {
@@ -92,21 +94,30 @@ func (c *conn) readLoop() error {
 		case <-s.ctx.Done():
 			return nil
 		}
+		if !s.bytes.acquire(s.ctx, int64(size)) {
+			<-s.slots
+			return nil
+		}
+		release := func() {
+			s.bytes.release(int64(size))
+			<-s.slots
+		}
 		frame := make([]byte, size)
 		if _, err := io.ReadFull(br, frame); err != nil {
-			<-s.slots
+			release()
 			return err
 		}
 		s.metrics.bytesIn.Add(float64(size + 4))
 		p, err := c.parse(frame)
 		if err != nil {
-			<-s.slots
+			release()
 			return err
 		}
+		p.size = int64(size)
 		select {
 		case c.queue <- p:
 		case <-s.ctx.Done():
-			<-s.slots
+			release()
 			return nil
 		}
 		go c.handle(p)
@@ -162,7 +173,10 @@ func (c *conn) parse(frame []byte) (*pending, error) {
 // handle runs the request's handler and fills its response slot.
 func (c *conn) handle(p *pending) {
 	s := c.s
-	defer func() { <-s.slots }()
+	defer func() {
+		s.bytes.release(p.size)
+		<-s.slots
+	}()
 	defer close(p.done)
 	r := p.req
 	name := kmsg.NameForKey(r.key)

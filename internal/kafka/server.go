@@ -59,6 +59,8 @@ type Server struct {
 
 	// slots is the queued.max.requests semaphore; see the package doc.
 	slots chan struct{}
+	// bytes bounds the request bytes in memory (queued.max.request.bytes).
+	bytes *byteBudget
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -86,6 +88,7 @@ func NewServer(cfg Config, replicas *replica.Manager, admin Admin, metrics *Metr
 		cfg: cfg, logger: cfg.Logger, replicas: replicas, admin: admin, metrics: metrics,
 		sessions: newFetchSessions(1000),
 		slots:    make(chan struct{}, q),
+		bytes:    newByteBudget(cfg.Broker.QueuedMaxRequestBytes),
 		ctx:      ctx, cancel: cancel,
 		conns: map[*conn]struct{}{},
 	}
