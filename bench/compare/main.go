@@ -1,0 +1,147 @@
+// Command compare runs the same workloads against Runnel and its peers (kfake, NATS
+// JetStream) on loopback and prints one markdown table of medians, min–max and
+// ratios to Runnel on one node. bench/compare.sh builds the binaries and runs it; see
+// docs/benchmarks.md. It is a tool: the test suite never runs it.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// workload is one measured scenario.
+type workload struct {
+	name     string
+	records  int64
+	size     int
+	e2e      bool
+	rate     float64
+	duration time.Duration
+}
+
+type options struct {
+	runs       int
+	quick      bool
+	only       string // comma-separated system names; empty: all
+	partitions int
+	profile    time.Duration // CPU profile of runnel-1 during the first produce; 0: none
+	out        string        // markdown file to write the table to
+}
+
+func main() {
+	e := &env{port: 30000}
+	o := options{}
+	flag.StringVar(&e.bin, "bin", "", "directory with runnel, kfakeserver and natsbench")
+	flag.StringVar(&e.work, "work", "", "scratch directory for data and logs")
+	flag.IntVar(&e.port, "port", 30000, "first port to use; each system takes a block of 1000")
+	flag.IntVar(&o.runs, "runs", 3, "runs of each workload on each system")
+	flag.BoolVar(&o.quick, "quick", false, "small workloads, one run: a smoke test of the harness")
+	flag.StringVar(&o.only, "systems", "", "comma-separated systems to run (default: all)")
+	flag.IntVar(&o.partitions, "partitions", 3, "partitions of each Kafka topic (a NATS stream has one)")
+	flag.DurationVar(&o.profile, "profile", 0, "take a CPU profile of runnel-1 for this long during its first produce")
+	flag.StringVar(&o.out, "out", "", "also write the markdown table to this file")
+	flag.Parse()
+	if e.bin == "" || e.work == "" {
+		fmt.Fprintln(os.Stderr, "compare: -bin and -work are required")
+		os.Exit(2)
+	}
+	if o.quick {
+		o.runs = 1
+	}
+	res := newResults()
+	for _, s := range allSystems() {
+		if o.only != "" && !contains(strings.Split(o.only, ","), s.name) {
+			continue
+		}
+		runSystem(e, o, s, res)
+	}
+	table := res.markdown(allSystems(), metricOrder(workloads(o.quick)))
+	fmt.Print(table)
+	if o.out != "" {
+		_ = os.WriteFile(o.out, []byte(table), 0o644)
+	}
+	raw, _ := json.MarshalIndent(res, "", "  ")
+	_ = os.WriteFile(filepath.Join(e.work, "results.json"), raw, 0o644)
+}
+
+func allSystems() []system {
+	return []system{
+		runnelSystem("runnel-1", "Runnel, one node, default durability: each acknowledged batch is fsynced (group commit) before the ack", 1),
+		runnelSystem("runnel-1-pagecache", "Runnel, one node, log.flush.interval.messages=MAX: ack after the write to the page cache (Kafka's default)", 1,
+			"log.flush.interval.messages="+maxFlushMessages),
+		runnelSystem("runnel-3", "Runnel, three nodes on loopback, RF 3, acks=all, default durability", 3),
+		kfakeSystem("kfake-sync", "franz-go kfake with DataDir and SyncWrites: an fsync per batch", "-sync"),
+		kfakeSystem("kfake-blackhole", "franz-go kfake with BlackholeProduce: records discarded, the load generator's ceiling", "-blackhole"),
+		natsSystem("nats-r1-sync", "NATS JetStream file storage, R1, sync_interval always: fsync per write", 1, true),
+		natsSystem("nats-r1", "NATS JetStream file storage, R1, default sync_interval (fsync every 2 min)", 1, false),
+		natsSystem("nats-r3", "NATS JetStream file storage, R3 (three servers in one process), default sync_interval", 3, false),
+	}
+}
+
+func workloads(quick bool) []workload {
+	if quick {
+		return []workload{
+			{name: "100B", records: 100000, size: 100},
+			{name: "1KiB", records: 20000, size: 1024},
+			{name: "e2e", size: 100, e2e: true, rate: 10000, duration: 3 * time.Second},
+		}
+	}
+	return []workload{
+		{name: "100B", records: 1000000, size: 100},
+		{name: "1KiB", records: 200000, size: 1024},
+		{name: "e2e", size: 100, e2e: true, rate: 10000, duration: 20 * time.Second},
+	}
+}
+
+// runSystem starts s, runs every workload o.runs times, and stops it.
+func runSystem(e *env, o options, s system, res *results) {
+	fmt.Fprintf(os.Stderr, "== %s: starting\n", s.name)
+	r, err := s.start(e)
+	if err != nil {
+		note := "failed to start: " + firstLine(err)
+		if s.notYet != nil {
+			note = s.notYet(e, err)
+		}
+		fmt.Fprintf(os.Stderr, "== %s: %s\n", s.name, note)
+		res.note(s.name, note)
+		return
+	}
+	defer r.stop()
+	for _, w := range workloads(o.quick) {
+		for run := range o.runs {
+			if w.e2e && s.produceOnly {
+				continue
+			}
+			if o.profile > 0 && run == 0 && w.name == "100B" && s.profileURL != nil && s.name == "runnel-1" {
+				go saveProfile(s.profileURL(r), o.profile, filepath.Join(e.work, s.name+"-produce.pprof"))
+			}
+			if err := runWorkload(e, o, s, r, w, run, res); err != nil {
+				fmt.Fprintf(os.Stderr, "== %s %s run %d: %v\n", s.name, w.name, run+1, err)
+				res.fail(s.name, w.name, err)
+			}
+		}
+	}
+}
+
+func saveProfile(url string, d time.Duration, path string) {
+	resp, err := http.Get(fmt.Sprintf("%s?seconds=%d", url, int(d.Seconds())))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "profile:", err)
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = io.Copy(f, resp.Body)
+	fmt.Fprintln(os.Stderr, "== CPU profile written to", path)
+}
