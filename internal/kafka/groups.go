@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"sync"
 
 	"github.com/runnel-io/runnel/internal/group"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -29,25 +28,11 @@ type GroupCoordinator interface {
 	ListGroups(states []string) ([]group.GroupListing, error)
 }
 
-// groupCoordinators holds each Server's coordinator. It lives outside Server so that
-// this file alone adds it; a field on Server would do the same.
-var groupCoordinators sync.Map // *Server -> GroupCoordinator
-
 // SetGroupCoordinator installs the group coordinator; until then group APIs answer
 // COORDINATOR_NOT_AVAILABLE. Call it before Serve.
-func (s *Server) SetGroupCoordinator(c GroupCoordinator) {
-	if c == nil {
-		groupCoordinators.Delete(s)
-		return
-	}
-	groupCoordinators.Store(s, c)
-}
+func (s *Server) SetGroupCoordinator(c GroupCoordinator) { s.groups = c }
 
-func (s *Server) groupCoordinator() GroupCoordinator {
-	c, _ := groupCoordinators.Load(s)
-	gc, _ := c.(GroupCoordinator)
-	return gc
-}
+func (s *Server) groupCoordinator() GroupCoordinator { return s.groups }
 
 // errNoCoordinator answers group requests on a server without a coordinator.
 var errNoCoordinator = group.ErrCoordinatorNotAvailable

@@ -56,6 +56,9 @@ type Server struct {
 	admin    Admin
 	metrics  *Metrics
 	sessions *fetchSessions
+	// groups is the consumer group coordinator (SetGroupCoordinator); nil answers
+	// COORDINATOR_NOT_AVAILABLE. Written before Serve, read-only after.
+	groups GroupCoordinator
 
 	// slots is the queued.max.requests semaphore; see the package doc.
 	slots chan struct{}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/runnel-io/runnel/internal/config"
 	"github.com/runnel-io/runnel/internal/controller"
+	"github.com/runnel-io/runnel/internal/group"
 	"github.com/runnel-io/runnel/internal/httpd"
 	"github.com/runnel-io/runnel/internal/kafka"
 	"github.com/runnel-io/runnel/internal/log"
@@ -41,6 +42,7 @@ type Node struct {
 	kafka    *kafka.Server
 	http     *httpd.Server
 	admin    *admin
+	groups   *group.Coordinator
 
 	kafkaAddr net.Addr
 	ready     atomic.Bool
