@@ -40,6 +40,10 @@ var FastFailureDetection = []string{
 // LogTailLines is how many lines of each node's output a failed test prints.
 const LogTailLines = 200
 
+// LogDirEnv names an environment variable: when set, a failed test also keeps the
+// whole output of each node under that directory.
+const LogDirEnv = "RUNNEL_CLUSTER_LOGDIR"
+
 // Cluster is N runnel server processes on loopback ports. Methods that take no
 // testing.TB fail the test that started the cluster.
 type Cluster struct {
@@ -136,7 +140,8 @@ func (c *Cluster) shutdown() {
 	c.mu.Unlock()
 	if c.t.Failed() {
 		for _, n := range c.nodes {
-			c.t.Logf("---- last %d lines of node %d (%s):\n%s", LogTailLines, n.ID, n.LogPath, tail(n.Logs(), LogTailLines))
+			kept := n.keepLog(c.t.Name())
+			c.t.Logf("---- last %d lines of node %d (whole output: %q):\n%s", LogTailLines, n.ID, kept, tail(n.Logs(), LogTailLines))
 		}
 	}
 }

@@ -1,13 +1,13 @@
 package cluster
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -214,17 +214,60 @@ func (n *Node) Logs() string {
 	return string(b)
 }
 
-// tail returns the last lines lines of s.
+// tail returns the last lines lines of s, after squeezing runs of lines that differ
+// only in their time= field into one line with a count.
 func tail(s string, lines int) string {
-	b := []byte(s)
-	i := len(b)
-	for ; lines >= 0 && i > 0; lines-- {
-		i = bytes.LastIndexByte(b[:i], '\n')
-		if i < 0 {
-			return s
+	out := squeeze(strings.Split(strings.TrimSuffix(s, "\n"), "\n"))
+	if len(out) > lines {
+		out = out[len(out)-lines:]
+	}
+	return strings.Join(out, "\n")
+}
+
+// squeeze collapses consecutive lines equal but for their time= field.
+func squeeze(in []string) []string {
+	var out []string
+	var prev string
+	n := 0
+	flush := func() {
+		if n > 1 {
+			out[len(out)-1] += fmt.Sprintf(" [×%d]", n)
 		}
 	}
-	return s[i+1:]
+	for _, l := range in {
+		key := l
+		if strings.HasPrefix(l, "time=") {
+			if i := strings.IndexByte(l, ' '); i > 0 {
+				key = l[i:]
+			}
+		}
+		if key == prev && n > 0 {
+			n++
+			continue
+		}
+		flush()
+		out, prev, n = append(out, l), key, 1
+	}
+	flush()
+	return out
+}
+
+// keepLog copies the node's output to $RUNNEL_CLUSTER_LOGDIR/<test>/node-N.log, if
+// that variable is set, and returns the copy's path.
+func (n *Node) keepLog(test string) string {
+	dir := os.Getenv(LogDirEnv)
+	if dir == "" {
+		return ""
+	}
+	dir = filepath.Join(dir, strings.ReplaceAll(test, "/", "_"))
+	dst := filepath.Join(dir, fmt.Sprintf("node-%d.log", n.ID))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err.Error()
+	}
+	if err := os.WriteFile(dst, []byte(n.Logs()), 0o644); err != nil {
+		return err.Error()
+	}
+	return dst
 }
 
 // partitionDir is where the node keeps the log of topic-partition.
