@@ -14,6 +14,12 @@ import (
 // startQuorum starts n voters on loopback, all bootstrapping the same configuration.
 func startQuorum(t *testing.T, n int) []*Controller {
 	t.Helper()
+	return startQuorumWith(t, n, func(*Config) {})
+}
+
+// startQuorumWith is startQuorum with each node's config changed by mod.
+func startQuorumWith(t *testing.T, n int, mod func(*Config)) []*Controller {
+	t.Helper()
 	var voters []Voter
 	for i := 1; i <= n; i++ {
 		voters = append(voters, Voter{ID: metadata.NodeID(i), Addr: freeAddr(t)})
@@ -28,6 +34,7 @@ func startQuorum(t *testing.T, n int) []*Controller {
 			_, port, _ := net.SplitHostPort(voters[i].Addr)
 			cfg.Listen = "0.0.0.0:" + port
 		}
+		mod(&cfg)
 		c, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
