@@ -27,6 +27,10 @@ func init() { regKey(56, 0, 3, handleAlterPartition) }
 func handleAlterPartition(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.AlterPartitionRequest)
 	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
+	if s.admin.ControllerID() != s.cfg.NodeID {
+		resp.ErrorCode = kerr.NotController.Code
+		return resp, nil
+	}
 	im := s.admin.Image()
 	leader := metadata.NodeID(req.BrokerID)
 	if b, ok := im.Brokers[leader]; ok && req.BrokerEpoch >= 0 && b.Epoch != req.BrokerEpoch {

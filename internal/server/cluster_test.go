@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel-io/runnel/internal/config"
+	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/testutil"
 )
 
@@ -191,7 +193,7 @@ func TestSingleNodeRestart(t *testing.T) {
 	})
 }
 
-func TestThreeNodeCluster(t *testing.T) {
+func TestCluster(t *testing.T) {
 	nodes := startCluster(t, 3)
 	ctrlID := nodes[0].node.admin.ControllerID()
 	var plain *testNode // a node that is not the active controller
@@ -246,9 +248,28 @@ func TestThreeNodeCluster(t *testing.T) {
 		return nil
 	})
 
+	checkAlterPartition(t, nodes, "replicated")
+
+	// A node outside the voters finds the controller through a voter's Raft port,
+	// joins the quorum as a non-voter, and serves the same metadata; what it is asked
+	// to create is forwarded.
+	extra := &testNode{cfg: nodeConfig(t, 4, testutil.FreeAddr(t), nodes[0].cfg.Raw["controllers"])}
+	testutil.NoError(t, extra.start(t), "start broker-only node 4")
+	t.Cleanup(func() { extra.node.Close() })
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "wide", 1, 4
+	create.Topics = []kmsg.CreateTopicsRequestTopic{ct}
+	cr = requestTo(t, extra.node, create).(*kmsg.CreateTopicsResponse)
+	testutil.Equal(t, cr.Topics[0].ErrorCode, int16(0), "create through the non-voter: %v", cr.Topics[0].ErrorMessage)
+	m := rawMetadata(t, extra.node, "wide")
+	testutil.True(t, len(m.Brokers) == 4 && len(m.Topics[0].Partitions[0].Replicas) == 4, "non-voter metadata: %d brokers, %+v", len(m.Brokers), m.Topics[0])
+	got, err := leaders(t, extra.node, "replicated")
+	testutil.NoError(t, err, "non-voter metadata")
+	testutil.Equal(t, got, mustLeaders(t, nodes[0].node, "replicated"), "non-voter sees the same partitions")
+	testutil.NoError(t, extra.node.Close(), "close the non-voter")
+
 	// A controlled shutdown of partition 0's leader moves its leadership to another
 	// in-sync replica.
-	m := rawMetadata(t, nodes[0].node, "replicated")
+	m = rawMetadata(t, nodes[0].node, "replicated")
 	leader := m.Topics[0].Partitions[0].Leader
 	gone := nodes[leader-1]
 	testutil.NoError(t, gone.node.Close(), "close node %d", leader)
@@ -283,4 +304,105 @@ func requestTo(t *testing.T, n *Node, req kmsg.Request) kmsg.Response {
 	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
 	testutil.NoError(t, err, "%s to node %d", kmsg.NameForKey(req.Key()), n.cfg.NodeID)
 	return resp
+}
+
+func mustLeaders(t *testing.T, n *Node, topic string) string {
+	t.Helper()
+	got, err := leaders(t, n, topic)
+	testutil.NoError(t, err, "metadata")
+	return got
+}
+
+// checkAlterPartition drives AlterPartition through the controller channel of a
+// partition leader that is not the active controller (the remote path), and checks
+// that plain brokers answer NOT_CONTROLLER.
+func checkAlterPartition(t *testing.T, nodes []*testNode, topic string) {
+	t.Helper()
+	ctrlID := nodes[0].node.admin.ControllerID()
+	im := nodes[0].node.admin.Image()
+	var tp metadata.TopicPartition
+	var p metadata.Partition
+	for i, q := range im.Topics[topic].Partitions {
+		if q.Leader != ctrlID {
+			tp, p = metadata.TopicPartition{Topic: topic, Partition: int32(i)}, q
+			break
+		}
+	}
+	ch := nodes[p.Leader-1].node.admin.ch
+	testutil.True(t, !ch.isLocal(), "node %d is not the controller", p.Leader)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := ch.AlterPartition(ctx, tp, p.Leader, p.LeaderEpoch-1, p.PartitionEpoch, p.ISR)
+	testutil.ErrorIs(t, err, kerr.FencedLeaderEpoch, "stale leader epoch")
+	shrunk := []metadata.NodeID{p.Leader}
+	got, err := ch.AlterPartition(ctx, tp, p.Leader, p.LeaderEpoch, p.PartitionEpoch, shrunk)
+	testutil.NoError(t, err, "shrink the ISR of %v", tp)
+	testutil.True(t, got.PartitionEpoch == p.PartitionEpoch+1 && slices.Equal(got.ISR, shrunk), "after the shrink: %+v", got)
+	_, err = ch.AlterPartition(ctx, tp, p.Leader, p.LeaderEpoch, p.PartitionEpoch, shrunk)
+	testutil.ErrorIs(t, err, kerr.InvalidUpdateVersion, "replayed change")
+	_, err = ch.AlterPartition(ctx, tp, p.Leader, p.LeaderEpoch, got.PartitionEpoch, p.ISR)
+	testutil.NoError(t, err, "expand the ISR of %v back", tp)
+
+	req := kmsg.NewPtrAlterPartitionRequest()
+	req.BrokerID, req.BrokerEpoch = int32(p.Leader), -1
+	rt := kmsg.NewAlterPartitionRequestTopic()
+	rt.Topic, rt.TopicID = topic, im.Topics[topic].ID
+	rp := kmsg.NewAlterPartitionRequestTopicPartition()
+	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = tp.Partition, p.LeaderEpoch, p.PartitionEpoch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := requestTo(t, nodes[p.Leader-1].node, req).(*kmsg.AlterPartitionResponse)
+	testutil.Equal(t, resp.ErrorCode, kerr.NotController.Code, "AlterPartition sent to a plain broker")
+}
+
+// crash stops tn's node without a controlled shutdown, as kill -9 would: no more
+// heartbeats, no Kafka listener, no Raft.
+func (tn *testNode) crash() {
+	if v, ok := nodeLifecycles.LoadAndDelete(tn.node); ok {
+		v.(*brokerLifecycle).stop()
+	}
+	tn.node.kafka.Close()
+	tn.node.ctrl.Close()
+}
+
+// A crashed node that was both the active controller and a partition leader: the
+// quorum elects a new controller, which fences the node once its session expired
+// (the grace period) and moves its partitions to other in-sync replicas.
+func TestCrashedControllerFailover(t *testing.T) {
+	nodes := startCluster(t, 3)
+	adm := adminOf(t, nodes[0].node)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := adm.CreateTopic(ctx, 3, 3, nil, "failover")
+	testutil.NoError(t, err, "create topic")
+	ctrlID := nodes[0].node.admin.ControllerID()
+	victim := nodes[ctrlID-1]
+	var survivor *testNode
+	for _, tn := range nodes {
+		if tn != victim {
+			survivor = tn
+		}
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		got, err := leaders(t, survivor.node, "failover")
+		if err == nil && !strings.Contains(got, fmt.Sprintf(":%d/", ctrlID)) {
+			return fmt.Errorf("node %d leads nothing yet: %s", ctrlID, got)
+		}
+		return err
+	})
+	crashed := time.Now()
+	victim.crash()
+	testutil.Eventually(t, 15*time.Second, func() error {
+		m := rawMetadata(t, survivor.node, "failover")
+		if m.ControllerID == int32(ctrlID) || m.ControllerID < 0 {
+			return fmt.Errorf("controller is still %d", m.ControllerID)
+		}
+		for _, p := range m.Topics[0].Partitions {
+			if p.Leader == int32(ctrlID) || p.Leader < 0 || slices.Contains(p.ISR, int32(ctrlID)) {
+				return fmt.Errorf("partition %d: leader %d isr %v", p.Partition, p.Leader, p.ISR)
+			}
+		}
+		return nil
+	})
+	t.Logf("partitions of the crashed controller node led elsewhere after %v", time.Since(crashed))
 }
