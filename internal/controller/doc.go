@@ -4,8 +4,8 @@
 // (the active controller). The FSM (fsm.go) applies each committed batch with
 // metadata.Image.Apply and publishes a new immutable *metadata.Image; brokers observe
 // images through Controller.Image and Controller.Subscribe and never call the
-// controller to change their own state, except through AlterPartition (ISR changes)
-// and RegisterBroker.
+// controller to change their own state, except through AlterPartition (ISR changes),
+// RegisterBroker and BrokerHeartbeat.
 //
 // Admin operations validate against the latest image, propose, and wait until the
 // records are applied locally, all under one mutex (Controller.proposeMu) so that two
@@ -19,10 +19,29 @@
 //
 // and <data-dir>/meta.properties (Kafka's format: version, node.id, cluster.id).
 //
-// Locks: proposeMu, then fsm.mu (taken briefly to publish an image). The FSM never
+// Locks: proposeMu (which also guards the broker sessions), then fsm.mu (taken
+// briefly to publish an image). The FSM never
 // takes proposeMu, so a proposer may hold it while it waits for the FSM. Subscribers'
 // callbacks run with no lock held and may call any method.
 //
+// Broker liveness (sessions.go, liveness.go), as in KRaft: every node registers
+// (RegisterBroker, Kafka key 62) and is fenced until its heartbeats (BrokerHeartbeat,
+// key 63) show it has applied its own registration. The active controller keeps each
+// broker's session in memory; a broker without a heartbeat for Config.SessionTimeout
+// is fenced (a FenceBroker record plus new leaders from the ISR and smaller ISRs, in
+// one entry). A new leader grants every broker a full session timeout from its
+// election. A heartbeat with WantShutdown is a controlled shutdown: leadership moves to
+// other in-sync replicas, then the broker is fenced and told ShouldShutdown. A
+// background loop on the leader also elects leaders for offline partitions that can
+// have one and, unless disabled, gives leadership back to preferred replicas.
+//
+// Nodes that are not voters join the Raft group as non-voters: RegisterBroker with a
+// RaftAddr calls raft.AddNonvoter, and the node then replays the same FSM. To find
+// the active controller before it has any metadata, such a node asks a voter's Raft
+// listener (discovery.go: a first byte that is no Raft RPC type selects a one-line
+// JSON answer naming the controller's Kafka address).
+//
 // Placement of new replicas (placement.go) and leader election (election.go) are pure
-// functions, tested with tables.
+// functions, tested with tables; so are the election plans of fencing, unfencing,
+// controlled shutdown and preferred leader election, and session expiry.
 package controller

@@ -55,7 +55,7 @@ type brokerLifecycle struct {
 	// sessionTimeout is broker.session.timeout.ms: after failing that long, this node
 	// has been fenced (or there is no controller), so shutdown stops waiting.
 	sessionTimeout time.Duration
-	wake    chan struct{} // capacity 1: sends the next heartbeat at once
+	wake           chan struct{} // capacity 1: sends the next heartbeat at once
 	// shutdownOK is closed when the controller answers ShouldShutdown.
 	shutdownOK   chan struct{}
 	shutdownOnce sync.Once
@@ -77,7 +77,7 @@ func (n *Node) startBrokerLifecycle(ctx context.Context) error {
 	l := &brokerLifecycle{n: n, ch: n.admin.ch, logger: n.logger.With("component", "broker-lifecycle"), reg: reg,
 		interval:       time.Duration(n.cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
 		sessionTimeout: time.Duration(n.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
-		wake:     make(chan struct{}, 1), shutdownOK: make(chan struct{}), ctx: lctx, cancel: cancel, done: make(chan struct{})}
+		wake:           make(chan struct{}, 1), shutdownOK: make(chan struct{}), ctx: lctx, cancel: cancel, done: make(chan struct{})}
 	if l.interval <= 0 {
 		l.interval = 2 * time.Second
 	}

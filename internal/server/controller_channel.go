@@ -76,9 +76,14 @@ func (ch *controllerChannel) isLocal() bool { return ch.ctrl.IsLeader() }
 
 // send sends req to the active controller's Kafka listener.
 func (ch *controllerChannel) send(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	_, addr, err := ch.ctrl.ControllerAddr(ctx)
+	id, addr, err := ch.ctrl.ControllerAddr(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if id == ch.self && !ch.ctrl.IsLeader() {
+		// This node's Raft view is stale (it led a moment ago): sending to itself would
+		// forward the request again, so wait for the new leader instead.
+		return nil, fmt.Errorf("%w: this node is between leaderships", kerr.NotController)
 	}
 	cl, err := ch.clientFor(addr)
 	if err != nil {
