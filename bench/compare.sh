@@ -11,7 +11,7 @@
 #                         [--runnel-bin PATH] [--profile 10s] [--out FILE] [--partitions P]
 #   --quick        small workloads, one run (a smoke test of the harness, a minute or two)
 #   --runs N       repetitions of every workload (default 3)
-#   --systems      only these: runnel-1 runnel-1-pagecache runnel-3 kfake-sync
+#   --systems      only these: runnel-1 runnel-1-pagecache runnel-1-noidem runnel-3 kfake-sync
 #                  kfake-blackhole nats-r1-sync nats-r1 nats-r3
 #   --work DIR     data, logs, binaries and results.json (default a new temp dir)
 #   --runnel-bin   use this runnel binary instead of building ./cmd/runnel

@@ -36,11 +36,11 @@ type options struct {
 }
 
 func main() {
-	e := &env{port: 30000}
+	e := &env{}
 	o := options{}
 	flag.StringVar(&e.bin, "bin", "", "directory with runnel, kfakeserver and natsbench")
 	flag.StringVar(&e.work, "work", "", "scratch directory for data and logs")
-	flag.IntVar(&e.port, "port", 30000, "first port to use; each system takes a block of 1000")
+	flag.IntVar(&e.port, "port", 20000, "first port to use; each system takes a block of 1000 (keep them below the ephemeral range, 32768)")
 	flag.IntVar(&o.runs, "runs", 3, "runs of each workload on each system")
 	flag.BoolVar(&o.quick, "quick", false, "small workloads, one run: a smoke test of the harness")
 	flag.StringVar(&o.only, "systems", "", "comma-separated systems to run (default: all)")
@@ -76,6 +76,7 @@ func allSystems() []system {
 		runnelSystem("runnel-1", "Runnel, one node, default durability: each acknowledged batch is fsynced (group commit) before the ack", 1),
 		runnelSystem("runnel-1-pagecache", "Runnel, one node, log.flush.interval.messages=MAX: ack after the write to the page cache (Kafka's default)", 1,
 			"log.flush.interval.messages="+maxFlushMessages),
+		noIdempotence(runnelSystem("runnel-1-noidem", "Runnel, one node, default durability, producer idempotence off (acks=all): shows the cost of the idempotent path", 1)),
 		runnelSystem("runnel-3", "Runnel, three nodes on loopback, RF 3, acks=all, default durability", 3),
 		kfakeSystem("kfake-sync", "franz-go kfake with DataDir and SyncWrites: an fsync per batch", "-sync"),
 		kfakeSystem("kfake-blackhole", "franz-go kfake with BlackholeProduce: records discarded, the load generator's ceiling", "-blackhole"),
@@ -83,6 +84,12 @@ func allSystems() []system {
 		natsSystem("nats-r1", "NATS JetStream file storage, R1, default sync_interval (fsync every 2 min)", 1, false),
 		natsSystem("nats-r3", "NATS JetStream file storage, R3 (three servers in one process), default sync_interval", 3, false),
 	}
+}
+
+// noIdempotence makes a system's producers non-idempotent.
+func noIdempotence(s system) system {
+	s.benchFlags = append(s.benchFlags, "--idempotence=false")
+	return s
 }
 
 func workloads(quick bool) []workload {

@@ -98,7 +98,7 @@ func (r *results) row(metric, system string) string {
 	ratio := "–"
 	if bv := r.Values[baseline][metric]; len(bv) > 0 && system != baseline {
 		if bm, _, _ := stats(bv); bm > 0 {
-			ratio = fmt.Sprintf("%.2f×", med/bm)
+			ratio = fmt.Sprintf("%.3g×", med/bm)
 		}
 	}
 	return fmt.Sprintf("| %s | %s | %s | %s – %s | %s |\n", metric, system, num(med), num(lo), num(hi), ratio)

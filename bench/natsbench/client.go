@@ -21,10 +21,11 @@ type publisher struct {
 	js       jetstream.JetStream
 	nc       *nats.Conn
 	template []byte
-	hist     *latencies   // written by the ack handler only
-	acked    atomic.Int64 // only grows
-	sent     int64        // used by the publishing goroutine only
-	mu       sync.Mutex   // guards firstErr
+	stall    jetstream.PublishOpt // waits out a full window of unacknowledged publishes
+	hist     *latencies           // written by the ack handler only
+	acked    atomic.Int64         // only grows
+	sent     int64                // used by the publishing goroutine only
+	mu       sync.Mutex           // guards firstErr
 	firstErr error
 }
 
@@ -33,7 +34,8 @@ func newPublisher(c *config) (*publisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &publisher{c: c, nc: nc, hist: newLatencies(), template: make([]byte, c.size)}
+	p := &publisher{c: c, nc: nc, hist: newLatencies(), template: make([]byte, c.size),
+		stall: jetstream.WithStallWait(c.timeout)}
 	for i := range p.template {
 		p.template[i] = 'A' + byte(rand.IntN(26))
 	}
@@ -87,7 +89,7 @@ func (p *publisher) publish(n int64, rate float64, stop *atomic.Bool) error {
 		v := make([]byte, p.c.size) // the client keeps the message until it is acknowledged
 		copy(v, p.template)
 		putHeader(v, uint64(p.sent), time.Now().UnixNano())
-		if _, err := p.js.PublishAsync(p.c.stream, v); err != nil {
+		if _, err := p.js.PublishAsync(p.c.stream, v, p.stall); err != nil {
 			return fmt.Errorf("publish: %w", err)
 		}
 	}
