@@ -227,6 +227,7 @@ func TestCluster(t *testing.T) {
 	testutil.Equal(t, plain.node.admin.Image().Topics["replicated"].Configs["retention.ms"], "60000", "forwarded config applied locally")
 	pid := requestTo(t, plain.node, kmsg.NewPtrInitProducerIDRequest()).(*kmsg.InitProducerIDResponse)
 	testutil.True(t, pid.ErrorCode == 0 && pid.ProducerID >= 0, "producer id from a plain broker: %+v", pid)
+	checkForwarding(t, plain.node)
 
 	// Every node serves the same metadata: three brokers, every partition led, full ISR.
 	var want string
@@ -405,4 +406,48 @@ func TestCrashedControllerFailover(t *testing.T) {
 		return nil
 	})
 	t.Logf("partitions of the crashed controller node led elsewhere after %v", time.Since(crashed))
+}
+
+// checkForwarding sends the remaining forwarded admin operations to n, a node that is
+// not the controller: CreatePartitions, AlterConfigs, DeleteTopics, and an error.
+func checkForwarding(t *testing.T, n *Node) {
+	t.Helper()
+	create := kmsg.NewPtrCreateTopicsRequest()
+	for _, name := range []string{"scratch", "bad name!"} {
+		ct := kmsg.NewCreateTopicsRequestTopic()
+		ct.Topic, ct.NumPartitions, ct.ReplicationFactor = name, 1, 2
+		create.Topics = append(create.Topics, ct)
+	}
+	cr := requestTo(t, n, create).(*kmsg.CreateTopicsResponse)
+	testutil.Equal(t, cr.Topics[0].ErrorCode, int16(0), "create scratch")
+	testutil.Equal(t, cr.Topics[1].ErrorCode, kerr.InvalidTopicException.Code, "create with a bad name")
+	testutil.True(t, cr.Topics[1].ErrorMessage != nil && strings.Contains(*cr.Topics[1].ErrorMessage, "bad name!"),
+		"the controller's message is kept: %v", cr.Topics[1].ErrorMessage)
+
+	cp := kmsg.NewPtrCreatePartitionsRequest()
+	cpt := kmsg.NewCreatePartitionsRequestTopic()
+	cpt.Topic, cpt.Count = "scratch", 3
+	cp.Topics, cp.TimeoutMillis = append(cp.Topics, cpt), 10_000
+	cpr := requestTo(t, n, cp).(*kmsg.CreatePartitionsResponse)
+	testutil.Equal(t, cpr.Topics[0].ErrorCode, int16(0), "create partitions")
+	testutil.Equal(t, len(n.admin.Image().Topics["scratch"].Partitions), 3, "partitions applied locally")
+
+	ac := kmsg.NewPtrAlterConfigsRequest()
+	res := kmsg.NewAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "scratch"
+	c := kmsg.NewAlterConfigsRequestResourceConfig()
+	c.Name, c.Value = "cleanup.policy", kmsg.StringPtr("compact")
+	res.Configs = append(res.Configs, c)
+	ac.Resources = append(ac.Resources, res)
+	acr := requestTo(t, n, ac).(*kmsg.AlterConfigsResponse)
+	testutil.Equal(t, acr.Resources[0].ErrorCode, int16(0), "alter configs")
+	testutil.Equal(t, n.admin.Image().Topics["scratch"].Configs["cleanup.policy"], "compact", "configs applied locally")
+
+	dt := kmsg.NewPtrDeleteTopicsRequest()
+	dtt := kmsg.NewDeleteTopicsRequestTopic()
+	dtt.Topic = kmsg.StringPtr("scratch")
+	dt.Topics, dt.TopicNames, dt.TimeoutMillis = append(dt.Topics, dtt), []string{"scratch"}, 10_000
+	dtr := requestTo(t, n, dt).(*kmsg.DeleteTopicsResponse)
+	testutil.Equal(t, dtr.Topics[0].ErrorCode, int16(0), "delete topic")
+	testutil.True(t, n.admin.Image().Topics["scratch"] == nil, "deletion applied locally")
 }
