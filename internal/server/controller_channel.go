@@ -26,6 +26,8 @@ const (
 	channelBackoffMin  = 25 * time.Millisecond
 	channelBackoffMax  = 500 * time.Millisecond
 	channelDialTimeout = 2 * time.Second
+	// channelDefaultTimeout bounds a call whose context has no deadline.
+	channelDefaultTimeout = 30 * time.Second
 )
 
 // controllerChannel carries this node's requests to the active controller (Kafka's
@@ -132,8 +134,13 @@ func (ch *controllerChannel) drop(cl *kgo.Client) {
 }
 
 // do runs attempt until it succeeds, fails with an error that is not about reaching
-// the controller, or ctx ends.
+// the controller, or ctx ends (channelDefaultTimeout when ctx has no deadline).
 func (ch *controllerChannel) do(ctx context.Context, what string, attempt func(ctx context.Context) error) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, channelDefaultTimeout)
+		defer cancel()
+	}
 	backoff := channelBackoffMin
 	for {
 		err := attempt(ctx)
