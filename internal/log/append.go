@@ -241,15 +241,16 @@ func (l *Log) appendLocked(records []byte, first, last int64, cfg *Config, now t
 }
 
 // shouldRollLocked is Kafka's LogSegment.shouldRoll: the batches would not fit in
-// segment.bytes, the segment is older than segment.ms, its index is full, or an
-// offset would not fit in a 4-byte relative offset.
+// segment.bytes, the segment is older than segment.ms (or max.compaction.lag.ms for a
+// compacted log), its index is full, or an offset would not fit in a 4-byte relative
+// offset.
 func (l *Log) shouldRollLocked(seg *Segment, n, last int64, cfg *Config, now time.Time) bool {
 	size := seg.size.Load()
 	if size == 0 {
 		return false
 	}
 	return size > cfg.SegmentBytes-n ||
-		(seg.firstBatchTimestamp >= 0 && now.UnixMilli()-seg.firstBatchTimestamp > cfg.SegmentMs) ||
+		(seg.firstBatchTimestamp >= 0 && now.UnixMilli()-seg.firstBatchTimestamp > cfg.maxSegmentMs()) ||
 		seg.index.isFull() ||
 		last-seg.baseOffset > math.MaxInt32
 }

@@ -2,6 +2,7 @@ package log
 
 import (
 	"math"
+	"strings"
 	"time"
 )
 
@@ -24,6 +25,24 @@ type Config struct {
 	// FileDeleteDelayMs is file.delete.delay.ms (default 60000): how long the files of a
 	// deleted segment stay (renamed *.deleted) so that reads in flight can finish.
 	FileDeleteDelayMs int64
+
+	// CleanupPolicy is cleanup.policy: "delete" (default), "compact" or
+	// "compact,delete". With compact the log cleaner keeps the last record of every
+	// key; without delete, retention.ms and retention.bytes do not apply.
+	CleanupPolicy string
+	// DeleteRetentionMs is delete.retention.ms (default 1 day): how long a tombstone
+	// stays readable after the cleaner first reached it.
+	DeleteRetentionMs int64
+	// MinCompactionLagMs is min.compaction.lag.ms (default 0): a segment whose newest
+	// record is younger than this is not cleaned.
+	MinCompactionLagMs int64
+	// MaxCompactionLagMs is max.compaction.lag.ms (default math.MaxInt64): a log whose
+	// oldest uncleaned record is older than this is cleaned whatever its dirty ratio,
+	// and the active segment of a compacted log rolls after this long.
+	MaxCompactionLagMs int64
+	// MinCleanableDirtyRatio is min.cleanable.dirty.ratio (default 0.5): the share of
+	// the log not yet cleaned at which it becomes worth cleaning. 0 is a valid value.
+	MinCleanableDirtyRatio float64
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -40,7 +59,35 @@ func DefaultConfig() Config {
 		MaxMessageBytes:      1048588,
 		MessageTimestampType: "CreateTime",
 		FileDeleteDelayMs:    60000,
+
+		CleanupPolicy:          CleanupPolicyDelete,
+		DeleteRetentionMs:      int64(24 * time.Hour / time.Millisecond),
+		MaxCompactionLagMs:     math.MaxInt64,
+		MinCleanableDirtyRatio: 0.5,
 	}
+}
+
+// Values of CleanupPolicy (Kafka's names; the two combine as "compact,delete").
+const (
+	CleanupPolicyDelete  = "delete"
+	CleanupPolicyCompact = "compact"
+)
+
+// Compact reports whether the cleanup policy includes compaction.
+func (c *Config) Compact() bool { return strings.Contains(c.CleanupPolicy, CleanupPolicyCompact) }
+
+// Delete reports whether the cleanup policy includes deletion by retention.ms and
+// retention.bytes.
+func (c *Config) Delete() bool { return strings.Contains(c.CleanupPolicy, CleanupPolicyDelete) }
+
+// maxSegmentMs is how old the active segment may grow: segment.ms, capped for a
+// compacted log by max.compaction.lag.ms since the cleaner never touches the active
+// segment (Kafka LogConfig.maxSegmentMs).
+func (c *Config) maxSegmentMs() int64 {
+	if c.Compact() {
+		return min(c.SegmentMs, c.MaxCompactionLagMs)
+	}
+	return c.SegmentMs
 }
 
 // LogAppendTime is the MessageTimestampType value that makes the leader stamp batches.
@@ -78,6 +125,26 @@ func (c Config) sanitized() Config {
 	}
 	if c.FileDeleteDelayMs < 0 {
 		c.FileDeleteDelayMs = 0
+	}
+	return c.sanitizedCleaner(d)
+}
+
+// sanitizedCleaner is sanitized for the compaction settings.
+func (c Config) sanitizedCleaner(d Config) Config {
+	if c.CleanupPolicy == "" {
+		c.CleanupPolicy = d.CleanupPolicy
+	}
+	if c.DeleteRetentionMs < 0 {
+		c.DeleteRetentionMs = 0
+	}
+	if c.MinCompactionLagMs < 0 {
+		c.MinCompactionLagMs = 0
+	}
+	if c.MaxCompactionLagMs <= 0 {
+		c.MaxCompactionLagMs = d.MaxCompactionLagMs
+	}
+	if !(c.MinCleanableDirtyRatio >= 0) || c.MinCleanableDirtyRatio > 1 { // catches NaN
+		c.MinCleanableDirtyRatio = d.MinCleanableDirtyRatio
 	}
 	return c
 }
