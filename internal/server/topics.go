@@ -36,6 +36,9 @@ func (n *Node) resolveTopic(im *metadata.Image, t *metadata.Topic) replica.Topic
 			IndexIntervalBytes: tc.IndexIntervalBytes, RetentionMs: tc.RetentionMs, RetentionBytes: tc.RetentionBytes,
 			FlushMessages: tc.FlushMessages, FlushMs: tc.FlushMs, MaxMessageBytes: tc.MaxMessageBytes,
 			MessageTimestampType: tc.MessageTimestampType, FileDeleteDelayMs: tc.FileDeleteDelayMs,
+			CleanupPolicy: tc.CleanupPolicy, DeleteRetentionMs: tc.DeleteRetentionMs,
+			MinCompactionLagMs: tc.MinCompactionLagMs, MaxCompactionLagMs: tc.MaxCompactionLagMs,
+			MinCleanableDirtyRatio: tc.MinCleanableDirtyRatio,
 		},
 	}
 }
