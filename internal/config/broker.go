@@ -66,10 +66,14 @@ type Broker struct {
 	LogRetentionCheckIntervalMs int64 `config:"log.retention.check.interval.ms"` // 300000
 	// LogFlushSchedulerIntervalMs is how often the flusher looks for logs past flush.ms.
 	// 1000 here; Kafka's Long.MAX would never run it.
-	LogFlushSchedulerIntervalMs        int64 `config:"log.flush.scheduler.interval.ms"`
-	LogFlushOffsetCheckpointIntervalMs int64 `config:"log.flush.offset.checkpoint.interval.ms"` // 60000
-	LogCleanerEnable                   bool  `config:"log.cleaner.enable"`                      // true
-	NumRecoveryThreadsPerDataDir       int   `config:"num.recovery.threads.per.data.dir"`       // 2
+	LogFlushSchedulerIntervalMs        int64   `config:"log.flush.scheduler.interval.ms"`
+	LogFlushOffsetCheckpointIntervalMs int64   `config:"log.flush.offset.checkpoint.interval.ms"` // 60000
+	LogCleanerEnable                   bool    `config:"log.cleaner.enable"`                      // true
+	LogCleanerThreads                  int     `config:"log.cleaner.threads"`                     // 1
+	LogCleanerDedupeBufferSize         int64   `config:"log.cleaner.dedupe.buffer.size"`          // 134217728
+	LogCleanerIoMaxBytesPerSecond      float64 `config:"log.cleaner.io.max.bytes.per.second"`     // Double.MAX
+	LogCleanerBackoffMs                int64   `config:"log.cleaner.backoff.ms"`                  // 15000
+	NumRecoveryThreadsPerDataDir       int     `config:"num.recovery.threads.per.data.dir"`       // 2
 	// The log.* defaults of topic configs (log.segment.bytes, log.retention.hours,
 	// log.flush.interval.messages, ...) stay strings in Raw; TopicDefaults and
 	// ResolveTopic turn them into topic values.
