@@ -50,8 +50,8 @@ type Broker struct {
 	ReplicaFetchBackoffMs            int32 `config:"replica.fetch.backoff.ms"`            // 1000
 	LeaderReplicationThrottledRate   int64 `config:"leader.replication.throttled.rate"`   // Long.MAX: bytes/s
 	FollowerReplicationThrottledRate int64 `config:"follower.replication.throttled.rate"` // Long.MAX: bytes/s
-	BrokerSessionTimeoutMs           int32 `config:"broker.session.timeout.ms"`           // 9000
-	BrokerHeartbeatIntervalMs        int32 `config:"broker.heartbeat.interval.ms"`        // 2000
+	BrokerSessionTimeoutMs           int32 `config:"broker.session.timeout.ms"`           // 2000 (Kafka: 9000)
+	BrokerHeartbeatIntervalMs        int32 `config:"broker.heartbeat.interval.ms"`        // 500 (Kafka: 2000)
 
 	GroupInitialRebalanceDelayMs  int32 `config:"group.initial.rebalance.delay.ms"` // 3000
 	GroupMinSessionTimeoutMs      int32 `config:"group.min.session.timeout.ms"`     // 6000

@@ -72,8 +72,8 @@ var brokerProps = []prop{
 	{name: "replica.fetch.backoff.ms", typ: TypeInt, dflt: "1000", check: atLeast(0), doc: "Pause after a failed follower fetch."},
 	{name: "leader.replication.throttled.rate", typ: TypeLong, dflt: longMax, check: atLeast(0), doc: "Bytes/s a leader sends to throttled followers (reassignment)."},
 	{name: "follower.replication.throttled.rate", typ: TypeLong, dflt: longMax, check: atLeast(0), doc: "Bytes/s a follower fetches for throttled replicas (reassignment)."},
-	{name: "broker.session.timeout.ms", typ: TypeInt, dflt: "9000", check: atLeast(1), doc: "A node without a heartbeat for this long is fenced by the controller."},
-	{name: "broker.heartbeat.interval.ms", typ: TypeInt, dflt: "2000", check: atLeast(1), doc: "How often a node heartbeats to the controller."},
+	{name: "broker.session.timeout.ms", typ: TypeInt, dflt: "2000", check: atLeast(1), doc: "A node without a heartbeat for this long is fenced by the controller and its partitions get new leaders. Kafka's default is 9000; Runnel's 2000 gives failover under 3 s after a crash."},
+	{name: "broker.heartbeat.interval.ms", typ: TypeInt, dflt: "500", check: atLeast(1), doc: "How often a node heartbeats to the controller (Kafka: 2000)."},
 
 	// Requests.
 	{name: "message.max.bytes", typ: TypeInt, dflt: "1048588", topic: "max.message.bytes", doc: "Largest record batch accepted, after compression."},

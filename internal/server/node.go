@@ -102,8 +102,10 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 		return fmt.Errorf("open logs in %s: %w", cfg.DataDir, err)
 	}
 	n.logs.Start()
+	n.admin = newAdmin(n.ctrl, n.logger)
 	n.replicas, err = replica.NewManager(replica.Options{
-		Node: metadata.NodeID(cfg.NodeID), Logs: n.logs, Logger: n.logger, Resolve: n.resolveTopic,
+		IsrChanger: n.admin.ch,
+		Node:       metadata.NodeID(cfg.NodeID), Logs: n.logs, Logger: n.logger, Resolve: n.resolveTopic,
 		OnLeadershipChange:    n.startGroups(),
 		ReplicaLagTimeMax:     time.Duration(cfg.ReplicaLagTimeMaxMs) * time.Millisecond,
 		FetchWait:             time.Duration(cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
@@ -113,7 +115,6 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 	if err != nil {
 		return err
 	}
-	n.admin = newAdmin(n.ctrl, n.logger)
 	n.unsub = n.ctrl.Subscribe(n.applyImage)
 	reg.MustRegister(newPartitionCollector(n.replicas))
 	n.kafka = kafka.NewServer(kafka.Config{NodeID: metadata.NodeID(cfg.NodeID), Broker: cfg, Logger: n.logger},
