@@ -7,7 +7,6 @@ package kafka
 
 import (
 	"context"
-	"sync"
 
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -64,27 +63,15 @@ type BrokerHeartbeatReply struct {
 	IsCaughtUp, IsFenced, ShouldShutdown bool
 }
 
-// controllerAPIs holds each Server's ControllerAPI; it lives outside Server so that
-// this file alone adds it (as groups.go does for the group coordinator).
-var controllerAPIs sync.Map // *Server -> ControllerAPI
-
 // SetControllerAPI installs the controller side of the broker-to-controller APIs;
 // until then they answer NOT_CONTROLLER. Call it before Serve.
-func (s *Server) SetControllerAPI(c ControllerAPI) {
-	if c == nil {
-		controllerAPIs.Delete(s)
-		return
-	}
-	controllerAPIs.Store(s, c)
-}
+func (s *Server) SetControllerAPI(c ControllerAPI) { s.controller = c }
 
-// controllerAPI returns the installed ControllerAPI, or one that answers
-// NOT_CONTROLLER to everything.
 func (s *Server) controllerAPI() ControllerAPI {
-	if c, ok := controllerAPIs.Load(s); ok {
-		return c.(ControllerAPI)
+	if s.controller == nil {
+		return noController{}
 	}
-	return noController{}
+	return s.controller
 }
 
 type noController struct{}

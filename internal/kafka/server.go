@@ -59,6 +59,9 @@ type Server struct {
 	// groups is the consumer group coordinator (SetGroupCoordinator); nil answers
 	// COORDINATOR_NOT_AVAILABLE. Written before Serve, read-only after.
 	groups GroupCoordinator
+	// controller serves the broker-to-controller APIs (SetControllerAPI); nil answers
+	// NOT_CONTROLLER. Written before Serve, read-only after.
+	controller ControllerAPI
 
 	// slots is the queued.max.requests semaphore; see the package doc.
 	slots chan struct{}
