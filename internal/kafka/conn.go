@@ -186,7 +186,7 @@ func (c *conn) handle(p *pending) {
 	if !ok || r.version < reg.min || r.version > reg.max {
 		resp, err = unsupportedVersion(r)
 	} else {
-		resp, err = reg.fn(s.ctx, s, r)
+		resp, err = reg.fn(withClientID(s.ctx, r.clientID), s, r)
 	}
 	s.metrics.observe(name, time.Since(r.received), err)
 	if err != nil {

@@ -110,6 +110,13 @@ func (a *admin) settleFor(ctx context.Context, ok func(*metadata.Image) bool) {
 // notController reports a local operation that must be forwarded.
 func notController(err error) bool { return errors.Is(err, controller.ErrNotController) }
 
+// mayForward reports whether a request refused by the local controller should be
+// forwarded: it must not itself have been forwarded by another node, or two nodes that
+// briefly disagree on the controller could bounce it between them until its deadline.
+func mayForward(ctx context.Context, err error) bool {
+	return notController(err) && !kafka.FromNode(ctx)
+}
+
 func (a *admin) CreateTopics(ctx context.Context, specs []kafka.TopicSpec, validateOnly bool) []error {
 	cs := make([]controller.TopicSpec, len(specs))
 	for i, s := range specs {
@@ -117,7 +124,7 @@ func (a *admin) CreateTopics(ctx context.Context, specs []kafka.TopicSpec, valid
 			Assignments: s.Assignments, Configs: s.Configs}
 	}
 	errs := a.ctrl.CreateTopics(ctx, cs, validateOnly)
-	if len(errs) > 0 && notController(errs[0]) {
+	if len(errs) > 0 && mayForward(ctx, errs[0]) {
 		errs = a.ch.createTopics(ctx, specs, validateOnly)
 		if !validateOnly {
 			a.settleFor(ctx, func(im *metadata.Image) bool {
@@ -140,7 +147,7 @@ func (a *admin) CreateTopics(ctx context.Context, specs []kafka.TopicSpec, valid
 
 func (a *admin) DeleteTopics(ctx context.Context, names []string) []error {
 	errs := a.ctrl.DeleteTopics(ctx, names)
-	if len(errs) > 0 && notController(errs[0]) {
+	if len(errs) > 0 && mayForward(ctx, errs[0]) {
 		errs = a.ch.deleteTopics(ctx, names)
 		a.settleFor(ctx, func(im *metadata.Image) bool {
 			for i, n := range names {
@@ -161,7 +168,7 @@ func (a *admin) DeleteTopics(ctx context.Context, names []string) []error {
 
 func (a *admin) CreatePartitions(ctx context.Context, topic string, total int32, as [][]metadata.NodeID, validateOnly bool) error {
 	err := a.ctrl.CreatePartitions(ctx, topic, total, as, validateOnly)
-	if notController(err) {
+	if mayForward(ctx, err) {
 		err = a.ch.createPartitions(ctx, topic, total, as, validateOnly)
 		if err == nil && !validateOnly {
 			a.settleFor(ctx, func(im *metadata.Image) bool {
@@ -177,7 +184,7 @@ func (a *admin) CreatePartitions(ctx context.Context, topic string, total int32,
 
 func (a *admin) AlterTopicConfigs(ctx context.Context, topic string, set map[string]*string, replaceAll, validateOnly bool) error {
 	err := a.ctrl.AlterTopicConfigs(ctx, topic, set, replaceAll, validateOnly)
-	if notController(err) {
+	if mayForward(ctx, err) {
 		err = a.ch.alterConfigs(ctx, topic, set, replaceAll, validateOnly)
 		if err == nil && !validateOnly {
 			a.settleFor(ctx, func(im *metadata.Image) bool {
@@ -193,7 +200,7 @@ func (a *admin) AlterTopicConfigs(ctx context.Context, topic string, set map[str
 
 func (a *admin) AlterBrokerConfigs(ctx context.Context, set map[string]*string, validateOnly bool) error {
 	err := a.ctrl.AlterBrokerConfigs(ctx, set, validateOnly)
-	if notController(err) {
+	if mayForward(ctx, err) {
 		err = a.ch.alterConfigs(ctx, "", set, false, validateOnly)
 		if err == nil && !validateOnly {
 			a.settleFor(ctx, func(im *metadata.Image) bool { return configsApplied(im.Configs, set, false) })
