@@ -41,12 +41,14 @@ func binary(t testing.TB, o Options) string {
 	return built.path
 }
 
+// build compiles the binary. Its name avoids "runnel", so that someone ending their
+// own servers by name (pkill runnel) does not stop this test's nodes.
 func build() {
-	built.dir, built.err = os.MkdirTemp("", "runnel-cluster-bin-")
+	built.dir, built.err = os.MkdirTemp("", "cluster-harness-")
 	if built.err != nil {
 		return
 	}
-	built.path = filepath.Join(built.dir, "runnel")
+	built.path = filepath.Join(built.dir, "clusternode")
 	out, err := exec.Command("go", "build", "-o", built.path, mainPackage).CombinedOutput()
 	if err != nil {
 		built.err = fmt.Errorf("%w\n%s", err, out)

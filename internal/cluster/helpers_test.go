@@ -75,12 +75,21 @@ func waitAcks(t *testing.T, h *cluster.History, n int, what string) {
 	}
 }
 
-// waitAllISR waits for a full ISR on every partition.
-func waitAllISR(t *testing.T, c *cluster.Cluster, topic string, partitions int32, n int) {
+// isrTimeout bounds the wait for a restarted replica to catch up and rejoin the ISR.
+const isrTimeout = 30 * time.Second
+
+// waitAllISR waits for an ISR of n on every partition. On failure it reports the error
+// and returns false without stopping the test, so that the test can still check its
+// history before it ends.
+func waitAllISR(t *testing.T, c *cluster.Cluster, topic string, partitions int32, n int) bool {
 	t.Helper()
 	for p := range partitions {
-		c.WaitISR(t, topic, p, n, waitTimeout)
+		if _, err := c.AwaitISR(topic, p, n, isrTimeout); err != nil {
+			t.Errorf("ISR never back to %d members: %v", n, err)
+			return false
+		}
 	}
+	return true
 }
 
 // stopLoad stops l and fails the test if records were still pending after flushTimeout.

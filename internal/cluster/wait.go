@@ -143,19 +143,39 @@ func (c *Cluster) WaitISR(t testing.TB, topic string, partition int32, n int, ti
 	return st.ISR
 }
 
+// AwaitISR is WaitISR returning an error instead of failing the test, for a test that
+// goes on to check what it can.
+func (c *Cluster) AwaitISR(topic string, partition int32, n int, timeout time.Duration) ([]int32, error) {
+	st, err := c.pollPartition(timeout, topic, partition, func(st PartitionState) error {
+		if len(st.ISR) != n {
+			return fmt.Errorf("%s-%d: leader %d reports ISR %v, want %d members", topic, partition, st.Leader, st.ISR, n)
+		}
+		return nil
+	})
+	return st.ISR, err
+}
+
 // waitPartition polls leaderNow until the leader's view satisfies cond.
 func (c *Cluster) waitPartition(t testing.TB, timeout time.Duration, topic string, partition int32, cond func(PartitionState) error) PartitionState {
 	t.Helper()
+	st, err := c.pollPartition(timeout, topic, partition, cond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func (c *Cluster) pollPartition(timeout time.Duration, topic string, partition int32, cond func(PartitionState) error) (PartitionState, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		st, err := c.leaderNow(topic, partition)
 		if err == nil {
 			if err = cond(st); err == nil {
-				return st
+				return st, nil
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", timeout, err)
+			return st, fmt.Errorf("after %v: %w", timeout, err)
 		}
 		time.Sleep(pollInterval)
 	}
