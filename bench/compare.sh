@@ -15,7 +15,8 @@
 #                  kfake-blackhole nats-r1-sync nats-r1 nats-r3
 #   --work DIR     data, logs, binaries and results.json (default a new temp dir)
 #   --runnel-bin   use this runnel binary instead of building ./cmd/runnel
-#   --profile D    take a CPU profile of runnel-1 for D during its first produce
+#   --profile D    take a CPU profile of runnel-1 (or --profile-system S) for D during
+#                  its first produce; go tool pprof -top bin/runnel WORK/S-produce.pprof
 #   --out FILE     also write the results table (markdown) to FILE
 set -euo pipefail
 
@@ -24,12 +25,12 @@ work="" runnel_bin="" compare_args=()
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--quick) compare_args+=(-quick); shift ;;
-	--runs | --systems | --profile | --out | --partitions)
+	--runs | --systems | --profile | --profile-system | --out | --partitions)
 		[[ $# -ge 2 ]] || { echo "compare.sh: $1 needs a value" >&2; exit 2; }
 		compare_args+=("-${1#--}" "$2"); shift 2 ;;
 	--work) work=$2; shift 2 ;;
 	--runnel-bin) runnel_bin=$2; shift 2 ;;
-	-h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+	-h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
 	*) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done

@@ -31,7 +31,8 @@ type options struct {
 	quick      bool
 	only       string // comma-separated system names; empty: all
 	partitions int
-	profile    time.Duration // CPU profile of runnel-1 during the first produce; 0: none
+	profile    time.Duration // CPU profile of profSys during its first produce; 0: none
+	profSys    string
 	out        string        // markdown file to write the table to
 }
 
@@ -45,7 +46,8 @@ func main() {
 	flag.BoolVar(&o.quick, "quick", false, "small workloads, one run: a smoke test of the harness")
 	flag.StringVar(&o.only, "systems", "", "comma-separated systems to run (default: all)")
 	flag.IntVar(&o.partitions, "partitions", 3, "partitions of each Kafka topic (a NATS stream has one)")
-	flag.DurationVar(&o.profile, "profile", 0, "take a CPU profile of runnel-1 for this long during its first produce")
+	flag.DurationVar(&o.profile, "profile", 0, "take a CPU profile of -profile-system for this long during its first produce")
+	flag.StringVar(&o.profSys, "profile-system", baseline, "the Runnel system -profile profiles")
 	flag.StringVar(&o.out, "out", "", "also write the markdown table to this file")
 	flag.Parse()
 	if e.bin == "" || e.work == "" {
@@ -126,7 +128,7 @@ func runSystem(e *env, o options, s system, res *results) {
 			if w.e2e && s.produceOnly {
 				continue
 			}
-			if o.profile > 0 && run == 0 && w.name == "100B" && s.profileURL != nil && s.name == "runnel-1" {
+			if o.profile > 0 && run == 0 && w.name == "100B" && s.profileURL != nil && s.name == o.profSys {
 				go saveProfile(s.profileURL(r), o.profile, filepath.Join(e.work, s.name+"-produce.pprof"))
 			}
 			if err := runWorkload(e, o, s, r, w, run, res); err != nil {
