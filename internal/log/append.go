@@ -166,8 +166,9 @@ func (l *Log) updateProducersLocked(records []byte) {
 }
 
 // AppendAsFollower appends batches fetched from the leader as they are: offsets and
-// leader epochs are kept. The first batch must start at the log end offset
-// (ErrOffsetOutOfRange otherwise) and offsets must increase.
+// leader epochs are kept. The first batch must start at or after the log end offset
+// (ErrOffsetOutOfRange otherwise; after the leader's log cleaner removed batches,
+// the next one may start later) and offsets must increase.
 func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	v, err := validateBatches(records, false, 0)
 	if err != nil {
@@ -181,7 +182,7 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	leo := l.leo.Load()
 	info := AppendInfo{FirstOffset: recordbatch.Batch(records).BaseOffset(), LogAppendTime: -1,
 		NumBatches: v.batches, NumRecords: v.records, Bytes: len(records)}
-	if info.FirstOffset != leo {
+	if info.FirstOffset < leo {
 		return AppendInfo{}, fmt.Errorf("%w: follower append starts at %d, the log ends at %d", ErrOffsetOutOfRange, info.FirstOffset, leo)
 	}
 	next := leo

@@ -25,15 +25,20 @@ const (
 	// FileTypeDeleted is a segment file waiting for file.delete.delay.ms:
 	// <base>.<ext>.deleted. MakeFilename returns the .log one; DeletedFilename marks any.
 	FileTypeDeleted
-	// FileTypeCleaned and FileTypeSwap are Kafka's compaction leftovers
-	// (<base>.<ext>.cleaned, <base>.<ext>.swap); Runnel does not compact yet and
-	// recovery removes them.
+	// FileTypeCleaned marks a segment or index written by the log cleaner and not
+	// yet committed (<base>.<ext>.cleaned); recovery removes it. FileTypeSwap marks
+	// one committed but not yet renamed to its final name (<base>.<ext>.swap);
+	// recovery finishes the swap. MakeFilename returns the .log ones; MarkedFilename
+	// marks any.
 	FileTypeCleaned
 	FileTypeSwap
 	// FileTypeEpochCheckpoint is leader-epoch-checkpoint (no offset).
 	FileTypeEpochCheckpoint
 	// FileTypePartitionMetadata is partition.metadata (no offset; topic id, owned by replica).
 	FileTypePartitionMetadata
+	// FileTypeCleanerCheckpoint is cleaner-offset-checkpoint in a partition directory
+	// (no offset): how far the log cleaner got, and when.
+	FileTypeCleanerCheckpoint
 	// FileTypeTemp is a file being written by vfs.WriteFileAtomic (<name>.tmp).
 	// MakeFilename panics for it: vfs.WriteFileAtomic makes these names.
 	FileTypeTemp
@@ -46,6 +51,7 @@ const (
 	ReplicationCheckpointFile    = "replication-offset-checkpoint"
 	epochCheckpointName          = "leader-epoch-checkpoint"
 	partitionMetadataName        = "partition.metadata"
+	cleanerCheckpointName        = "cleaner-offset-checkpoint"
 	deleteDirSuffix              = "-delete"
 )
 
@@ -65,6 +71,8 @@ func (t FileType) String() string {
 		return epochCheckpointName
 	case FileTypePartitionMetadata:
 		return partitionMetadataName
+	case FileTypeCleanerCheckpoint:
+		return cleanerCheckpointName
 	case FileTypeTemp:
 		return "temp"
 	case FileTypeUnknown:
@@ -90,12 +98,36 @@ func MakeFilename(dir string, t FileType, base int64) string {
 		return filepath.Join(dir, epochCheckpointName)
 	case FileTypePartitionMetadata:
 		return filepath.Join(dir, partitionMetadataName)
+	case FileTypeCleanerCheckpoint:
+		return filepath.Join(dir, cleanerCheckpointName)
 	}
 	panic(fmt.Sprintf("log: MakeFilename of file type %d: temporary names belong to vfs.WriteFileAtomic", t))
 }
 
 // DeletedFilename marks any segment, index or snapshot path as waiting for deletion.
 func DeletedFilename(path string) string { return path + suffixes[FileTypeDeleted] }
+
+// MarkedFilename marks a segment or index path with marker (FileTypeDeleted,
+// FileTypeCleaned or FileTypeSwap).
+func MarkedFilename(path string, marker FileType) string {
+	switch marker {
+	case FileTypeDeleted, FileTypeCleaned, FileTypeSwap:
+		return path + suffixes[marker]
+	}
+	panic(fmt.Sprintf("log: MarkedFilename with marker %v", marker))
+}
+
+// ParseMarkedFilename recognises a name made by MarkedFilename: the marker, and the
+// type and base offset of the file it marks. ok is false for anything else.
+func ParseMarkedFilename(name string) (marker, inner FileType, base int64, ok bool) {
+	for _, m := range []FileType{FileTypeDeleted, FileTypeCleaned, FileTypeSwap} {
+		if rest, found := strings.CutSuffix(name, suffixes[m]); found {
+			inner, base, ok = parseOffsetName(rest)
+			return m, inner, base, ok
+		}
+	}
+	return FileTypeUnknown, FileTypeUnknown, 0, false
+}
 
 // ParseFilename recognises a file name (not a path) made by MakeFilename or
 // DeletedFilename, or a temporary name. ok is false for anything else.
@@ -105,6 +137,8 @@ func ParseFilename(name string) (t FileType, base int64, ok bool) {
 		return FileTypeEpochCheckpoint, 0, true
 	case name == partitionMetadataName:
 		return FileTypePartitionMetadata, 0, true
+	case name == cleanerCheckpointName:
+		return FileTypeCleanerCheckpoint, 0, true
 	case strings.HasSuffix(name, ".tmp") && len(name) > len(".tmp"):
 		return FileTypeTemp, 0, true
 	}

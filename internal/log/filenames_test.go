@@ -7,7 +7,8 @@ import (
 
 func TestFilenameRoundTrip(t *testing.T) {
 	types := []FileType{FileTypeSegment, FileTypeOffsetIndex, FileTypeTimeIndex, FileTypeProducerSnapshot,
-		FileTypeDeleted, FileTypeCleaned, FileTypeSwap, FileTypeEpochCheckpoint, FileTypePartitionMetadata}
+		FileTypeDeleted, FileTypeCleaned, FileTypeSwap, FileTypeEpochCheckpoint, FileTypePartitionMetadata,
+		FileTypeCleanerCheckpoint}
 	for _, ft := range types {
 		for _, base := range []int64{0, 1, 170410, 1<<63 - 1} {
 			path := MakeFilename("/data/orders-0", ft, base)
@@ -15,7 +16,7 @@ func TestFilenameRoundTrip(t *testing.T) {
 				t.Fatalf("%v: %s not in the directory", ft, path)
 			}
 			gotType, gotBase, ok := ParseFilename(filepath.Base(path))
-			if ft == FileTypeEpochCheckpoint || ft == FileTypePartitionMetadata {
+			if ft == FileTypeEpochCheckpoint || ft == FileTypePartitionMetadata || ft == FileTypeCleanerCheckpoint {
 				base = 0
 			}
 			if !ok || gotType != ft || gotBase != base {
@@ -25,6 +26,26 @@ func TestFilenameRoundTrip(t *testing.T) {
 	}
 	if got := filepath.Base(MakeFilename("d", FileTypeSegment, 170410)); got != "00000000000000170410.log" {
 		t.Fatalf("segment name %q", got)
+	}
+}
+
+func TestMarkedFilenameRoundTrip(t *testing.T) {
+	for _, marker := range []FileType{FileTypeDeleted, FileTypeCleaned, FileTypeSwap} {
+		for _, inner := range []FileType{FileTypeSegment, FileTypeOffsetIndex, FileTypeTimeIndex} {
+			name := filepath.Base(MarkedFilename(MakeFilename("/d", inner, 42), marker))
+			m, in, base, ok := ParseMarkedFilename(name)
+			if !ok || m != marker || in != inner || base != 42 {
+				t.Fatalf("ParseMarkedFilename(%q) = %v %v %d %v", name, m, in, base, ok)
+			}
+			if ft, b, ok := ParseFilename(name); !ok || ft != marker || b != 42 {
+				t.Fatalf("ParseFilename(%q) = %v %d %v", name, ft, b, ok)
+			}
+		}
+	}
+	for _, name := range []string{"00000000000000000042.log", "x.swap", "00000000000000000042.log.swap.x"} {
+		if _, _, _, ok := ParseMarkedFilename(name); ok {
+			t.Fatalf("ParseMarkedFilename(%q) accepted it", name)
+		}
 	}
 }
 

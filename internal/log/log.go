@@ -39,8 +39,8 @@ type Options struct {
 // Log is one partition's log (Kafka UnifiedLog + LocalLog): a list of segments, the
 // last of which (the active segment) receives appends.
 //
-// Lock order: flushMu -> mu -> index locks. Readers take no Log lock: they load the
-// segment list and offsets atomically and read immutable byte ranges.
+// Lock order: cleanMu -> flushMu -> mu -> index locks. Readers take no Log lock: they
+// load the segment list and offsets atomically and read immutable byte ranges.
 type Log struct {
 	fs         vfs.FS           // immutable
 	dir        string           // immutable
@@ -66,12 +66,25 @@ type Log struct {
 	lastFlushMs   atomic.Int64
 	closed        atomic.Bool
 
+	// truncations counts the truncations (Truncate, TruncateFullyAndStartAt) that
+	// removed offsets: a cleaning pass that saw it change gives up before its swap.
+	truncations atomic.Int64
+	// cleanerEnd is cleaned.firstDirty(), readable without flushMu.
+	cleanerEnd atomic.Int64
+
+	// cleanMu serialises the log cleaner's passes over this log. Lock order:
+	// cleanMu -> flushMu -> mu.
+	cleanMu sync.Mutex
+
 	// flushMu serialises the operations that fsync or delete files: Flush (group
-	// commit: one fsync for every append so far), Truncate, retention, Close. It is
-	// never taken while holding mu.
+	// commit: one fsync for every append so far), Truncate, retention, the cleaner's
+	// swaps, Close. It is never taken while holding mu.
 	flushMu sync.Mutex
 	// guarded by flushMu:
 	pendingDeletes []pendingDelete
+	// cleaned is how far the log cleaner got (cleaner-offset-checkpoint), loaded at
+	// Open, advanced by the cleaner's first swap of a pass and cut by truncation.
+	cleaned cleanerState
 
 	// mu is the append lock. It is never held across an fsync.
 	mu sync.Mutex

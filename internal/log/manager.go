@@ -26,14 +26,30 @@ type ManagerOptions struct {
 	Now                                                            func() time.Time
 	// RecoveryThreads bounds how many logs are opened (recovered) at once; default 4.
 	RecoveryThreads int
+
+	// The log cleaner compacts the logs whose cleanup.policy has compact (see
+	// cleaner.go). CleanerEnable is log.cleaner.enable; false (the zero value)
+	// runs no cleaner. CleanerThreads is log.cleaner.threads (default 1).
+	// CleanerDedupeBufferSize is log.cleaner.dedupe.buffer.size, the bytes of offset
+	// maps split between the threads (default 128 MiB): a pass maps as many keys as
+	// fit and cleans that far. CleanerIOMaxBytesPerSecond is
+	// log.cleaner.io.max.bytes.per.second, read plus written by all threads (<= 0:
+	// unlimited, the default). CleanerBackoff is log.cleaner.backoff.ms, the pause
+	// when no log needs cleaning (default 15 s).
+	CleanerEnable              bool
+	CleanerThreads             int
+	CleanerDedupeBufferSize    int64
+	CleanerIOMaxBytesPerSecond float64
+	CleanerBackoff             time.Duration
 }
 
 // Manager is Kafka's LogManager for one data directory: it opens every partition log
 // at startup, creates and deletes logs, runs retention, timed flushes and checkpoints
 // in background goroutines, and owns the data-dir checkpoint files.
 type Manager struct {
-	o      ManagerOptions // immutable
-	logger *slog.Logger   // immutable
+	o       ManagerOptions // immutable
+	logger  *slog.Logger   // immutable
+	cleaner *logCleaner    // immutable; nil when CleanerEnable is false
 
 	done chan struct{} // closed by Close to stop the loops
 	wg   sync.WaitGroup
@@ -63,7 +79,11 @@ func NewManager(o ManagerOptions) (*Manager, error) {
 	if o.RecoveryThreads <= 0 {
 		o.RecoveryThreads = 4
 	}
+	o = o.withCleanerDefaults()
 	m := &Manager{o: o, logger: o.Logger.With("data_dir", o.DataDir), done: make(chan struct{}), logs: map[TopicPartition]*Log{}}
+	if o.CleanerEnable {
+		m.cleaner = newLogCleaner(m)
+	}
 	if err := o.FS.MkdirAll(o.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("%w: creating %s: %v", ErrKafkaStorage, o.DataDir, err)
 	}
@@ -74,6 +94,17 @@ func NewManager(o ManagerOptions) (*Manager, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+func (o ManagerOptions) withCleanerDefaults() ManagerOptions {
+	if o.CleanerThreads <= 0 {
+		o.CleanerThreads = 1
+	}
+	if o.CleanerDedupeBufferSize <= 0 {
+		o.CleanerDedupeBufferSize = 128 << 20
+	}
+	o.CleanerBackoff = orDefault(o.CleanerBackoff, 15*time.Second)
+	return o
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -161,8 +192,8 @@ func (m *Manager) checkpointAfterTruncate() {
 }
 
 // Start starts the background loops: retention every RetentionCheckInterval, timed
-// flushes (flush.ms) every FlushCheckInterval, checkpoints every CheckpointInterval.
-// Close stops them and waits.
+// flushes (flush.ms) every FlushCheckInterval, checkpoints every CheckpointInterval,
+// and the log cleaner when enabled. Close stops them and waits.
 func (m *Manager) Start() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -177,6 +208,17 @@ func (m *Manager) Start() {
 			m.logger.Error("writing checkpoints", "err", err)
 		}
 	})
+	if m.cleaner != nil {
+		m.cleaner.start(m.o.CleanerThreads)
+	}
+}
+
+// CleanerStats returns the log cleaner's counters (zero when it is disabled).
+func (m *Manager) CleanerStats() CleanerStats {
+	if m.cleaner == nil {
+		return CleanerStats{}
+	}
+	return m.cleaner.snapshot()
 }
 
 // goLoop runs fn every interval until done is closed (tracked by wg).

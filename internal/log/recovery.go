@@ -19,7 +19,7 @@ type dirContents struct {
 }
 
 // scanDir lists the directory and removes leftovers: *.deleted (a deletion the crash
-// interrupted), *.cleaned and *.swap (compaction, not done by Runnel), *.tmp.
+// interrupted), *.tmp, and any *.cleaned or *.swap that finishSwaps left.
 func (l *Log) scanDir() (dirContents, error) {
 	var d dirContents
 	names, err := l.fs.ReadDir(l.dir)
@@ -59,6 +59,10 @@ func (l *Log) scanDir() (dirContents, error) {
 //     the latest snapshot and the recovered batches;
 //  4. everything recovered is fsynced, so the recovery point becomes the log end.
 func (l *Log) load(o Options) error {
+	if err := l.finishSwaps(); err != nil {
+		return err
+	}
+	gapsBelow := l.loadCleanerState()
 	d, err := l.scanDir()
 	if err != nil {
 		return err
@@ -78,7 +82,7 @@ func (l *Log) load(o Options) error {
 		l.logger.Warn("leader epoch checkpoint unreadable, rebuilding it from the log", "err", err)
 		l.epochs.entries, l.epochs.dirty = nil, true
 	}
-	if err := l.recoverSegments(o.RecoveryPoint); err != nil {
+	if err := l.recoverSegments(o.RecoveryPoint, gapsBelow); err != nil {
 		return err
 	}
 	if err := l.initOffsets(o); err != nil {
@@ -90,8 +94,10 @@ func (l *Log) load(o Options) error {
 	return l.flushLocked(l.leo.Load())
 }
 
-// recoverSegments implements steps 1 and 2 of load.
-func (l *Log) recoverSegments(recoveryPoint int64) error {
+// recoverSegments implements steps 1 and 2 of load. Below gapsBelow the log
+// cleaner may have removed the last batches of a segment, so a segment may end
+// before the next one starts.
+func (l *Log) recoverSegments(recoveryPoint, gapsBelow int64) error {
 	ss := l.segs()
 	if len(ss) == 0 {
 		return nil
@@ -120,8 +126,11 @@ func (l *Log) recoverSegments(recoveryPoint int64) error {
 		}
 		// A segment that lost its tail, even at a batch boundary, leaves a hole
 		// before the next one: what follows cannot be kept.
-		if i < len(ss)-1 && (truncated || ss[i].nextOffset != ss[i+1].baseOffset) {
+		if i < len(ss)-1 && (truncated || !contiguous(ss[i], ss[i+1], gapsBelow)) {
 			return l.dropSegmentsAfter(i)
+		}
+		if i < len(ss)-1 {
+			ss[i].nextOffset = ss[i+1].baseOffset
 		}
 		if i < len(ss)-1 {
 			ss[i].builder.finish()
@@ -133,6 +142,12 @@ func (l *Log) recoverSegments(recoveryPoint int64) error {
 		}
 	}
 	return nil
+}
+
+// contiguous reports whether next may follow s: it starts where s ends, or later
+// when the cleaner left the gap (next starts at or below gapsBelow).
+func contiguous(s, next *Segment, gapsBelow int64) bool {
+	return s.nextOffset == next.baseOffset || (s.nextOffset < next.baseOffset && next.baseOffset <= gapsBelow)
 }
 
 // loadTrustedSegment fills the state of a segment below the recovery point from its

@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// DeleteOldSegments applies retention.ms and retention.bytes and removes the segments
-// wholly below the log start offset (Kafka deleteOldSegments). Segments go oldest
+// DeleteOldSegments applies retention.ms and retention.bytes (when cleanup.policy
+// has delete) and removes the segments wholly below the log start offset (Kafka
+// deleteOldSegments). Segments go oldest
 // first and only while the predicate holds; a segment holding offsets at or above
 // the high watermark (SetHighWatermark) is kept. When every segment is deletable the
 // log rolls first, so the new empty active segment remains (the Kafka way). Files
@@ -46,7 +47,7 @@ func (l *Log) deletableSegmentsLocked(now time.Time) int {
 	ss := l.segs()
 	leo, hw, logStart := l.leo.Load(), l.highWatermark.Load(), l.logStart.Load()
 	diff := l.Size() - cfg.RetentionBytes
-	byTime, bySize, byStart := true, cfg.RetentionBytes >= 0, true
+	byTime, bySize, byStart := cfg.Delete(), cfg.Delete() && cfg.RetentionBytes >= 0, true
 	n := 0
 	for i, s := range ss {
 		upper := leo
@@ -57,8 +58,10 @@ func (l *Log) deletableSegmentsLocked(now time.Time) int {
 		if (hw >= 0 && upper > hw) || (i == len(ss)-1 && size == 0) {
 			break
 		}
-		byTime = byTime && cfg.RetentionMs >= 0 && s.builder.maxTimestamp >= 0 &&
-			now.UnixMilli()-s.builder.maxTimestamp > cfg.RetentionMs
+		// An empty segment before the last can only be left by the cleaner: it
+		// holds nothing to keep.
+		byTime = byTime && cfg.RetentionMs >= 0 && ((s.builder.maxTimestamp >= 0 &&
+			now.UnixMilli()-s.builder.maxTimestamp > cfg.RetentionMs) || size == 0)
 		bySize = bySize && diff-size >= 0
 		diff -= size
 		byStart = byStart && i+1 < len(ss) && upper <= logStart

@@ -23,6 +23,11 @@ func (l *Log) Truncate(to int64) error {
 func (l *Log) truncate(to int64) (truncated bool, err error) {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
+	if to < l.leo.Load() { // the log end only grows without flushMu
+		if err := l.cutCleanerStateLocked(to); err != nil {
+			return false, err
+		}
+	}
 	l.mu.Lock()
 	if err := l.checkWritableLocked(); err != nil {
 		l.mu.Unlock()
@@ -148,6 +153,9 @@ func (l *Log) TruncateFullyAndStartAt(off int64) error {
 
 // truncateFullyLocked is TruncateFullyAndStartAt with flushMu held.
 func (l *Log) truncateFullyLocked(off int64) error {
+	if err := l.cutCleanerStateLocked(min(off, l.segs()[0].baseOffset)); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	if err := l.checkWritableLocked(); err != nil {
 		l.mu.Unlock()
