@@ -33,9 +33,9 @@ type CleanerStats struct {
 }
 
 // logCleaner runs the cleaning passes of the compacted logs of a Manager (Kafka
-// LogCleaner + LogCleanerManager): CleanerThreads goroutines each pick the dirtiest
-// log no other is cleaning, clean it, and back off for CleanerBackoff when no log
-// is worth cleaning.
+// LogCleaner + LogCleanerManager): CleanerOptions.Threads goroutines each pick the
+// dirtiest log no other is cleaning, clean it, and back off for CleanerOptions.Backoff
+// when no log is worth cleaning.
 type logCleaner struct {
 	m       *Manager      // immutable
 	logger  *slog.Logger  // immutable
@@ -54,12 +54,12 @@ type logCleaner struct {
 func (c *logCleaner) failedBackoff() time.Duration { return max(4*c.backoff, time.Minute) }
 
 func newLogCleaner(m *Manager) *logCleaner {
-	o := m.o
+	o := m.o.Cleaner
 	return &logCleaner{
 		m: m, logger: m.logger.With("component", "log-cleaner"),
-		io:      newThrottler(o.CleanerIOMaxBytesPerSecond, time.Now),
-		memory:  o.CleanerDedupeBufferSize / int64(o.CleanerThreads),
-		backoff: o.CleanerBackoff, inProgress: map[*Log]bool{}, failedAt: map[*Log]time.Time{},
+		io:      newThrottler(o.IOMaxBytesPerSecond, time.Now),
+		memory:  o.DedupeBufferSize / int64(o.Threads),
+		backoff: o.Backoff, inProgress: map[*Log]bool{}, failedAt: map[*Log]time.Time{},
 	}
 }
 

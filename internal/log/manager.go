@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/config"
 	"github.com/runnel-io/runnel/internal/vfs"
 )
 
@@ -27,20 +28,37 @@ type ManagerOptions struct {
 	// RecoveryThreads bounds how many logs are opened (recovered) at once; default 4.
 	RecoveryThreads int
 
-	// The log cleaner compacts the logs whose cleanup.policy has compact (see
-	// cleaner.go). CleanerEnable is log.cleaner.enable; false (the zero value)
-	// runs no cleaner. CleanerThreads is log.cleaner.threads (default 1).
-	// CleanerDedupeBufferSize is log.cleaner.dedupe.buffer.size, the bytes of offset
-	// maps split between the threads (default 128 MiB): a pass maps as many keys as
-	// fit and cleans that far. CleanerIOMaxBytesPerSecond is
-	// log.cleaner.io.max.bytes.per.second, read plus written by all threads (<= 0:
-	// unlimited, the default). CleanerBackoff is log.cleaner.backoff.ms, the pause
-	// when no log needs cleaning (default 15 s).
-	CleanerEnable              bool
-	CleanerThreads             int
-	CleanerDedupeBufferSize    int64
-	CleanerIOMaxBytesPerSecond float64
-	CleanerBackoff             time.Duration
+	// Cleaner configures the log cleaner.
+	Cleaner CleanerOptions
+}
+
+// CleanerOptions configure the log cleaner, which compacts the logs whose
+// cleanup.policy has compact (Kafka's log.cleaner.* broker configs).
+type CleanerOptions struct {
+	// Enable is log.cleaner.enable; false (the zero value) runs no cleaner.
+	Enable bool
+	// Threads is log.cleaner.threads, the cleaner goroutines (default 1).
+	Threads int
+	// DedupeBufferSize is log.cleaner.dedupe.buffer.size: the bytes of key-to-offset
+	// maps, split between the goroutines (default 128 MiB). A pass maps as many keys
+	// as fit and cleans that far; the next pass goes on from there.
+	DedupeBufferSize int64
+	// IOMaxBytesPerSecond is log.cleaner.io.max.bytes.per.second, read plus written
+	// by all goroutines together (<= 0 or Kafka's Double.MAX_VALUE: unlimited).
+	IOMaxBytesPerSecond float64
+	// Backoff is log.cleaner.backoff.ms, the pause when no log needs cleaning
+	// (default 15 s).
+	Backoff time.Duration
+}
+
+// CleanerOptionsFor returns the cleaner options of a broker configuration.
+// log.cleaner.threads=0 disables the cleaner, as in Kafka.
+func CleanerOptionsFor(b *config.Broker) CleanerOptions {
+	return CleanerOptions{
+		Enable: b.LogCleanerEnable && b.LogCleanerThreads > 0, Threads: b.LogCleanerThreads,
+		DedupeBufferSize: b.LogCleanerDedupeBufferSize, IOMaxBytesPerSecond: b.LogCleanerIoMaxBytesPerSecond,
+		Backoff: time.Duration(b.LogCleanerBackoffMs) * time.Millisecond,
+	}
 }
 
 // Manager is Kafka's LogManager for one data directory: it opens every partition log
@@ -49,7 +67,7 @@ type ManagerOptions struct {
 type Manager struct {
 	o       ManagerOptions // immutable
 	logger  *slog.Logger   // immutable
-	cleaner *logCleaner    // immutable; nil when CleanerEnable is false
+	cleaner *logCleaner    // immutable; nil when the cleaner is disabled
 
 	done chan struct{} // closed by Close to stop the loops
 	wg   sync.WaitGroup
@@ -79,9 +97,9 @@ func NewManager(o ManagerOptions) (*Manager, error) {
 	if o.RecoveryThreads <= 0 {
 		o.RecoveryThreads = 4
 	}
-	o = o.withCleanerDefaults()
+	o.Cleaner = o.Cleaner.withDefaults()
 	m := &Manager{o: o, logger: o.Logger.With("data_dir", o.DataDir), done: make(chan struct{}), logs: map[TopicPartition]*Log{}}
-	if o.CleanerEnable {
+	if o.Cleaner.Enable {
 		m.cleaner = newLogCleaner(m)
 	}
 	if err := o.FS.MkdirAll(o.DataDir, 0o755); err != nil {
@@ -96,14 +114,14 @@ func NewManager(o ManagerOptions) (*Manager, error) {
 	return m, nil
 }
 
-func (o ManagerOptions) withCleanerDefaults() ManagerOptions {
-	if o.CleanerThreads <= 0 {
-		o.CleanerThreads = 1
+func (o CleanerOptions) withDefaults() CleanerOptions {
+	if o.Threads <= 0 {
+		o.Threads = 1
 	}
-	if o.CleanerDedupeBufferSize <= 0 {
-		o.CleanerDedupeBufferSize = 128 << 20
+	if o.DedupeBufferSize <= 0 {
+		o.DedupeBufferSize = 128 << 20
 	}
-	o.CleanerBackoff = orDefault(o.CleanerBackoff, 15*time.Second)
+	o.Backoff = orDefault(o.Backoff, 15*time.Second)
 	return o
 }
 
@@ -209,7 +227,7 @@ func (m *Manager) Start() {
 		}
 	})
 	if m.cleaner != nil {
-		m.cleaner.start(m.o.CleanerThreads)
+		m.cleaner.start(m.o.Cleaner.Threads)
 	}
 }
 
