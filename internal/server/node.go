@@ -97,6 +97,7 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 		RetentionCheckInterval: time.Duration(cfg.LogRetentionCheckIntervalMs) * time.Millisecond,
 		FlushCheckInterval:     time.Duration(cfg.LogFlushSchedulerIntervalMs) * time.Millisecond,
 		CheckpointInterval:     time.Duration(cfg.LogFlushOffsetCheckpointIntervalMs) * time.Millisecond,
+		Cleaner:                log.CleanerOptionsFor(cfg),
 	})
 	if err != nil {
 		return fmt.Errorf("open logs in %s: %w", cfg.DataDir, err)
