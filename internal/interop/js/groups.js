@@ -29,10 +29,14 @@ async function scenario(kafka, admin, producer, topic) {
   setStep('createTopics')
   const { brokers } = await admin.describeCluster()
   const rf = Math.min(3, brokers.length)
+  lib.log(`${brokers.length} brokers, replication factor ${rf}`)
   equal(await admin.createTopics({ topics: [{ topic, numPartitions: PARTITIONS, replicationFactor: rf }], waitForLeaders: true, timeout: 10000 }),
     true, 'createTopics')
   const md = await admin.fetchTopicMetadata({ topics: [topic] })
-  for (const p of md.topics[0].partitions) equal(p.replicas.length, rf, `replicas of partition ${p.partitionId}`)
+  for (const p of md.topics[0].partitions) {
+    equal(p.replicas.length, rf, `replicas of partition ${p.partitionId}`)
+    lib.log(`partition ${p.partitionId}: leader ${p.leader}, replicas ${p.replicas}, ISR ${p.isr}`)
+  }
 
   await producer.connect()
   const partitionOf = partitionerOf(topic)

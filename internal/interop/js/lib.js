@@ -116,8 +116,9 @@ function byPosition(a, b) {
 // records, then listens QUIET_MS more for anything extra, and returns the consumer
 // (still running, so the caller decides when to commit and disconnect) with the
 // records in the order they arrived. With autoCommit off, nothing is committed unless
-// the caller commits. `onStart` runs after consumer.run, for seeks.
-async function consumeGroup(kafka, { groupId, topic, count, fromBeginning = true, onStart, timeoutMs = 20000 }) {
+// the caller commits. `onMessage` sees each KafkaJS message as it comes (for what
+// record() leaves out, such as the batch context).
+async function consumeGroup(kafka, { groupId, topic, count, fromBeginning = true, onMessage, timeoutMs = 20000 }) {
   const consumer = kafka.consumer({
     groupId,
     sessionTimeout: 10000,
@@ -137,10 +138,10 @@ async function consumeGroup(kafka, { groupId, topic, count, fromBeginning = true
     eachMessage: async ({ topic: t, partition, message }) => {
       check(t === topic, `message from topic ${t}, subscribed to ${topic} only`)
       got.push(record(partition, message))
+      if (onMessage) onMessage(partition, message)
       if (got.length === count) enough()
     },
   })
-  if (onStart) await onStart(consumer)
   let timer
   const late = new Promise((_, reject) => {
     timer = setTimeout(
