@@ -18,19 +18,21 @@ import (
 // and says which step it was on.
 const kafkajsTimeout = 50 * time.Second
 
-// kafkajsSets are the node properties of the KafkaJS tests: groups rebalance at once
-// (KafkaJS waits out group.initial.rebalance.delay.ms on every first join), and no
-// topic is created by accident, so a script that names a missing topic fails.
+// kafkajsSets are the node properties of the single-node KafkaJS tests: groups
+// rebalance at once (the first join of an empty group otherwise waits out
+// group.initial.rebalance.delay.ms, 3 s), and no topic is created by accident, so a
+// script that names a missing topic fails. The cluster keeps the default delay.
 var kafkajsSets = []string{"group.initial.rebalance.delay.ms=0", "auto.create.topics.enable=false"}
 
 // TestKafkaJS runs the KafkaJS (Node.js) scenarios of internal/interop/js against one
-// node, and the produce and consumer-group scenario against a 3-node cluster. Each
-// script checks exact results itself and exits 1 naming the first mismatch.
+// node, and the produce and consumer-group scenario against a 3-node cluster with
+// every partition on 3 replicas. Each script checks exact results itself and exits 1
+// naming the first mismatch.
 func TestKafkaJS(t *testing.T) {
 	dir := kafkajsDir(t)
 	n := startNode(t, kafkajsSets...)
 	addr := bootstrap(n)
-	for _, script := range []string{"admin", "groups", "seek", "idempotent"} {
+	for _, script := range []string{"admin", "groups", "rebalance", "seek", "idempotent"} {
 		t.Run(script, func(t *testing.T) {
 			t.Parallel()
 			topic := topicName(t)
@@ -42,7 +44,7 @@ func TestKafkaJS(t *testing.T) {
 	}
 	t.Run("Cluster3", func(t *testing.T) {
 		t.Parallel()
-		c := cluster.Start(t, cluster.Options{Nodes: 3, BinPath: runnelBin, Sets: kafkajsSets})
+		c := cluster.Start(t, cluster.Options{Nodes: 3, BinPath: runnelBin, Sets: []string{"auto.create.topics.enable=false"}})
 		runKafkaJS(t, dir, "groups", c.Bootstrap(), topicName(t))
 	})
 }

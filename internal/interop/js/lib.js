@@ -130,13 +130,14 @@ async function consumeGroup(kafka, { groupId, topic, count, fromBeginning = true
   await consumer.connect()
   await consumer.subscribe({ topics: [topic], fromBeginning })
   const got = []
+  const strays = [] // topics of records not of `topic`; checked below, as a throw here would only restart the consumer
   let enough
   const reached = new Promise((resolve) => (enough = resolve))
   if (count === 0) enough()
   await consumer.run({
     autoCommit: false,
     eachMessage: async ({ topic: t, partition, message }) => {
-      check(t === topic, `message from topic ${t}, subscribed to ${topic} only`)
+      if (t !== topic) strays.push(t)
       got.push(record(partition, message))
       if (onMessage) onMessage(partition, message)
       if (got.length === count) enough()
@@ -155,6 +156,7 @@ async function consumeGroup(kafka, { groupId, topic, count, fromBeginning = true
     clearTimeout(timer)
   }
   await sleep(QUIET_MS)
+  check(strays.length === 0, `group ${groupId}: records of topics ${strays}, subscribed to ${topic} only`)
   log(`group ${groupId}: ${got.length} records, next offsets ${JSON.stringify(nextOffsets(got))}`)
   return { consumer, got }
 }
