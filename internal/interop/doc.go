@@ -1,7 +1,8 @@
 // Package interop holds no code: its tests prove from outside that Runnel is a Kafka
 // broker. Each test drives a real node (in-process through internal/server, or the
 // built `runnel` binary as a separate process) over real sockets with real clients:
-// franz-go (kgo, kadm and raw kmsg requests), sarama, segmentio/kafka-go and kcat.
+// franz-go (kgo, kadm and raw kmsg requests), sarama, segmentio/kafka-go, kcat
+// (librdkafka) and KafkaJS (js/, run by kafkajs_test.go when npm installed it).
 //
 // The tests check exact contents: every record, its key, value, headers and
 // timestamp, its partition and offset, offsets contiguous from 0, and the Kafka error

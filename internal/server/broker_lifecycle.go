@@ -30,11 +30,6 @@ const (
 	failedHeartbeatRetry = 250 * time.Millisecond
 )
 
-// nodeLifecycles holds each node's broker lifecycle. It lives outside Node (as
-// nodeGroups does) so that node.go only calls startBrokerLifecycle and
-// controlledShutdown.
-var nodeLifecycles sync.Map // *Node -> *brokerLifecycle
-
 // brokerLifecycle is this node's life as a broker as the active controller sees it
 // (Kafka's BrokerLifecycleManager): it registers at start, heartbeats every
 // broker.heartbeat.interval.ms with the offset of the metadata it has applied,
@@ -89,7 +84,7 @@ func (n *Node) startBrokerLifecycle(ctx context.Context) error {
 		cancel()
 		return fmt.Errorf("node %d joining the metadata quorum: %w", reg.ID, err)
 	}
-	nodeLifecycles.Store(n, l)
+	n.lifecycle.Store(l)
 	go l.run()
 	err = n.admin.waitFor(ctx, func(im *metadata.Image) bool {
 		b, ok := im.Brokers[reg.ID]
@@ -213,14 +208,13 @@ func (l *brokerLifecycle) stop() {
 // returns nil when the node did not finish starting; a timeout is logged, not
 // returned, since the node must stop anyway.
 func (n *Node) controlledShutdown(ctx context.Context) error {
-	v, ok := nodeLifecycles.LoadAndDelete(n)
-	if !ok {
+	l := n.lifecycle.Swap(nil)
+	if l == nil {
 		if n.admin != nil {
 			n.admin.ch.close()
 		}
 		return nil
 	}
-	l := v.(*brokerLifecycle)
 	defer l.ch.close()
 	ctx, cancel := context.WithTimeout(ctx, controlledShutdownTimeout)
 	defer cancel()

@@ -359,8 +359,8 @@ func checkAlterPartition(t *testing.T, nodes []*testNode, topic string) {
 // crash stops tn's node without a controlled shutdown, as kill -9 would: no more
 // heartbeats, no Kafka listener, no Raft.
 func (tn *testNode) crash() {
-	if v, ok := nodeLifecycles.LoadAndDelete(tn.node); ok {
-		v.(*brokerLifecycle).stop()
+	if l := tn.node.lifecycle.Swap(nil); l != nil {
+		l.stop()
 	}
 	tn.node.kafka.Close()
 	tn.node.ctrl.Close()

@@ -43,6 +43,8 @@ type Node struct {
 	http     *httpd.Server
 	admin    *admin
 	groups   *group.Coordinator
+	// lifecycle registers and heartbeats to the controller; controlledShutdown takes it.
+	lifecycle atomic.Pointer[brokerLifecycle]
 
 	kafkaAddr net.Addr
 	ready     atomic.Bool
