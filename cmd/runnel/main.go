@@ -9,4 +9,4 @@ import (
 	"github.com/runnel-io/runnel/internal/server"
 )
 
-func main() { os.Exit(cli.Main(os.Args[1:], server.NewCommand())) }
+func main() { os.Exit(cli.Main(os.Args[1:], server.NewCommand(), server.NewDevClusterCommand())) }
