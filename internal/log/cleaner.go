@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -113,6 +114,11 @@ func (c *logCleaner) grab(now time.Time) *Log {
 	logs := c.m.All()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for l := range c.failedAt {
+		if logs[l.TopicPartition()] != l {
+			delete(c.failedAt, l) // deleted or replaced
+		}
+	}
 	var best *cleanable
 	maxRatio := 0.0
 	for _, l := range logs {
@@ -184,8 +190,8 @@ func (c *logCleaner) snapshot() CleanerStats {
 	defer c.mu.Unlock()
 	s := c.stats
 	now := c.m.o.Now()
-	for l, at := range c.failedAt {
-		if now.Before(at.Add(c.failedBackoff())) && c.m.Get(l.TopicPartition()) == l {
+	for _, at := range c.failedAt {
+		if now.Before(at.Add(c.failedBackoff())) {
 			s.UncleanablePartitions++
 		}
 	}
@@ -198,16 +204,18 @@ func (c *logCleaner) snapshot() CleanerStats {
 // throttleCheckInterval it compares the observed rate with the limit and sleeps
 // long enough to bring it back under.
 type throttler struct {
-	rate  float64                                          // bytes/s, immutable
-	now   func() time.Time                                 // immutable
-	sleep func(d time.Duration, done <-chan struct{}) bool // immutable; false when done closed first
+	rate     float64                                          // bytes/s, immutable
+	interval time.Duration                                    // immutable: throttleCheckInterval
+	now      func() time.Time                                 // immutable
+	sleep    func(d time.Duration, done <-chan struct{}) bool // immutable; false when done closed first
+
+	throttled atomic.Int64 // total time slept, in ns
 
 	// mu is held while sleeping, so the goroutines share the budget.
 	mu sync.Mutex
 	// guarded by mu:
 	periodStart time.Time
 	bytes       float64 // since periodStart
-	throttled   time.Duration
 }
 
 const throttleCheckInterval = 300 * time.Millisecond
@@ -218,7 +226,7 @@ func newThrottler(rate float64, now func() time.Time) *throttler {
 	if !(rate > 0) || rate >= math.MaxFloat64/2 {
 		return nil
 	}
-	return &throttler{rate: rate, now: now, sleep: sleepOrDone, periodStart: now()}
+	return &throttler{rate: rate, interval: throttleCheckInterval, now: now, sleep: sleepOrDone, periodStart: now()}
 }
 
 func sleepOrDone(d time.Duration, done <-chan struct{}) bool {
@@ -243,12 +251,12 @@ func (t *throttler) throttle(n int64, done <-chan struct{}) error {
 	t.bytes += float64(n)
 	now := t.now()
 	elapsed := now.Sub(t.periodStart)
-	if elapsed < throttleCheckInterval {
+	if elapsed < t.interval {
 		return nil
 	}
 	if t.bytes/elapsed.Seconds() > t.rate {
 		wait := time.Duration(t.bytes/t.rate*float64(time.Second)) - elapsed
-		t.throttled += wait
+		t.throttled.Add(int64(wait))
 		if !t.sleep(wait, done) {
 			return errCleanAborted
 		}
@@ -258,11 +266,10 @@ func (t *throttler) throttle(n int64, done <-chan struct{}) error {
 	return nil
 }
 
+// total is the time slept so far. It does not wait for a sleep in progress.
 func (t *throttler) total() time.Duration {
 	if t == nil {
 		return 0
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.throttled
+	return time.Duration(t.throttled.Load())
 }

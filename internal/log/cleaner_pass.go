@@ -75,12 +75,12 @@ func (l *Log) clean(r *cleanerResources, now time.Time) (stats PassStats, ok boo
 	l.flushMu.Unlock()
 	p.stats.FirstDirty = c.firstDirty
 	if err := p.buildMap(&c); err != nil {
-		return p.stats, true, err
+		return p.stats, true, p.abortedIfClosed(err)
 	}
 	p.stats.EndOffset, p.stats.MapUtilization = p.end, r.offsets.utilization()
 	for _, g := range groupSegments(&c, p.end) {
 		if err := p.cleanGroup(&c, g); err != nil {
-			return p.stats, true, err
+			return p.stats, true, p.abortedIfClosed(err)
 		}
 	}
 	if err := p.commitState(); err != nil {
@@ -88,6 +88,15 @@ func (l *Log) clean(r *cleanerResources, now time.Time) (stats PassStats, ok boo
 	}
 	p.stats.Duration = l.now().Sub(now)
 	return p.stats, true, nil
+}
+
+// abortedIfClosed turns the errors of a pass whose log closed under it (its files
+// closed) into errCleanAborted.
+func (p *cleanPass) abortedIfClosed(err error) error {
+	if p.l.closed.Load() {
+		return fmt.Errorf("%w: the log closed: %v", errCleanAborted, err)
+	}
+	return err
 }
 
 // checkDone returns errCleanAborted once the cleaner stops or the log closes.
@@ -156,13 +165,23 @@ func (p *cleanPass) mapSegment(s *Segment) error {
 		p.end = b.NextOffset()
 		return nil
 	})
-	if err != nil && (errors.Is(err, errMapFull) || errors.Is(err, errCleanAborted) || errors.Is(err, ErrCorruption)) {
+	return scanError(s, valid, size, err)
+}
+
+// scanError classifies how a scan of segment s by the cleaner ended: errors of the
+// cleaner's own kinds pass, a batch that does not parse (the segment is below the
+// recovery point) is ErrCorruption, a failed read ErrKafkaStorage.
+func scanError(s *Segment, valid, size int64, err error) error {
+	switch {
+	case err == nil && valid == size:
+		return nil
+	case errors.Is(err, errMapFull) || errors.Is(err, errCleanAborted) || errors.Is(err, ErrCorruption) || errors.Is(err, ErrKafkaStorage):
 		return err
-	}
-	if err != nil || valid != size {
+	case err == nil || errors.Is(err, recordbatch.ErrCorrupt) || errors.Is(err, recordbatch.ErrTruncated) ||
+		errors.Is(err, recordbatch.ErrUnsupportedMagic):
 		return fmt.Errorf("%w: log cleaner reading %s: bad batch at position %d of %d: %v", ErrCorruption, s.path, valid, size, err)
 	}
-	return nil
+	return fmt.Errorf("%w: log cleaner reading %s at position %d: %v", ErrKafkaStorage, s.path, valid, err)
 }
 
 func (p *cleanPass) mapBatch(b recordbatch.Batch) error {

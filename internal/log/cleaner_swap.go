@@ -90,11 +90,8 @@ func (p *cleanPass) copyGroup(old []*Segment, w *cleanedWriter) (int64, error) {
 			}
 			return w.write(out)
 		})
-		if err != nil && (errors.Is(err, errCleanAborted) || errors.Is(err, ErrCorruption) || errors.Is(err, ErrKafkaStorage)) {
+		if err := scanError(s, valid, size, err); err != nil {
 			return 0, err
-		}
-		if err != nil || valid != size {
-			return 0, fmt.Errorf("%w: log cleaner reading %s: bad batch at position %d of %d: %v", ErrCorruption, s.path, valid, size, err)
 		}
 	}
 	return p.stats.RecordsRemoved - removed, nil
@@ -264,7 +261,9 @@ func (l *Log) swapIn(old []*Segment, seg *Segment, p *cleanPass) error {
 				return l.fail("rename to .deleted", err)
 			}
 		}
-		p.hookf(fmt.Sprintf("retire-%d", i))
+		if p.r.hook != nil {
+			p.hookf(fmt.Sprintf("retire-%d", i))
+		}
 	}
 	if err := l.renameSegmentFiles(seg, FileTypeSwap, FileTypeSegment); err != nil {
 		return err
