@@ -145,3 +145,19 @@ func controlBatch(base int64) []byte {
 	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
 	return b
 }
+
+// Transactional batches are neither mapped nor filtered: an aborted record must not
+// supersede a committed one.
+func TestCleanerLeavesTransactionalBatchesAlone(t *testing.T) {
+	cfg := compactConfig(DefaultConfig())
+	l := openLog(t, memEnv(), cfg)
+	m := newModel()
+	m.appendKV(t, l, batchSpec{recs: []kv{rec("a", "committed", 1000), rec("b", "1", 1000)}})
+	txn := batchSpec{recs: []kv{rec("a", "maybe-aborted", 2000), rec("a", "again", 2001)}, producerID: 5, transactional: true}
+	m.appendKV(t, l, txn)
+	m.appendKV(t, l, batchSpec{recs: []kv{rec("b", "2", 3000)}})
+	cleanNow(t, l, 1<<20, time.Now())
+	if got := offsetsOf(readLog(t, l)); !slices.Equal(got, []int64{0, 2, 3, 4}) {
+		t.Fatalf("offsets %v, want a=committed and the whole transactional batch kept, b=1 gone", got)
+	}
+}

@@ -38,6 +38,8 @@ type batchSpec struct {
 	producerID int64 // -1 or 0 = none
 	epoch      int16
 	baseSeq    int32
+	// transactional sets the transactional attribute (with producerID).
+	transactional bool
 }
 
 // keyedBatch encodes a v2 batch at base offset 0 (the leader stamps it).
@@ -69,6 +71,9 @@ func keyedBatch(t testing.TB, s batchSpec) []byte {
 	}
 	if s.producerID > 0 {
 		b.ProducerID, b.ProducerEpoch, b.FirstSequence = s.producerID, s.epoch, s.baseSeq
+	}
+	if s.transactional {
+		b.Attributes |= recordbatch.TransactionalFlag
 	}
 	out := b.AppendTo(nil)
 	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], castagnoli))

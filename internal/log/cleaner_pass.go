@@ -153,8 +153,8 @@ func (p *cleanPass) mapSegment(s *Segment) error {
 		if err := p.read(len(b)); err != nil {
 			return err
 		}
-		if b.LastOffset() < p.firstDirty || b.IsControl() {
-			return nil
+		if b.LastOffset() < p.firstDirty || b.IsControl() || b.IsTransactional() {
+			return nil // see filter
 		}
 		if !p.r.offsets.fits(int(b.RecordCount())) {
 			return errMapFull

@@ -97,13 +97,20 @@ func (p *cleanPass) copyGroup(old []*Segment, w *cleanedWriter) (int64, error) {
 	return p.stats.RecordsRemoved - removed, nil
 }
 
-// filter returns the batch to write for b, or nil to drop it. Control batches are
-// kept whole. A batch left without records is dropped rather than kept empty: Kafka
-// keeps the last batch of each producer empty to preserve its sequence state, but
-// Runnel rebuilds producer state from snapshots taken at every roll (never below
-// the active segment's base), and clients handle batches with no records poorly.
+// filter returns the batch to write for b, or nil to drop it. A batch left without
+// records is dropped rather than kept empty: Kafka keeps the last batch of each
+// producer empty to preserve its sequence state, but Runnel rebuilds producer state
+// from snapshots taken at every roll (never below the active segment's base), and
+// clients handle batches with no records poorly.
+//
+// Control batches and transactional batches are kept whole, and the keys of
+// transactional batches are not mapped: whether a transaction committed or
+// aborted is not known here, and an aborted record must never supersede a committed
+// one (Kafka maps committed transactional records, drops aborted ones and removes
+// markers past the delete horizon; Runnel keeps them all, which only compacts less).
 func (p *cleanPass) filter(b recordbatch.Batch) ([]byte, error) {
-	if b.IsControl() {
+	if b.IsControl() || b.IsTransactional() {
+		p.stats.RecordsRead += int64(b.RecordCount())
 		return b, nil
 	}
 	base := b.BaseOffset()
