@@ -14,6 +14,9 @@
 //	    00000000000000170410.log        the active segment (base offset = its first offset)
 //	    00000000000000170410.snapshot   producer state as of offset 170410
 //	    leader-epoch-checkpoint         "epoch startOffset" (checkpoint format)
+//	    cleaner-offset-checkpoint       "upTo firstCleanedMs" per cleaning pass (compacted logs)
+//	    00000000000000000000.log.cleaned  a segment being cleaned (also .index.cleaned, ...)
+//	    00000000000000000000.log.swap     a cleaned segment committed, being swapped in
 //	<data dir>/<topic>-<partition>.<id>-delete/   a deleted log, removed at startup
 //
 // Offsets in names are zero-padded to 20 digits so that ls sorts them numerically.
@@ -65,6 +68,34 @@
 // recovery point (while rebuilding its index, or reading it) is never truncated: it is
 // reported as ErrCorruption.
 //
+// # Compaction
+//
+// Logs whose cleanup.policy has compact are cleaned by the Manager's log cleaner
+// (Kafka LogCleaner; without delete, retention.ms and retention.bytes do not apply).
+// A pass over a log: the dirty section runs from the first offset no pass reached to
+// the first segment that may not be cleaned (the active one, or the first one
+// reaching the high watermark or the recovery point, or younger than
+// min.compaction.lag.ms); a log is picked when the dirty share of its bytes is at
+// least min.cleanable.dirty.ratio or its oldest dirty record is older than
+// max.compaction.lag.ms. The pass maps each key of the dirty section to its latest
+// offset, in a map bounded by log.cleaner.dedupe.buffer.size (whole batches; when
+// the map fills, the pass ends there and the next one goes on), then rewrites every
+// segment below the map's end, in groups that fit segment.bytes, keeping a record
+// unless a later one has its key or it is a tombstone that an earlier pass reached
+// more than delete.retention.ms ago. Offsets never change: a rewritten batch keeps
+// its base offset, last offset delta, producer fields, attributes and codec, and a
+// batch left empty is dropped, so segments and logs have gaps that readers,
+// followers and recovery accept. Control and transactional batches and records
+// without a key are kept whole.
+//
+// A group is written as <base>.log.cleaned (+ indexes) and fsynced; the cleaner
+// checkpoint is written; then .cleaned -> .swap (the commit point), the old
+// segments -> .deleted (readers in flight keep them for file.delete.delay.ms, as
+// with retention), .swap -> final names, and the new segment list is published.
+// Open finishes a swap found in .swap state, removes *.cleaned, and accepts gaps
+// between segments below the cleaner checkpoint; elsewhere a gap still means a lost
+// tail.
+//
 // # Idempotent producers
 //
 // Batches with a producer id go through the producer state: a retry of one of the
@@ -76,8 +107,9 @@
 //
 // # Concurrency
 //
-// Lock order: Log.flushMu -> Log.mu -> index locks. Log.mu is the append lock;
-// Log.flushMu serialises fsyncs, truncation, retention and Close. Readers take
+// Lock order: Log.cleanMu -> Log.flushMu -> Log.mu -> index locks. Log.mu is the
+// append lock; Log.flushMu serialises fsyncs, truncation, retention, the cleaner's
+// swaps and Close; Log.cleanMu serialises cleaning passes. Readers take
 // neither: the segment list, the log end offset and each segment's size are published
 // atomically after the bytes are written, and readers use ReadAt on those immutable
 // ranges. Deleted segments stay readable for file.delete.delay.ms.
