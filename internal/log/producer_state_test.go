@@ -98,7 +98,7 @@ func TestProducerSnapshotRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got, ps.producers) {
+	if !reflect.DeepEqual(got.producers, ps.producers) {
 		t.Fatal("snapshot round trip changed the state")
 	}
 	b := ps.encode()

@@ -284,7 +284,7 @@ func (l *Log) loadProducerState(snapshots []int64) error {
 		}
 		state, err := readProducerSnapshot(l.fs, path)
 		if err == nil {
-			l.producers.producers = state
+			l.producers.restore(state)
 			from = off
 			break
 		}
@@ -293,10 +293,10 @@ func (l *Log) loadProducerState(snapshots []int64) error {
 	return l.replayProducers(from, leo)
 }
 
-func readProducerSnapshot(fsys vfs.FS, path string) (map[int64]*producerEntry, error) {
+func readProducerSnapshot(fsys vfs.FS, path string) (producerSnapshot, error) {
 	data, err := vfs.ReadFile(fsys, path)
 	if err != nil {
-		return nil, err
+		return producerSnapshot{}, err
 	}
 	return decodeProducerSnapshot(data)
 }
