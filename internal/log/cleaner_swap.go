@@ -160,6 +160,9 @@ type cleanedWriter struct {
 	pos int64
 }
 
+// createCleaned creates <base>.log.cleaned. The segment keeps this handle after the
+// renames (open handles follow a file on Unix and in vfs.Mem), so its File.Name()
+// still says .cleaned; only error messages show it.
 func (l *Log) createCleaned(base int64, cfg *Config) (*cleanedWriter, error) {
 	f, err := l.fs.OpenFile(MakeFilename(l.dir, FileTypeCleaned, base), os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
 	if err != nil {
