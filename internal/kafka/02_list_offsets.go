@@ -29,7 +29,7 @@ func handleListOffsets(_ context.Context, s *Server, r *request) (kmsg.Response,
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			tp := metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
-			sp.Offset, sp.Timestamp, sp.LeaderEpoch, sp.ErrorCode = s.listOffset(tp, rp, req.ReplicaID)
+			sp.Offset, sp.Timestamp, sp.LeaderEpoch, sp.ErrorCode = s.listOffset(tp, rp, req.ReplicaID, req.IsolationLevel == 1)
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
@@ -37,7 +37,7 @@ func handleListOffsets(_ context.Context, s *Server, r *request) (kmsg.Response,
 	return resp, nil
 }
 
-func (s *Server) listOffset(tp metadata.TopicPartition, rp kmsg.ListOffsetsRequestTopicPartition, replicaID int32) (offset, ts int64, epoch int32, code int16) {
+func (s *Server) listOffset(tp metadata.TopicPartition, rp kmsg.ListOffsetsRequestTopicPartition, replicaID int32, readCommitted bool) (offset, ts int64, epoch int32, code int16) {
 	p, err := s.replicas.Partition(tp)
 	if err != nil {
 		return -1, -1, -1, errorCode(err)
@@ -51,6 +51,8 @@ func (s *Server) listOffset(tp metadata.TopicPartition, rp kmsg.ListOffsetsReque
 	limit := res.HighWatermark
 	if replicaID >= 0 {
 		limit = res.LogEndOffset
+	} else if readCommitted {
+		limit = res.LastStableOffset
 	}
 	switch rp.Timestamp {
 	case -2:

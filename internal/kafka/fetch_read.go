@@ -29,7 +29,7 @@ func (s *Server) readParts(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, par
 		if fp.err != nil {
 			rp.ErrorCode = errorCode(fp.err)
 		} else {
-			n := s.readPart(fp, &rp, budget, total == 0, replicaID)
+			n := s.readPart(fp, &rp, budget, total == 0, replicaID, req.IsolationLevel == 1)
 			budget -= n
 			total += n
 		}
@@ -61,7 +61,9 @@ func appendFetchPartition(resp *kmsg.FetchResponse, topicIdx map[string]int, fp 
 }
 
 // readPart reads one partition into rp and returns the bytes added.
-func (s *Server) readPart(fp *fetchPart, rp *kmsg.FetchResponseTopicPartition, budget int, first bool, replicaID int32) int {
+// readCommitted (IsolationLevel 1) bounds the read at the last stable offset and
+// returns the aborted transactions of the range.
+func (s *Server) readPart(fp *fetchPart, rp *kmsg.FetchResponseTopicPartition, budget int, first bool, replicaID int32, readCommitted bool) int {
 	maxBytes := min(int(fp.sp.maxBytes), budget)
 	if maxBytes <= 0 && !first {
 		res, err := fp.part.Read(replica.ReadOptions{FetchOffset: fp.sp.fetchOffset, MaxBytes: 0, CurrentLeaderEpoch: fp.sp.currentLeaderEpoch, ReplicaID: -1})
@@ -71,11 +73,13 @@ func (s *Server) readPart(fp *fetchPart, rp *kmsg.FetchResponseTopicPartition, b
 	res, err := fp.part.Read(replica.ReadOptions{
 		FetchOffset: fp.sp.fetchOffset, MaxBytes: int32(max(maxBytes, 0)), MinOneBatch: first,
 		CurrentLeaderEpoch: fp.sp.currentLeaderEpoch, ReplicaID: metadataNode(replicaID),
+		ReadCommitted: readCommitted,
 	})
 	fillOffsets(rp, res, err)
 	if err != nil || res.Info.Size == 0 {
 		return 0
 	}
+	fillAborted(rp, res.AbortedTransactions)
 	buf, err := res.Info.AppendTo(make([]byte, 0, res.Info.Size))
 	if err != nil {
 		s.logger.Error("fetch read failed", "topic", fp.sp.tp.Topic, "partition", fp.sp.tp.Partition,
@@ -95,6 +99,16 @@ func fillOffsets(rp *kmsg.FetchResponseTopicPartition, res replica.ReadResult, e
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
 	if err != nil {
 		rp.ErrorCode = errorCode(err)
+	}
+}
+
+// fillAborted lists the aborted transactions of a read_committed read (v4+; an
+// empty list rather than null, which read_committed clients take as "none").
+func fillAborted(rp *kmsg.FetchResponseTopicPartition, aborted []log.AbortedTxn) {
+	for _, a := range aborted {
+		at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+		at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+		rp.AbortedTransactions = append(rp.AbortedTransactions, at)
 	}
 }
 

@@ -28,6 +28,28 @@ func (p *Partition) AppendToLeader(ctx context.Context, records []byte, acks int
 	if err != nil {
 		return info, err
 	}
+	return info, p.completeAppend(ctx, info, acks)
+}
+
+// AppendTxnMarker appends a COMMIT or ABORT marker for producer pid as leader
+// (WriteTxnMarkers) and returns once every ISR member has it, as for acks=-1 (Kafka
+// writes markers with acks=all). Errors are log.AppendControl's and AppendToLeader's.
+func (p *Partition) AppendTxnMarker(ctx context.Context, t log.ControlType, pid int64, epoch int16, coordinatorEpoch int32) (log.AppendInfo, error) {
+	p.leaderIsrLock.RLock()
+	if p.leader != p.node {
+		p.leaderIsrLock.RUnlock()
+		return log.AppendInfo{}, ErrNotLeader
+	}
+	info, err := p.log.AppendControl(t, pid, epoch, coordinatorEpoch, p.leaderEpoch)
+	p.leaderIsrLock.RUnlock()
+	if err != nil {
+		return info, err
+	}
+	return info, p.completeAppend(ctx, info, -1)
+}
+
+// completeAppend flushes, moves the high watermark and waits for acks.
+func (p *Partition) completeAppend(ctx context.Context, info log.AppendInfo, acks int16) error {
 	if !info.Duplicate && p.hasFollowers() {
 		// Followers long-polling for new data wake on the log end moving.
 		p.notifyWaiters()
@@ -35,7 +57,7 @@ func (p *Partition) AppendToLeader(ctx context.Context, records []byte, acks int
 	end := info.LastOffset + 1
 	if p.log.NeedsFlush(info) || (info.Duplicate && p.log.RecoveryPoint() < end) {
 		if err := p.log.Flush(end); err != nil {
-			return info, err
+			return err
 		}
 	}
 	p.leaderIsrLock.RLock()
@@ -44,18 +66,18 @@ func (p *Partition) AppendToLeader(ctx context.Context, records []byte, acks int
 	}
 	p.leaderIsrLock.RUnlock()
 	if acks != -1 {
-		return info, nil
+		return nil
 	}
 	if err := p.waitForHW(ctx, end); err != nil {
-		return info, err
+		return err
 	}
 	p.leaderIsrLock.RLock()
 	short := int32(len(p.isr)) < p.minISR
 	p.leaderIsrLock.RUnlock()
 	if short {
-		return info, ErrNotEnoughReplicasAfterAppend
+		return ErrNotEnoughReplicasAfterAppend
 	}
-	return info, nil
+	return nil
 }
 
 func (p *Partition) appendLocked(records []byte, acks int16) (log.AppendInfo, error) {
@@ -81,6 +103,9 @@ type ReadOptions struct {
 	CurrentLeaderEpoch int32
 	// ReplicaID is the fetching follower's node id, or -1 for a consumer.
 	ReplicaID metadata.NodeID
+	// ReadCommitted (IsolationLevel 1) stops a consumer's read at the last stable
+	// offset and returns the aborted transactions of the range read.
+	ReadCommitted bool
 }
 
 // ReadResult is one partition's fetched range and the offsets a fetch response reports.
@@ -90,11 +115,14 @@ type ReadResult struct {
 	LastStableOffset int64
 	LogStartOffset   int64
 	LogEndOffset     int64
+	// AbortedTransactions overlap the range read (read_committed only): the client
+	// drops their producers' batches below each marker.
+	AbortedTransactions []log.AbortedTxn
 }
 
-// Read returns the batches at o.FetchOffset. Consumers read below the high watermark;
-// followers read up to the log end. An offset between the high watermark and the log
-// end is valid and yields no records.
+// Read returns the batches at o.FetchOffset. Consumers read below the high watermark
+// (read_committed: below the last stable offset); followers read up to the log end. An
+// offset between that bound and the log end is valid and yields no records.
 func (p *Partition) Read(o ReadOptions) (ReadResult, error) {
 	p.leaderIsrLock.RLock()
 	leader, epoch := p.leader, p.leaderEpoch
@@ -107,12 +135,14 @@ func (p *Partition) Read(o ReadOptions) (ReadResult, error) {
 	}
 	hw := p.hw.Load()
 	res := ReadResult{
-		HighWatermark: hw, LastStableOffset: hw,
+		HighWatermark: hw, LastStableOffset: p.log.LastStableOffset(hw),
 		LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset(),
 	}
 	maxOffset := hw
 	if o.ReplicaID >= 0 {
 		maxOffset = res.LogEndOffset
+	} else if o.ReadCommitted {
+		maxOffset = res.LastStableOffset
 	}
 	if o.FetchOffset < res.LogStartOffset || o.FetchOffset > res.LogEndOffset {
 		return res, log.ErrOffsetOutOfRange
@@ -131,6 +161,9 @@ func (p *Partition) Read(o ReadOptions) (ReadResult, error) {
 		return res, err
 	}
 	res.Info = info
+	if o.ReadCommitted && o.ReplicaID < 0 {
+		res.AbortedTransactions = p.log.AbortedTransactions(o.FetchOffset, maxOffset)
+	}
 	return res, nil
 }
 
