@@ -71,6 +71,7 @@ func Start(t testing.TB, o Options) *Cluster {
 	c.nodes = makeNodes(t, binary(t, o), o)
 	c.probes = make([]*kgo.Client, o.Nodes)
 	t.Cleanup(c.shutdown)
+	c.watchDeadline(t)
 	for _, n := range c.nodes {
 		if err := n.launch(); err != nil {
 			t.Fatal(err)
@@ -119,6 +120,25 @@ func freeAddr(t testing.TB) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// watchDeadline kills every node shortly before the test binary's -timeout, which
+// panics without running any cleanup.
+func (c *Cluster) watchDeadline(t testing.TB) {
+	d, ok := t.(interface{ Deadline() (time.Time, bool) })
+	if !ok {
+		return
+	}
+	deadline, ok := d.Deadline()
+	if !ok {
+		return
+	}
+	timer := time.AfterFunc(time.Until(deadline)-2*time.Second, func() {
+		for _, n := range c.nodes {
+			n.kill()
+		}
+	})
+	t.Cleanup(func() { timer.Stop() })
 }
 
 // shutdown kills every node and closes the probes; on failure it prints the logs.

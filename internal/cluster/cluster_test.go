@@ -56,10 +56,12 @@ func TestKillLeaderUnderLoad(t *testing.T) {
 	h.Check(t, c, topic)
 }
 
-// TestPausedLeader stops the leader of partition 0 with SIGSTOP for twice the broker
-// session timeout, so that the controller fences it and elects another leader, then
-// resumes it. The resumed node must step down and acknowledge nothing that the new
-// leader does not hold: every acknowledged record must be in every ISR replica.
+// TestPausedLeader stops the leader of partition 0 with SIGSTOP past the broker
+// session timeout, so that the controller fences it and elects other leaders, writes
+// through a new producer while it is paused, then resumes it. Everything acknowledged
+// after the election and before the resume must come from the new leaders (a batch of
+// their epoch), the resumed node must step down, and every acknowledged record must be
+// in every ISR replica: the old leader acknowledged nothing the new leader lacks.
 func TestPausedLeader(t *testing.T) {
 	skipIfShort(t)
 	c := startCluster(t, 3)
@@ -74,24 +76,22 @@ func TestPausedLeader(t *testing.T) {
 
 	paused := time.Now()
 	c.Pause(int(leader))
-	next, nextEpoch := c.WaitLeader(t, topic, 0, waitTimeout)
-	elected := time.Since(paused)
-	if next == leader || nextEpoch <= epoch {
-		t.Errorf("with leader %d paused, %s-0 is led by %d epoch %d (was epoch %d)", leader, topic, next, nextEpoch, epoch)
-	}
+	newEpochs := newLeaders(t, c, topic, leader, led)
+	elected := time.Now()
+	writeDuringPause(t, c, h, topic, led)
 	if d := 2*sessionTimeout - time.Since(paused); d > 0 {
 		time.Sleep(d) // the fault itself: stay paused past the session timeout
 	}
 	resumed := time.Now()
 	c.Resume(int(leader))
-	t.Logf("paused leader %d (epoch %d) of %v for %v; node %d led %s-0 at epoch %d after %v",
-		leader, epoch, led, resumed.Sub(paused).Round(time.Millisecond), next, topic, nextEpoch, elected.Round(time.Millisecond))
+	t.Logf("leader %d (epoch %d) of %v paused for %v; new leaders elected after %v, epochs %v",
+		leader, epoch, led, resumed.Sub(paused).Round(time.Millisecond), elected.Sub(paused).Round(time.Millisecond), newEpochs)
 	waitStepDown(t, c, topic, leader, led)
 	waitAcks(t, h, h.Len()+300, "after the resume")
 	waitAllISR(t, c, topic, parts, 3)
 	stopLoad(t, load, h)
 	res := h.Check(t, c, topic)
-	logWindow(t, h, res, led, paused, resumed)
+	checkPauseWindow(t, h, res, newEpochs, paused, elected, resumed)
 }
 
 // ledBy returns the partitions of topic that node leads.
@@ -103,6 +103,37 @@ func ledBy(t *testing.T, c *cluster.Cluster, topic string, parts int32, node int
 		}
 	}
 	return out
+}
+
+// newLeaders waits until each partition of led has a live leader other than old, and
+// returns their epochs.
+func newLeaders(t *testing.T, c *cluster.Cluster, topic string, old int32, led []int32) map[int32]int32 {
+	t.Helper()
+	out := map[int32]int32{}
+	for _, p := range led {
+		l, e := c.WaitLeader(t, topic, p, waitTimeout)
+		if l == old {
+			t.Fatalf("%s-%d: the paused node %d is reported as a live leader", topic, p, old)
+		}
+		out[p] = e
+	}
+	return out
+}
+
+// writeDuringPause produces 10 records to each partition of led with a new producer,
+// whose requests cannot be stuck on the paused node, and waits for their acks.
+func writeDuringPause(t *testing.T, c *cluster.Cluster, h *cluster.History, topic string, led []int32) {
+	t.Helper()
+	cl := c.Client(t, cluster.LoadDefaults()...)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	for _, p := range led {
+		for range 10 {
+			if err := produceSync(ctx, cl, h, topic, p); err != nil {
+				t.Fatalf("produce to %s-%d while its old leader is paused: %v", topic, p, err)
+			}
+		}
+	}
 }
 
 // waitStepDown waits until node no longer calls itself the leader of any of led.
@@ -123,12 +154,16 @@ func waitStepDown(t *testing.T, c *cluster.Cluster, topic string, node int32, le
 	}
 }
 
-// logWindow logs the acknowledgements of the paused node's partitions during and after
-// the pause, by the leader epoch of the batch that holds them.
-func logWindow(t *testing.T, h *cluster.History, res *cluster.CheckResult, led []int32, paused, resumed time.Time) {
+// checkPauseWindow demands that every acknowledgement of a partition the paused node
+// led that arrived between the new leader's election and the resume is of a batch
+// written at the new leader's epoch or later, and logs them all by epoch.
+func checkPauseWindow(t *testing.T, h *cluster.History, res *cluster.CheckResult, newEpochs map[int32]int32, paused, elected, resumed time.Time) {
+	t.Helper()
 	during, after := map[int32]int{}, map[int32]int{}
+	inWindow := 0
 	for _, a := range h.Acks() {
-		if !slices.Contains(led, a.Partition) || a.At.Before(paused) {
+		newEpoch, ok := newEpochs[a.Partition]
+		if !ok || a.At.Before(paused) {
 			continue
 		}
 		e := res.Epochs[a.Partition][a.Offset]
@@ -137,8 +172,19 @@ func logWindow(t *testing.T, h *cluster.History, res *cluster.CheckResult, led [
 		} else {
 			after[e]++
 		}
+		if a.At.Before(elected) || !a.At.Before(resumed) {
+			continue
+		}
+		inWindow++
+		if e < newEpoch {
+			t.Errorf("partition %d offset %d %q acknowledged at %s, while its old leader was paused, is in a batch of epoch %d < the new leader's %d",
+				a.Partition, a.Offset, a.Value, a.At.Format(time.StampMilli), e, newEpoch)
+		}
 	}
-	t.Logf("acks on %v by batch leader epoch: during the pause %v, after it %v", led, during, after)
+	t.Logf("acks of the paused node's partitions by batch leader epoch: during the pause %v, after it %v", during, after)
+	if inWindow == 0 {
+		t.Errorf("nothing acknowledged between the election and the resume: the window checks nothing")
+	}
 }
 
 // TestFollowerRestart kills a follower of partition 0 under load, waits until the ISR
@@ -247,13 +293,14 @@ func TestKillActiveController(t *testing.T) {
 }
 
 // TestNotEnoughReplicas kills two of a partition's three replicas: an acks=all produce
-// must fail with NOT_ENOUGH_REPLICAS (min.insync.replicas=2) instead of succeeding, and
-// succeed again once they are back.
+// must fail instead of succeeding (min.insync.replicas=2), and succeed again once the
+// replicas are back.
 //
-// With five voters the metadata quorum survives the two kills, so the controller can
-// fence them and shrink the ISR to the survivor. With three voters (QuorumLost) no
-// quorum is left to shrink the ISR, and Kafka answers such a produce with a timeout
-// instead; there the test only demands that nothing is acknowledged.
+// QuorumKept runs five voters, so the metadata quorum survives; it kills the leader and
+// a follower, and the controller must elect the survivor with an ISR of one, which
+// answers NOT_ENOUGH_REPLICAS. QuorumLost runs three voters and kills both followers:
+// no quorum is left to shrink the ISR, so the leader cannot know that it is alone (Kafka
+// times such a produce out); the test demands only that nothing is acknowledged.
 func TestNotEnoughReplicas(t *testing.T) {
 	t.Run("QuorumKept", func(t *testing.T) { testNotEnoughReplicas(t, 5, true) })
 	t.Run("QuorumLost", func(t *testing.T) { skipIfShort(t); testNotEnoughReplicas(t, 3, false) })
@@ -265,24 +312,42 @@ func testNotEnoughReplicas(t *testing.T, nodes int, quorum bool) {
 	createTopic(t, c, topic, 1, 3)
 	h := cluster.NewHistory()
 	good := c.Client(t, cluster.LoadDefaults()...)
+	// strict gives up on a record after three failed tries or 15 s; it has its producer
+	// id and the partition's leader before the kills. NOT_ENOUGH_REPLICAS is a definite
+	// answer that an idempotent producer may fail a record on; REQUEST_TIMED_OUT (the
+	// leader waiting for an ISR it cannot shrink) is not, and without
+	// AllowIdempotentProduceCancellation kgo would wait for ever.
+	strictOpts := append(cluster.LoadDefaults(), kgo.RecordRetries(3), kgo.RecordDeliveryTimeout(15*time.Second))
+	if !quorum {
+		strictOpts = append(strictOpts, kgo.AllowIdempotentProduceCancellation())
+	}
+	strict := c.Client(t, strictOpts...)
 	for range 20 {
 		mustProduce(t, good, h, topic)
 	}
+	mustProduce(t, strict, h, topic)
 	leader, _ := c.WaitLeader(t, topic, 0, waitTimeout)
 	st, err := c.PartitionFrom(context.Background(), int(leader), topic, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	follower := otherReplica(t, st.Replicas, leader)
-	c.Kill(int(leader))
-	c.Kill(int(follower))
-	if quorum {
-		isr := c.WaitISR(t, topic, 0, 1, waitTimeout)
-		t.Logf("replicas %v, killed %d and %d, ISR now %v", st.Replicas, leader, follower, isr)
+	killed := []int32{leader, otherReplica(t, st.Replicas, leader)}
+	if !quorum {
+		killed = slices.DeleteFunc(slices.Clone(st.Replicas), func(r int32) bool { return r == leader })
 	}
-	refused(t, c, h, topic, quorum)
-	c.Restart(int(leader))
-	c.Restart(int(follower))
+	for _, k := range killed {
+		c.Kill(int(k))
+	}
+	t.Logf("replicas %v led by %d: killed %v", st.Replicas, leader, killed)
+	if quorum {
+		t.Logf("ISR now %v", c.WaitISR(t, topic, 0, 1, waitTimeout))
+		refused(t, strict, h, topic, 3, true)
+	} else {
+		refused(t, strict, h, topic, 1, false)
+	}
+	for _, k := range killed {
+		c.Restart(int(k))
+	}
 	if waitAllISR(t, c, topic, 1, 3) {
 		for range 20 {
 			mustProduce(t, good, h, topic)
@@ -291,13 +356,13 @@ func testNotEnoughReplicas(t *testing.T, nodes int, quorum bool) {
 	h.Check(t, c, topic)
 }
 
-// refused produces three records that must not be acknowledged; wantNER demands
+// refused produces n records with cl that must not be acknowledged; wantNER demands
 // NOT_ENOUGH_REPLICAS as the reason.
-func refused(t *testing.T, c *cluster.Cluster, h *cluster.History, topic string, wantNER bool) {
+func refused(t *testing.T, cl *kgo.Client, h *cluster.History, topic string, n int, wantNER bool) {
 	t.Helper()
-	cl := c.Client(t, append(cluster.LoadDefaults(), kgo.RecordRetries(3), kgo.RecordDeliveryTimeout(15*time.Second))...)
-	for i := range 3 {
+	for i := range n {
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		start := time.Now()
 		err := produceSync(ctx, cl, h, topic, 0)
 		cancel()
 		switch {
@@ -306,7 +371,7 @@ func refused(t *testing.T, c *cluster.Cluster, h *cluster.History, topic string,
 		case wantNER && !errors.Is(err, kerr.NotEnoughReplicas):
 			t.Errorf("record %d: %v, want NOT_ENOUGH_REPLICAS", i, err)
 		default:
-			t.Logf("record %d refused: %v", i, err)
+			t.Logf("record %d refused after %v: %v", i, time.Since(start).Round(time.Millisecond), err)
 		}
 	}
 }

@@ -69,6 +69,7 @@ func (n *Node) launch() error {
 	fmt.Fprintf(out, "=== cluster: start %d of node %d at %s\n", n.starts, n.ID, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(n.bin, n.args...)
 	cmd.Stdout, cmd.Stderr = out, out
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		out.Close()
 		return fmt.Errorf("starting node %d: %w", n.ID, err)
