@@ -6,15 +6,20 @@ package kafka
 // leader epoch stamped in place, never decompressed), then made durable per the topic's
 // flush policy, then, with acks=all, replicated to the ISR. Partitions of one request
 // are processed concurrently so their fsyncs overlap. Every partition gets its own
-// error code. acks=0 sends no response. Transactional produce is not implemented yet
-// and is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED per partition.
+// error code. acks=0 sends no response. A transactional produce (TransactionID set) is
+// verified first (KIP-890 part 1): the partition must be part of the producer's
+// ongoing transaction at its coordinator, else INVALID_TXN_STATE, so that a write
+// delayed past its transaction's end never lands in the next one.
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/recordbatch"
+	"github.com/runnel-io/runnel/internal/txn"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -44,19 +49,15 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 			sp := &st.Partitions[pi]
 			*sp = kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
-			if req.TransactionID != nil {
-				sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-				continue
-			}
 			tp := metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
 			if len(req.Topics) == 1 && len(rt.Partitions) == 1 {
-				s.producePartition(ctx, tp, rp.Records, req.Acks, sp)
+				s.producePartition(ctx, req.TransactionID, tp, rp.Records, req.Acks, sp)
 				continue
 			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s.producePartition(ctx, tp, rp.Records, req.Acks, sp)
+				s.producePartition(ctx, req.TransactionID, tp, rp.Records, req.Acks, sp)
 			}()
 		}
 	}
@@ -67,11 +68,17 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 	return resp, nil
 }
 
-func (s *Server) producePartition(ctx context.Context, tp metadata.TopicPartition, records []byte, acks int16, sp *kmsg.ProduceResponseTopicPartition) {
+func (s *Server) producePartition(ctx context.Context, txnID *string, tp metadata.TopicPartition, records []byte, acks int16, sp *kmsg.ProduceResponseTopicPartition) {
 	sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
 	if len(records) == 0 {
 		sp.ErrorCode = kerr.CorruptMessage.Code
 		return
+	}
+	if txnID != nil {
+		if err := s.verifyTxnProduce(ctx, *txnID, tp, records); err != nil {
+			sp.ErrorCode, sp.ErrorMessage = txnErrorCode(err, false), errorMessage(err)
+			return
+		}
 	}
 	p, err := s.replicas.Partition(tp)
 	if err != nil {
@@ -89,4 +96,19 @@ func (s *Server) producePartition(ctx context.Context, tp metadata.TopicPartitio
 	}
 	sp.BaseOffset = info.FirstOffset
 	sp.LogAppendTime = info.LogAppendTime
+}
+
+// verifyTxnProduce checks a transactional produce with the coordinator.
+func (s *Server) verifyTxnProduce(ctx context.Context, txnID string, tp metadata.TopicPartition, records []byte) error {
+	b, _, err := recordbatch.Next(records, 0)
+	if err != nil {
+		return err
+	}
+	if !b.IsTransactional() {
+		return fmt.Errorf("%w: a produce with transactional id %q holds a non-transactional batch", txn.ErrInvalidTxnState, txnID)
+	}
+	if s.txns == nil {
+		return errNoTxnCoordinator
+	}
+	return s.txns.Verify(ctx, txnID, b.ProducerID(), b.ProducerEpoch(), tp)
 }

@@ -7,8 +7,9 @@ package kafka
 // __consumer_offsets (offsets.topic.num.partitions partitions, replication factor
 // min(offsets.topic.replication.factor, live brokers), cleanup.policy=compact) and
 // answers COORDINATOR_NOT_AVAILABLE until the partition has a leader; clients retry.
-// Key type 1 (transaction) is answered COORDINATOR_NOT_AVAILABLE: transactions are not
-// implemented. Other types (2, share groups) are INVALID_REQUEST.
+// Key type 1 (transaction): the same over __transaction_state (50 partitions, Kafka's
+// transaction.state.log.num.partitions default; replication factor as the offsets
+// topic's). Other types (2, share groups) are INVALID_REQUEST.
 
 import (
 	"context"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/runnel-io/runnel/internal/group"
 	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/txn"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -48,7 +50,7 @@ func (s *Server) findCoordinator(ctx context.Context, key string, keyType int8) 
 	switch keyType {
 	case 0:
 	case 1:
-		return fail(kerr.CoordinatorNotAvailable, "transactions are not supported")
+		return s.findTxnCoordinator(ctx, key, c)
 	default:
 		return fail(kerr.InvalidRequest, "unknown coordinator type "+strconv.Itoa(int(keyType)))
 	}
@@ -67,16 +69,60 @@ func (s *Server) findCoordinator(ctx context.Context, key string, keyType int8) 
 			return fail(kerr.CoordinatorNotAvailable, group.OffsetsTopic+" is being created")
 		}
 	}
-	p := gc.PartitionFor(key)
+	return partitionLeader(c, im, t, group.OffsetsTopic, gc.PartitionFor(key))
+}
+
+// partitionLeader answers c with the leader of partition p of topic t.
+func partitionLeader(c kmsg.FindCoordinatorResponseCoordinator, im *metadata.Image, t *metadata.Topic, topic string, p int32) kmsg.FindCoordinatorResponseCoordinator {
+	fail := func(msg string) kmsg.FindCoordinatorResponseCoordinator {
+		c.ErrorCode, c.ErrorMessage = kerr.CoordinatorNotAvailable.Code, &msg
+		return c
+	}
 	if int(p) >= len(t.Partitions) {
-		return fail(kerr.CoordinatorNotAvailable, group.OffsetsTopic+" has fewer partitions than offsets.topic.num.partitions")
+		return fail(topic + " has fewer partitions than configured")
 	}
 	b, ok := im.Brokers[t.Partitions[p].Leader]
 	if !ok || b.Fenced {
-		return fail(kerr.CoordinatorNotAvailable, "partition "+strconv.Itoa(int(p))+" of "+group.OffsetsTopic+" has no leader")
+		return fail("partition " + strconv.Itoa(int(p)) + " of " + topic + " has no leader")
 	}
 	c.NodeID, c.Host, c.Port = int32(b.ID), b.Host, b.Port
 	return c
+}
+
+// findTxnCoordinator answers key type 1, creating __transaction_state on first use.
+func (s *Server) findTxnCoordinator(ctx context.Context, key string, c kmsg.FindCoordinatorResponseCoordinator) kmsg.FindCoordinatorResponseCoordinator {
+	fail := func(msg string) kmsg.FindCoordinatorResponseCoordinator {
+		c.ErrorCode, c.ErrorMessage = kerr.CoordinatorNotAvailable.Code, &msg
+		return c
+	}
+	if s.txns == nil {
+		return fail("the transaction coordinator is not running")
+	}
+	im := s.admin.Image()
+	t := im.Topics[txn.StateTopic]
+	if t == nil {
+		spec := TopicSpec{Name: txn.StateTopic, NumPartitions: s.txns.NumPartitions(), ReplicationFactor: s.internalTopicRF(im),
+			Configs: map[string]string{"cleanup.policy": "compact", "compression.type": "producer"}}
+		if err := s.admin.CreateTopics(ctx, []TopicSpec{spec}, false)[0]; err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return fail("creating " + txn.StateTopic + ": " + err.Error())
+		}
+		if im = s.admin.Image(); im.Topics[txn.StateTopic] == nil {
+			return fail(txn.StateTopic + " is being created")
+		}
+		t = im.Topics[txn.StateTopic]
+	}
+	return partitionLeader(c, im, t, txn.StateTopic, s.txns.PartitionFor(key))
+}
+
+// internalTopicRF is offsets.topic.replication.factor capped by the live brokers.
+func (s *Server) internalTopicRF(im *metadata.Image) int16 {
+	live := 0
+	for _, b := range im.Brokers {
+		if !b.Fenced {
+			live++
+		}
+	}
+	return max(min(s.cfg.Broker.OffsetsTopicReplicationFactor, int16(live)), 1)
 }
 
 // createOffsetsTopic creates __consumer_offsets; another request creating it first is

@@ -1,18 +1,20 @@
 package kafka
 
-// InitProducerId: v0-4, idempotent producers only.
+// InitProducerId: v0-4.
 //
 // Without a transactional id, a fresh producer id is allocated from the controller
 // (unique across restarts, in blocks) with epoch 0. A client that passes its current id
 // and epoch (v3+, KIP-360) gets the same id with the epoch bumped, which resets its
-// sequence numbers. Transactional ids are not implemented yet:
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+// sequence numbers. With a transactional id the transaction coordinator answers (see
+// internal/txn): the id's producer id with its epoch bumped, fencing older producers
+// and aborting their ongoing transaction; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH
+// before v4.
 
 import (
 	"context"
 	"math"
+	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -23,8 +25,7 @@ func handleInitProducerID(ctx context.Context, s *Server, r *request) (kmsg.Resp
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		return resp, nil
+		return s.initTransactionalProducer(ctx, req, resp), nil
 	}
 	if req.ProducerID >= 0 && req.ProducerEpoch >= 0 && req.ProducerEpoch < math.MaxInt16-1 {
 		resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch+1
@@ -37,4 +38,17 @@ func handleInitProducerID(ctx context.Context, s *Server, r *request) (kmsg.Resp
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, 0
 	return resp, nil
+}
+
+func (s *Server) initTransactionalProducer(ctx context.Context, req *kmsg.InitProducerIDRequest, resp *kmsg.InitProducerIDResponse) *kmsg.InitProducerIDResponse {
+	if s.txns == nil {
+		resp.ErrorCode = txnErrorCode(errNoTxnCoordinator, false)
+		return resp
+	}
+	timeout := time.Duration(req.TransactionTimeoutMillis) * time.Millisecond
+	id, err := s.txns.InitProducerID(ctx, *req.TransactionalID, timeout, req.ProducerID, req.ProducerEpoch)
+	if resp.ErrorCode = txnErrorCode(err, req.Version < 4); err == nil {
+		resp.ProducerID, resp.ProducerEpoch = id.ID, id.Epoch
+	}
+	return resp
 }

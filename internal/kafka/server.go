@@ -62,6 +62,9 @@ type Server struct {
 	// controller serves the broker-to-controller APIs (SetControllerAPI); nil answers
 	// NOT_CONTROLLER. Written before Serve, read-only after.
 	controller ControllerAPI
+	// txns is the transaction coordinator (SetTxnCoordinator); nil answers
+	// COORDINATOR_NOT_AVAILABLE. Written before Serve, read-only after.
+	txns TxnCoordinator
 
 	// slots is the queued.max.requests semaphore; see the package doc.
 	slots chan struct{}

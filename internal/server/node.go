@@ -43,6 +43,7 @@ type Node struct {
 	http     *httpd.Server
 	admin    *admin
 	groups   *group.Coordinator
+	txns     *txnWiring // transaction coordinator (txn.go)
 	// lifecycle registers and heartbeats to the controller; controlledShutdown takes it.
 	lifecycle atomic.Pointer[brokerLifecycle]
 
@@ -109,7 +110,7 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 	n.replicas, err = replica.NewManager(replica.Options{
 		IsrChanger: n.admin.ch,
 		Node:       metadata.NodeID(cfg.NodeID), Logs: n.logs, Logger: n.logger, Resolve: n.resolveTopic,
-		OnLeadershipChange:    n.startGroups(),
+		OnLeadershipChange:    n.startTxns(n.startGroups()),
 		ReplicaLagTimeMax:     time.Duration(cfg.ReplicaLagTimeMaxMs) * time.Millisecond,
 		FetchWait:             time.Duration(cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
 		FetchMaxBytes:         cfg.ReplicaFetchMaxBytes,
@@ -123,6 +124,7 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 	n.kafka = kafka.NewServer(kafka.Config{NodeID: metadata.NodeID(cfg.NodeID), Broker: cfg, Logger: n.logger},
 		n.replicas, n.admin, kafka.NewMetrics(reg))
 	n.kafka.SetGroupCoordinator(n.groupCoordinator())
+	n.kafka.SetTxnCoordinator(n.txnCoordinator())
 	n.kafka.SetControllerAPI(controllerAPI{n.ctrl})
 	reg.MustRegister(newControllerCollector(n.ctrl))
 	// Bind before registering, so that a listener on port 0 (tests) is advertised with
@@ -188,7 +190,7 @@ func (n *Node) Close() error {
 		if n.kafka != nil {
 			errs = append(errs, n.kafka.Close())
 		}
-		errs = append(errs, n.closeGroups())
+		errs = append(errs, n.closeTxns(), n.closeGroups())
 		if n.unsub != nil {
 			n.unsub()
 		}

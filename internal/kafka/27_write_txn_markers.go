@@ -1,0 +1,61 @@
+package kafka
+
+// WriteTxnMarkers: v0-1 (broker to broker).
+//
+// A transaction coordinator on another node asks this partition leader to append
+// COMMIT or ABORT markers. Each partition is answered once its marker is replicated to
+// the ISR (acks=all), with its own error code: NOT_LEADER_OR_FOLLOWER, a fenced
+// producer epoch (INVALID_PRODUCER_EPOCH) or coordinator epoch
+// (TRANSACTION_COORDINATOR_FENCED).
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel-io/runnel/internal/log"
+	"github.com/runnel-io/runnel/internal/metadata"
+)
+
+func init() { regKey(27, 0, 1, handleWriteTxnMarkers) }
+
+func handleWriteTxnMarkers(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.WriteTxnMarkersRequest)
+	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, m := range req.Markers {
+		rm := kmsg.NewWriteTxnMarkersResponseMarker()
+		rm.ProducerID = m.ProducerID
+		for _, t := range m.Topics {
+			rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+				rp.Partition = p
+				tp := metadata.TopicPartition{Topic: t.Topic, Partition: p}
+				rp.ErrorCode = txnErrorCode(s.WriteMarker(ctx, tp, m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch, m.Committed), false)
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			rm.Topics = append(rm.Topics, rt)
+		}
+		resp.Markers = append(resp.Markers, rm)
+	}
+	return resp, nil
+}
+
+// WriteMarker appends a marker to a partition this node leads; the transaction
+// coordinator calls it directly for local partitions.
+func (s *Server) WriteMarker(ctx context.Context, tp metadata.TopicPartition, pid int64, epoch int16, coordinatorEpoch int32, commit bool) error {
+	p, err := s.replicas.Partition(tp)
+	if err != nil {
+		return err
+	}
+	t := log.ControlAbort
+	if commit {
+		t = log.ControlCommit
+	}
+	_, err = p.AppendTxnMarker(ctx, t, pid, epoch, coordinatorEpoch)
+	return err
+}

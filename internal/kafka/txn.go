@@ -1,0 +1,69 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/runnel-io/runnel/internal/log"
+	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/txn"
+)
+
+// TxnCoordinator is what the transaction APIs need; *txn.Coordinator implements it.
+type TxnCoordinator interface {
+	PartitionFor(txnID string) int32
+	NumPartitions() int32
+	InitProducerID(ctx context.Context, txnID string, timeout time.Duration, pid int64, epoch int16) (txn.ProducerIDAndEpoch, error)
+	AddPartitions(txnID string, pid int64, epoch int16, tps []metadata.TopicPartition) error
+	AddOffsets(txnID string, pid int64, epoch int16, groupID string) error
+	EndTxn(txnID string, pid int64, epoch int16, commit bool) error
+	Verify(ctx context.Context, txnID string, pid int64, epoch int16, tp metadata.TopicPartition) error
+	Describe(txnID string) (txn.Description, error)
+	List(states []txn.State, pids []int64) []txn.Description
+}
+
+// SetTxnCoordinator installs the transaction coordinator; call before Serve.
+func (s *Server) SetTxnCoordinator(c TxnCoordinator) { s.txns = c }
+
+// errNoTxnCoordinator answers transaction requests on a server without one.
+var errNoTxnCoordinator = txn.ErrCoordinatorNotAvailable
+
+// txnErrorTable maps the transaction coordinator's and the log's transaction errors
+// to Kafka codes; errors.go maps everything else.
+var txnErrorTable = []struct {
+	err  error
+	kerr *kerr.Error
+}{
+	{txn.ErrNotCoordinator, kerr.NotCoordinator},
+	{txn.ErrLoadInProgress, kerr.CoordinatorLoadInProgress},
+	{txn.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
+	{txn.ErrConcurrentTransactions, kerr.ConcurrentTransactions},
+	{txn.ErrProducerFenced, kerr.ProducerFenced},
+	{txn.ErrInvalidProducerIDMapping, kerr.InvalidProducerIDMapping},
+	{txn.ErrInvalidTxnState, kerr.InvalidTxnState},
+	{txn.ErrInvalidTimeout, kerr.InvalidTransactionTimeout},
+	{txn.ErrTransactionalIDNotFound, kerr.TransactionalIDNotFound},
+	{log.ErrInvalidTxnState, kerr.InvalidTxnState},
+	{log.ErrTxnCoordinatorFenced, kerr.TransactionCoordinatorFenced},
+}
+
+// txnErrorCode is errorCode with the transaction errors first. fencedAsEpoch answers
+// ErrProducerFenced with INVALID_PRODUCER_EPOCH, for request versions older than
+// PRODUCER_FENCED (KIP-588).
+func txnErrorCode(err error, fencedAsEpoch bool) int16 {
+	if err == nil {
+		return 0
+	}
+	if fencedAsEpoch && errors.Is(err, txn.ErrProducerFenced) {
+		return kerr.InvalidProducerEpoch.Code
+	}
+	for _, e := range txnErrorTable {
+		if errors.Is(err, e.err) {
+			return e.kerr.Code
+		}
+	}
+	return errorCode(err)
+}

@@ -1,0 +1,137 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/replica"
+	"github.com/runnel-io/runnel/internal/txn"
+)
+
+// txnWiring holds the node's transaction coordinator and its broker-to-broker clients.
+type txnWiring struct {
+	coord *txn.Coordinator
+	// mu guards clients and closed.
+	mu      sync.Mutex
+	clients map[string]*kgo.Client // by broker address
+	closed  bool
+}
+
+func (n *Node) txnWiring() *txnWiring { return n.txns }
+
+// startTxns creates the transaction coordinator and returns the replica hook that
+// loads both coordinators' partitions (groups' from startGroups, then transactions').
+func (n *Node) startTxns(groups func(p *replica.Partition, leader bool, leaderEpoch int32)) func(p *replica.Partition, leader bool, leaderEpoch int32) {
+	w := &txnWiring{clients: map[string]*kgo.Client{}}
+	w.coord = txn.NewCoordinator(txn.Config{
+		MaxTimeout:         time.Duration(n.cfg.TransactionTimeoutMaxMs) * time.Millisecond,
+		OffsetsPartitions:  n.cfg.OffsetsTopicNumPartitions,
+		AllocateProducerID: func(ctx context.Context) (int64, error) { return n.admin.AllocateProducerID(ctx) },
+		Markers:            markerWriter{n: n, w: w},
+		Logger:             n.logger,
+	})
+	n.txns = w
+	return func(p *replica.Partition, leader bool, leaderEpoch int32) {
+		groups(p, leader, leaderEpoch)
+		w.coord.OnLeadershipChange(p, leader, leaderEpoch)
+	}
+}
+
+// txnCoordinator is the node's coordinator, for the protocol server.
+func (n *Node) txnCoordinator() *txn.Coordinator {
+	if w := n.txnWiring(); w != nil {
+		return w.coord
+	}
+	return nil
+}
+
+// closeTxns stops the coordinator and its clients; call it with closeGroups.
+func (n *Node) closeTxns() error {
+	w := n.txnWiring()
+	if w == nil {
+		return nil
+	}
+	err := w.coord.Close()
+	w.mu.Lock()
+	w.closed = true
+	for _, cl := range w.clients {
+		cl.Close()
+	}
+	w.mu.Unlock()
+	return err
+}
+
+// markerWriter writes markers through the local replica or the leader's
+// WriteTxnMarkers.
+type markerWriter struct {
+	n *Node
+	w *txnWiring
+}
+
+func (m markerWriter) WriteMarker(ctx context.Context, tp metadata.TopicPartition, pid int64, epoch int16, coordinatorEpoch int32, commit bool) error {
+	im := m.n.admin.Image()
+	t := im.Topics[tp.Topic]
+	if t == nil || int(tp.Partition) >= len(t.Partitions) {
+		return fmt.Errorf("%w: %s-%d", replica.ErrUnknownTopicOrPartition, tp.Topic, tp.Partition)
+	}
+	leader := t.Partitions[tp.Partition].Leader
+	if leader == metadata.NodeID(m.n.cfg.NodeID) {
+		return m.n.kafka.WriteMarker(ctx, tp, pid, epoch, coordinatorEpoch, commit)
+	}
+	b, ok := im.Brokers[leader]
+	if !ok {
+		return fmt.Errorf("%w: %s-%d has no leader", replica.ErrNotLeader, tp.Topic, tp.Partition)
+	}
+	cl, err := m.w.client(b.Host+":"+strconv.Itoa(int(b.Port)), m.n.cfg.NodeID)
+	if err != nil {
+		return err
+	}
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	mk := kmsg.NewWriteTxnMarkersRequestMarker()
+	mk.ProducerID, mk.ProducerEpoch, mk.Committed, mk.CoordinatorEpoch = pid, epoch, commit, coordinatorEpoch
+	rt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+	rt.Topic, rt.Partitions = tp.Topic, []int32{tp.Partition}
+	mk.Topics = append(mk.Topics, rt)
+	req.Markers = append(req.Markers, mk)
+	kresp, err := cl.Broker(int(leader)).Request(ctx, req)
+	if err != nil {
+		return err
+	}
+	resp := kresp.(*kmsg.WriteTxnMarkersResponse)
+	for _, rm := range resp.Markers {
+		for _, t := range rm.Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// client returns the kgo client of a broker address, created on first use.
+func (w *txnWiring) client(addr string, self int32) (*kgo.Client, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, txn.ErrNotCoordinator
+	}
+	if cl := w.clients[addr]; cl != nil {
+		return cl, nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("runnel-txn-"+strconv.Itoa(int(self))), kgo.RequestRetries(0))
+	if err != nil {
+		return nil, err
+	}
+	w.clients[addr] = cl
+	return cl, nil
+}

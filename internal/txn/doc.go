@@ -1,0 +1,30 @@
+// Package txn is the transaction coordinator (Kafka's TransactionCoordinator and
+// TransactionStateManager, KIP-98).
+//
+// Each transactional id belongs to one partition of the internal topic
+// __transaction_state, abs(javaStringHashCode(id)) % 50 (Kafka's default
+// transaction.state.log.num.partitions); the leader of that partition is the id's
+// coordinator. Like the group coordinator, a Coordinator loads a partition when this
+// node becomes its leader (replaying it from the start: the latest record per id wins)
+// and drops it when leadership moves, so the state survives coordinator failover. The
+// leader epoch of the partition is the coordinator epoch stamped on markers: a
+// marker from a deposed coordinator is fenced at the data partitions.
+//
+// Records are Kafka's: key kmsg.TxnMetadataKey (version 0, transactional id), value
+// kmsg.TxnMetadataValue (version 0: producer id and epoch, timeout, state, partitions,
+// timestamps), written uncompressed through the replica with acks=-1.
+//
+// States (kmsg.TransactionState): Empty -> Ongoing (AddPartitionsToTxn,
+// AddOffsetsToTxn) -> PrepareCommit | PrepareAbort (EndTxn, a timeout, or a new
+// InitProducerId fencing the producer) -> CompleteCommit | CompleteAbort once every
+// partition holds its marker -> Ongoing again with the next transaction. EndTxn answers
+// once the prepare record is replicated and the markers were written; if a partition
+// cannot take its marker then, the coordinator keeps retrying in the background and
+// the producer gets CONCURRENT_TRANSACTIONS until it is done (the decision itself is
+// durable from the prepare record on).
+//
+// Concurrency: Coordinator.mu guards the shard map; shard.mu the transactions of a
+// partition; txnEntry.mu serialises the operations on one transactional id and is held
+// across its appends and marker writes. Lock order: Coordinator.mu -> shard.mu ->
+// txnEntry.mu; never two entries at once.
+package txn
