@@ -41,8 +41,8 @@ type Config struct {
 	// RemoteVerify asks the coordinator of txnID on another node whether tp is in the
 	// producer's transaction (AddPartitionsToTxn v4 verifyOnly); nil = accept.
 	RemoteVerify func(ctx context.Context, txnID string, pid int64, epoch int16, tp metadata.TopicPartition) error
-	Logger             *slog.Logger
-	Now                func() time.Time // nil = time.Now
+	Logger       *slog.Logger
+	Now          func() time.Time // nil = time.Now
 }
 
 // Coordinator is the transaction coordinator of one node. Methods are safe for

@@ -136,7 +136,7 @@ func forEachRecord(b recordbatch.Batch, fn func(key, value []byte) error) error 
 		if len(rec) < 1 {
 			return errBadRecord
 		}
-		rec = rec[1:] // attributes
+		rec = rec[1:]            // attributes
 		for j := 0; j < 2; j++ { // timestamp and offset deltas
 			_, k := binary.Varint(rec)
 			if k <= 0 {
