@@ -103,7 +103,16 @@
 // answered with the original offsets and nothing is written (AppendInfo.Duplicate); a
 // gap in the sequence is ErrOutOfOrderSequence; an older epoch ErrInvalidProducerEpoch;
 // a new epoch must start at sequence 0; an unknown producer may start anywhere (Kafka
-// >= 2.5). Transactions are not supported.
+// >= 2.5).
+//
+// # Transactions
+//
+// The producer state also tracks each producer's open transaction (its first offset).
+// Commit and abort markers are control batches appended with AppendControl. The last
+// stable offset is the first offset of the oldest open transaction, capped by the high
+// watermark; read_committed consumers read below it. Aborted transactions are kept in
+// memory (no .txnindex file) and written into every producer snapshot; recovery loads
+// the latest snapshot and replays the batches after it, markers included.
 //
 // # Concurrency
 //
