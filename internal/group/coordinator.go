@@ -82,8 +82,15 @@ type shard struct {
 	// loaded is closed once the partition has been replayed.
 	loaded chan struct{}
 
-	mu     sync.Mutex // guards groups
+	mu     sync.Mutex // guards groups, txnGroups and loadCompletions
 	groups map[string]*group
+	// txnGroups maps a producer id to the groups that may hold its pending
+	// transactional offsets (txn_offsets.go).
+	txnGroups map[int64]map[string]struct{}
+	// loadCompletions are the markers appended while the shard was loading.
+	loadCompletions []txnCompletion
+	// txnAppendMu serialises transactional appends, which pick their sequence.
+	txnAppendMu sync.Mutex
 }
 
 // NewCoordinator returns a coordinator with no shards; OnLeadershipChange loads them.

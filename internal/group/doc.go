@@ -54,4 +54,10 @@
 // acknowledges a commit only after the append is replicated to the ISR (acks=-1).
 // Replay applies records in log order, a later record replacing an earlier one with the
 // same key, as compaction would.
+//
+// # Transactional offsets
+//
+// TxnOffsetCommit writes its offset records as a transactional batch of the producer;
+// they stay pending per producer until the transaction's COMMIT or ABORT marker on the
+// partition (CompleteTxn live, the control batch on replay), see txn_offsets.go.
 package group

@@ -140,7 +140,7 @@ func (g *group) flushWrites() {
 	if g.inflight || len(g.queue) == 0 {
 		return
 	}
-	batch := encodeWrites(g.queue)
+	batch, txn := encodeWrites(g.queue), hasProducer(g.queue)
 	ws := g.queue
 	g.queue = nil
 	if len(batch) == 0 { // nothing to write: only callbacks, which may issue more
@@ -151,7 +151,7 @@ func (g *group) flushWrites() {
 	g.inflight = true
 	started := g.c.goFunc(func() {
 		ctx, cancel := context.WithTimeout(g.sh.ctx, g.c.cfg.AppendTimeout)
-		err := appendError(g.sh.log.Append(ctx, batch))
+		err := g.sh.appendWrites(ctx, batch, txn)
 		cancel()
 		if err != nil {
 			g.c.logger.Warn("append to __consumer_offsets failed", "group", g.id, "partition", g.sh.partition, "err", err)
@@ -191,9 +191,22 @@ func encodeWrites(ws []write) []byte {
 		for _, r := range w.records {
 			b.Add(r.key, r.value, nil, now)
 		}
+		start := len(out)
 		out = append(out, b.Build()...)
+		if w.producer != nil && len(out) > start {
+			stampProducer(recordbatch.Batch(out[start:]), w.producer)
+		}
 	}
 	return out
+}
+
+func hasProducer(ws []write) bool {
+	for _, w := range ws {
+		if w.producer != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // call runs op on the owner of groupID (created when create is set) and waits for its

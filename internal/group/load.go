@@ -16,11 +16,14 @@ import (
 type loadedGroup struct {
 	meta    *kmsg.GroupMetadataValue
 	offsets map[TopicPartition]offsetAndMetadata
+	// txnOffsets are the offsets of transactions with no marker yet, by producer id.
+	txnOffsets map[int64]map[TopicPartition]offsetAndMetadata
 }
 
 // replay applies the records of raw batches to groups, in log order: a later record
 // replaces an earlier one with the same key and a tombstone removes it, as compaction
-// would. Control batches are skipped; compressed batches are an error (Runnel writes
+// would. The offsets of a transactional batch wait for the producer's marker
+// (txn_offsets.go); compressed batches are an error (Runnel writes
 // them uncompressed and clients may not produce to __consumer_offsets).
 func replay(groups map[string]*loadedGroup, batches []byte) (next int64, err error) {
 	next = -1
@@ -32,6 +35,7 @@ func replay(groups map[string]*loadedGroup, batches []byte) (next int64, err err
 		}
 		next = b.NextOffset()
 		if b.IsControl() {
+			replayControl(groups, b)
 			continue
 		}
 		if b.Compression() != 0 {
@@ -42,7 +46,11 @@ func replay(groups map[string]*loadedGroup, batches []byte) (next int64, err err
 			if err != nil {
 				return fmt.Errorf("batch at offset %d: %w", b.BaseOffset(), err)
 			}
-			applyRecord(groups, r)
+			if b.IsTransactional() {
+				replayTxnBatch(groups, b.ProducerID(), r)
+			} else {
+				applyRecord(groups, r)
+			}
 			return nil
 		})
 		if err != nil {
@@ -74,6 +82,9 @@ func applyRecord(groups map[string]*loadedGroup, r decodedRecord) {
 func restoreGroup(id string, lg *loadedGroup, lim limits, newMemberID func(string) string, now time.Time) *groupMetadata {
 	g := newGroupMetadata(id, lim, newMemberID, now)
 	g.offsets = lg.offsets
+	if len(lg.txnOffsets) > 0 {
+		g.txnOffsets = lg.txnOffsets
+	}
 	m := lg.meta
 	if m == nil {
 		return g
@@ -120,17 +131,24 @@ func (c *Coordinator) loadShard(sh *shard) {
 		return
 	}
 	sh.mu.Lock()
+	for _, tc := range sh.loadCompletions {
+		replayTxnMarker(groups, tc.pid, tc.commit)
+	}
+	sh.loadCompletions = nil
 	n := 0
 	for id, lg := range groups {
-		if lg.meta == nil && len(lg.offsets) == 0 {
+		if lg.meta == nil && len(lg.offsets) == 0 && len(lg.txnOffsets) == 0 {
 			continue
 		}
 		if c.startGroup(sh, restoreGroup(id, lg, c.lim, newMemberID, time.Now())) != nil {
 			n++
+			for pid := range lg.txnOffsets {
+				sh.trackTxnGroup(pid, id)
+			}
 		}
 	}
+	close(sh.loaded) // under sh.mu: CompleteTxn queues to loadCompletions until then
 	sh.mu.Unlock()
-	close(sh.loaded)
 	level := slog.LevelDebug
 	if n > 0 {
 		level = slog.LevelInfo

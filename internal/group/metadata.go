@@ -117,7 +117,10 @@ type offsetAndMetadata struct {
 // group's goroutine with the outcome.
 type write struct {
 	records []kv
-	done    func(err error)
+	// producer is set for a TxnOffsetCommit: the batch is the producer's,
+	// transactional (txn_offsets.go).
+	producer *txnProducer
+	done     func(err error)
 }
 
 // groupMetadata is the state of one classic group (Kafka's GroupMetadata plus the
@@ -163,6 +166,9 @@ type groupMetadata struct {
 	storingGen int32
 
 	offsets map[TopicPartition]offsetAndMetadata
+	// txnOffsets are the offsets of ongoing transactions by producer id, committed or
+	// dropped by the producer's marker (txn_offsets.go).
+	txnOffsets map[int64]map[TopicPartition]offsetAndMetadata
 	// persisted: the log holds a live group metadata record for this group.
 	persisted bool
 	// stateSince is when the group entered its phase.
@@ -296,5 +302,5 @@ func (g *groupMetadata) canBeRemoved() bool {
 	if g.phase == Dead {
 		return true
 	}
-	return g.phase == Empty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0
+	return g.phase == Empty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 && len(g.txnOffsets) == 0
 }

@@ -46,7 +46,8 @@ func handleWriteTxnMarkers(ctx context.Context, s *Server, r *request) (kmsg.Res
 }
 
 // WriteMarker appends a marker to a partition this node leads; the transaction
-// coordinator calls it directly for local partitions.
+// coordinator calls it directly for local partitions. A marker on __consumer_offsets
+// also settles the transaction's pending offsets in the group coordinator.
 func (s *Server) WriteMarker(ctx context.Context, tp metadata.TopicPartition, pid int64, epoch int16, coordinatorEpoch int32, commit bool) error {
 	p, err := s.replicas.Partition(tp)
 	if err != nil {
@@ -56,6 +57,9 @@ func (s *Server) WriteMarker(ctx context.Context, tp metadata.TopicPartition, pi
 	if commit {
 		t = log.ControlCommit
 	}
-	_, err = p.AppendTxnMarker(ctx, t, pid, epoch, coordinatorEpoch)
-	return err
+	if _, err = p.AppendTxnMarker(ctx, t, pid, epoch, coordinatorEpoch); err != nil {
+		return err
+	}
+	s.completeTxnOffsets(ctx, tp, pid, commit)
+	return nil
 }

@@ -1,0 +1,136 @@
+package kafka
+
+// TxnOffsetCommit: v0-4 (v5, transaction version 2 of KIP-890 part 2, is not
+// implemented).
+//
+// A transactional producer commits a group's offsets inside its transaction. The
+// transaction coordinator is asked first whether the group's __consumer_offsets
+// partition is in the producer's ongoing transaction (AddOffsetsToTxn; KIP-890's
+// defence against a late commit slipping into the next transaction); then the group
+// coordinator appends the offsets as a transactional batch of the producer and holds
+// them pending until the transaction's marker (internal/group/txn_offsets.go). The
+// member id and generation (v3+) are checked when set. Partitions of unknown topics
+// get UNKNOWN_TOPIC_OR_PARTITION. A fenced producer gets PRODUCER_FENCED
+// (INVALID_PRODUCER_EPOCH before v3).
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel-io/runnel/internal/group"
+	"github.com/runnel-io/runnel/internal/metadata"
+)
+
+func init() { regKey(28, 0, 4, handleTxnOffsetCommit) }
+
+// TxnOffsetCoordinator is the part of the group coordinator transactional offset
+// commits need; *group.Coordinator implements it.
+type TxnOffsetCoordinator interface {
+	CommitTxnOffsets(ctx context.Context, req group.TxnCommitRequest) []error
+	CompleteTxn(ctx context.Context, partition int32, pid int64, commit bool)
+}
+
+func handleTxnOffsetCommit(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.TxnOffsetCommitRequest)
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	codes := make([][]int16, len(req.Topics))
+	tr := group.TxnCommitRequest{TransactionalID: req.TransactionalID, GroupID: req.Group,
+		ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Generation: -1}
+	if req.Version >= 3 {
+		tr.MemberID, tr.InstanceID, tr.Generation = req.MemberID, req.InstanceID, req.Generation
+	}
+	type slot struct{ ti, pi int }
+	var slots []slot
+	im := s.admin.Image()
+	for ti, t := range req.Topics {
+		codes[ti] = make([]int16, len(t.Partitions))
+		for pi, p := range t.Partitions {
+			if _, ok := im.Partition(metadata.TopicPartition{Topic: t.Topic, Partition: p.Partition}); !ok {
+				codes[ti][pi] = kerr.UnknownTopicOrPartition.Code
+				continue
+			}
+			le := p.LeaderEpoch
+			if req.Version < 2 {
+				le = -1
+			}
+			tr.Offsets = append(tr.Offsets, group.OffsetCommit{
+				Topic: t.Topic, Partition: p.Partition, Offset: p.Offset, LeaderEpoch: le, Metadata: p.Metadata,
+			})
+			slots = append(slots, slot{ti, pi})
+		}
+	}
+	if len(tr.Offsets) > 0 {
+		errs := commitTxnOffsets(ctx, s, tr)
+		for i, sl := range slots {
+			codes[sl.ti][sl.pi] = txnOffsetErrorCode(errs[i], req.Version < 3)
+		}
+	}
+	for ti, t := range req.Topics {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for pi, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, codes[ti][pi]
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}
+
+// commitTxnOffsets verifies the producer's transaction, then commits; one error per
+// offset.
+func commitTxnOffsets(ctx context.Context, s *Server, tr group.TxnCommitRequest) []error {
+	fail := func(err error) []error {
+		errs := make([]error, len(tr.Offsets))
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	gc, ok := s.groupCoordinator().(TxnOffsetCoordinator)
+	if !ok {
+		return fail(errNoCoordinator)
+	}
+	if s.txns != nil {
+		tp := metadata.TopicPartition{Topic: group.OffsetsTopic, Partition: s.groupCoordinator().PartitionFor(tr.GroupID)}
+		if err := s.txns.Verify(ctx, tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tp); err != nil {
+			return fail(err)
+		}
+	}
+	return gc.CommitTxnOffsets(ctx, tr)
+}
+
+// txnOffsetErrorCode maps a TxnOffsetCommit error: the group coordinator's, then the
+// transaction coordinator's.
+func txnOffsetErrorCode(err error, fencedAsEpoch bool) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, group.ErrProducerFenced) && fencedAsEpoch:
+		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, group.ErrProducerFenced):
+		return kerr.ProducerFenced.Code
+	}
+	for _, e := range groupErrorTable {
+		if errors.Is(err, e.err) {
+			return e.kerr.Code
+		}
+	}
+	return txnErrorCode(err, fencedAsEpoch)
+}
+
+// completeTxnOffsets tells the group coordinator that a marker reached one of its
+// __consumer_offsets partitions, so that the transaction's pending offsets become
+// committed or are dropped.
+func (s *Server) completeTxnOffsets(ctx context.Context, tp metadata.TopicPartition, pid int64, commit bool) {
+	if tp.Topic != group.OffsetsTopic {
+		return
+	}
+	if gc, ok := s.groupCoordinator().(TxnOffsetCoordinator); ok {
+		gc.CompleteTxn(ctx, tp.Partition, pid, commit)
+	}
+}
