@@ -28,7 +28,8 @@ import (
 type Options struct {
 	Logger *slog.Logger
 	// StartTimeout bounds start-up (waiting for the quorum). Default 60 s.
-	StartTimeout time.Duration
+	StartTimeout     time.Duration
+	TxnAbortInterval time.Duration // how often timed-out transactions are aborted; default 10 s
 }
 
 // Node is one running Runnel node.
@@ -44,6 +45,7 @@ type Node struct {
 	admin    *admin
 	groups   *group.Coordinator
 	txns     *txnWiring // transaction coordinator (txn.go)
+	txnAbort time.Duration
 	// lifecycle registers and heartbeats to the controller; controlledShutdown takes it.
 	lifecycle atomic.Pointer[brokerLifecycle]
 
@@ -63,7 +65,7 @@ func Start(ctx context.Context, cfg *config.Broker, o Options) (*Node, error) {
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 60 * time.Second
 	}
-	n := &Node{cfg: cfg, logger: o.Logger.With("node", cfg.NodeID), done: make(chan error, 1)}
+	n := &Node{cfg: cfg, logger: o.Logger.With("node", cfg.NodeID), done: make(chan error, 1), txnAbort: o.TxnAbortInterval}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
 	}

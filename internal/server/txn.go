@@ -34,6 +34,7 @@ func (n *Node) startTxns(groups func(p *replica.Partition, leader bool, leaderEp
 	w.coord = txn.NewCoordinator(txn.Config{
 		MaxTimeout:         time.Duration(n.cfg.TransactionTimeoutMaxMs) * time.Millisecond,
 		OffsetsPartitions:  n.cfg.OffsetsTopicNumPartitions,
+		AbortInterval:      n.txnAbort,
 		AllocateProducerID: func(ctx context.Context) (int64, error) { return n.admin.AllocateProducerID(ctx) },
 		Markers:            markerWriter{n: n, w: w},
 		Logger:             n.logger,

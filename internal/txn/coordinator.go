@@ -28,7 +28,8 @@ type Config struct {
 	// MaxTimeout is transaction.max.timeout.ms (default 15 min).
 	MaxTimeout time.Duration
 	// AbortInterval is how often timed-out transactions are aborted
-	// (transaction.abort.timed.out.transaction.cleanup.interval.ms, default 10 s).
+	// (transaction.abort.timed.out.transaction.cleanup.interval.ms, default 10 s;
+	// server.Options.TxnAbortInterval, tests use ~100 ms).
 	AbortInterval time.Duration
 	// OffsetsPartitions is offsets.topic.num.partitions, to map AddOffsetsToTxn's
 	// group to its __consumer_offsets partition (default 50).

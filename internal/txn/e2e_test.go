@@ -54,7 +54,7 @@ func brokerAddr(t *testing.T) string {
 		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		node, nodeErr = server.Start(ctx, cfg, server.Options{Logger: logger})
+		node, nodeErr = server.Start(ctx, cfg, server.Options{Logger: logger, TxnAbortInterval: 100 * time.Millisecond})
 	})
 	if nodeErr != nil {
 		t.Fatalf("start node: %v", nodeErr)
