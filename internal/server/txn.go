@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -37,6 +38,7 @@ func (n *Node) startTxns(groups func(p *replica.Partition, leader bool, leaderEp
 		AbortInterval:      n.txnAbort,
 		AllocateProducerID: func(ctx context.Context) (int64, error) { return n.admin.AllocateProducerID(ctx) },
 		Markers:            markerWriter{n: n, w: w},
+		RemoteVerify:       remoteVerifier{n: n, w: w}.verify,
 		Logger:             n.logger,
 	})
 	n.txns = w
@@ -135,4 +137,96 @@ func (w *txnWiring) client(addr string, self int32) (*kgo.Client, error) {
 	}
 	w.clients[addr] = cl
 	return cl, nil
+}
+
+// remoteVerifier is txn.Config.RemoteVerify: the KIP-890 check of a transactional
+// produce whose transaction coordinator is on another node, through that node's
+// AddPartitionsToTxn v4 with VerifyOnly. Only the producer's first write of a
+// transaction to a partition needs it: once the partition's log holds an ongoing
+// transaction of the producer at this epoch, the write belongs to it (a late write
+// after the marker finds no ongoing transaction and is verified).
+type remoteVerifier struct {
+	n *Node
+	w *txnWiring
+}
+
+func (v remoteVerifier) verify(ctx context.Context, txnID string, pid int64, epoch int16, tp metadata.TopicPartition) error {
+	if v.ongoingHere(tp, pid, epoch) {
+		return nil
+	}
+	im := v.n.admin.Image()
+	t := im.Topics[txn.StateTopic]
+	part := v.w.coord.PartitionFor(txnID)
+	if t == nil || int(part) >= len(t.Partitions) {
+		return fmt.Errorf("%w: %s has no partition %d", txn.ErrCoordinatorNotAvailable, txn.StateTopic, part)
+	}
+	leader := t.Partitions[part].Leader
+	b, ok := im.Brokers[leader]
+	if !ok || leader == metadata.NodeID(v.n.cfg.NodeID) {
+		// No leader, or this node leads but has not loaded the partition yet.
+		return fmt.Errorf("%w: coordinator of %q not ready", txn.ErrCoordinatorNotAvailable, txnID)
+	}
+	cl, err := v.w.client(b.Host+":"+strconv.Itoa(int(b.Port)), v.n.cfg.NodeID)
+	if err != nil {
+		return err
+	}
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	rt := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, rt.VerifyOnly = txnID, pid, epoch, true
+	rtt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+	rtt.Topic, rtt.Partitions = tp.Topic, []int32{tp.Partition}
+	rt.Topics = append(rt.Topics, rtt)
+	req.Transactions = append(req.Transactions, rt)
+	kresp, err := cl.Broker(int(leader)).Request(ctx, req)
+	if err != nil {
+		return fmt.Errorf("%w: verify with node %d: %v", txn.ErrCoordinatorNotAvailable, leader, err)
+	}
+	resp := kresp.(*kmsg.AddPartitionsToTxnResponse)
+	code := resp.ErrorCode
+	for _, t := range resp.Transactions {
+		for _, rt := range t.Topics {
+			for _, p := range rt.Partitions {
+				code = max(code, p.ErrorCode)
+			}
+		}
+	}
+	if code == 0 && len(resp.Transactions) == 0 {
+		return fmt.Errorf("%w: node %d answered AddPartitionsToTxn v%d without transactions", txn.ErrCoordinatorNotAvailable, leader, resp.Version)
+	}
+	return verifyError(code)
+}
+
+// ongoingHere reports whether tp's local log has an ongoing transaction of pid at
+// epoch.
+func (v remoteVerifier) ongoingHere(tp metadata.TopicPartition, pid int64, epoch int16) bool {
+	p, err := v.n.replicas.Partition(tp)
+	if err != nil {
+		return false
+	}
+	l := p.Log()
+	if e, _, ok := l.ProducerState(pid); !ok || e != epoch {
+		return false
+	}
+	_, ongoing := l.OngoingTransactions()[pid]
+	return ongoing
+}
+
+// verifyError maps a remote coordinator's answer to the coordinator's errors, so that
+// the produce path answers as for a local one; coordinator moves and loads are
+// retriable.
+func verifyError(code int16) error {
+	err := kerr.ErrorForCode(code)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, kerr.InvalidTxnState):
+		return txn.ErrInvalidTxnState
+	case errors.Is(err, kerr.ProducerFenced), errors.Is(err, kerr.InvalidProducerEpoch):
+		return txn.ErrProducerFenced
+	case errors.Is(err, kerr.InvalidProducerIDMapping):
+		return txn.ErrInvalidProducerIDMapping
+	case errors.Is(err, kerr.ConcurrentTransactions):
+		return txn.ErrConcurrentTransactions
+	}
+	return fmt.Errorf("%w: %v", txn.ErrCoordinatorNotAvailable, err)
 }

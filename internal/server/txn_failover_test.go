@@ -1,0 +1,196 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel-io/runnel/internal/recordbatch"
+	"github.com/runnel-io/runnel/internal/testutil"
+)
+
+// startTxnCluster is startCluster with a fast transaction abort loop, so that a
+// transaction nobody ends times out within the test.
+func startTxnCluster(t *testing.T) []*testNode {
+	t.Helper()
+	nodes := startCluster(t, 3)
+	// Restart each node with the fast abort interval: startCluster's nodes use the
+	// default options. One at a time, so the quorum holds.
+	for _, tn := range nodes {
+		tn.node.Close()
+		logger := slog.New(slog.NewTextHandler(tn.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		n, err := Start(ctx, tn.cfg, Options{Logger: logger, TxnAbortInterval: 100 * time.Millisecond})
+		cancel()
+		testutil.NoError(t, err, "restart node %d", tn.cfg.NodeID)
+		tn.node = n
+	}
+	return nodes
+}
+
+// stableEverywhere checks that no transaction is open on topic: the last stable
+// offset of every partition is its high watermark.
+func stableEverywhere(ctx context.Context, adm *kadm.Client, topic string) error {
+	stable, err := adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return err
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	ends.Each(func(e kadm.ListedOffset) {
+		s, _ := stable.Lookup(topic, e.Partition)
+		if e.Err != nil || s.Err != nil || s.Offset != e.Offset {
+			errs = append(errs, fmt.Errorf("partition %d: stable offset %d (%v), end %d (%v)", e.Partition, s.Offset, s.Err, e.Offset, e.Err))
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// Kill the transaction coordinator's node while the producer ends its transaction
+// over three partitions led by different nodes: the transaction completes (the new
+// coordinator loads its state from __transaction_state) or aborts, and read_committed
+// consumers see all of its records or none, never part.
+func TestTxnCoordinatorKilledMidTransaction(t *testing.T) {
+	nodes := startTxnCluster(t)
+	seeds := []string{nodes[0].node.KafkaAddr().String(), nodes[1].node.KafkaAddr().String(), nodes[2].node.KafkaAddr().String()}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	adm := adminOf(t, nodes[0].node)
+	_, err := adm.CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, "txf")
+	testutil.NoError(t, err, "create topic")
+
+	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID("txf-id"), kgo.DefaultProduceTopic("txf"),
+		kgo.TransactionTimeout(3*time.Second), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	testutil.NoError(t, err, "producer")
+	defer prod.Close()
+	// A first transaction commits normally, across the three partitions (the
+	// produce path verifies with a remote coordinator for two of them).
+	const n = 30
+	produceTxn := func(prefix string) {
+		t.Helper()
+		testutil.NoError(t, prod.BeginTransaction(), "begin")
+		for i := range n {
+			testutil.NoError(t, prod.ProduceSync(ctx, &kgo.Record{Value: []byte(prefix + strconv.Itoa(i))}).FirstErr(), "produce")
+		}
+	}
+	produceTxn("a")
+	testutil.NoError(t, prod.EndTransaction(ctx, kgo.TryCommit), "commit")
+
+	produceTxn("b")
+	found := adm.FindTxnCoordinators(ctx, "txf-id")["txf-id"]
+	testutil.NoError(t, found.Err, "find transaction coordinator")
+	victim := nodes[found.NodeID-1]
+	ended := make(chan error, 1)
+	go func() { ended <- prod.EndTransaction(ctx, kgo.TryCommit) }()
+	time.Sleep(time.Millisecond)
+	t.Logf("killing transaction coordinator node %d", found.NodeID)
+	victim.crash()
+	endErr := <-ended
+	t.Logf("EndTransaction: %v", endErr)
+
+	var survivors []string
+	for _, tn := range nodes {
+		if tn != victim {
+			survivors = append(survivors, tn.node.KafkaAddr().String())
+		}
+	}
+	sadm := adminOf(t, nodes[(found.NodeID)%3].node)
+	testutil.Eventually(t, 30*time.Second, func() error { return stableEverywhere(ctx, sadm, "txf") })
+	// The new coordinator serves the id: a new producer fences the old one and commits.
+	prod2, err := kgo.NewClient(kgo.SeedBrokers(survivors...), kgo.TransactionalID("txf-id"), kgo.DefaultProduceTopic("txf"),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	testutil.NoError(t, err, "second producer")
+	defer prod2.Close()
+	prod = prod2
+	produceTxn("c")
+	testutil.NoError(t, prod.EndTransaction(ctx, kgo.TryCommit), "commit on the new coordinator")
+
+	cons, err := kgo.NewClient(kgo.SeedBrokers(survivors...), kgo.ConsumeTopics("txf"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	testutil.NoError(t, err, "consumer")
+	defer cons.Close()
+	counts := map[byte]int{}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && counts['a']+counts['b']+counts['c'] < 3*n {
+		pctx, pcancel := context.WithDeadline(ctx, deadline)
+		cons.PollFetches(pctx).EachRecord(func(r *kgo.Record) { counts[r.Value[0]]++ })
+		pcancel()
+	}
+	if counts['a'] != n || counts['c'] != n {
+		t.Fatalf("read_committed saw %d and %d records of the committed transactions, want %d", counts['a'], counts['c'], n)
+	}
+	switch {
+	case counts['b'] != 0 && counts['b'] != n:
+		t.Fatalf("read_committed saw %d of the %d records of the transaction ended during the kill", counts['b'], n)
+	case endErr == nil && counts['b'] != n:
+		t.Fatalf("EndTransaction committed but read_committed saw %d of %d records", counts['b'], n)
+	}
+	t.Logf("the transaction ended during the kill was %s", map[bool]string{true: "committed", false: "aborted"}[counts['b'] == n])
+}
+
+// A transactional write to a partition that was never added to the transaction is
+// refused by a partition leader whose transaction coordinator is another node
+// (txn.Config.RemoteVerify, KIP-890).
+func TestRemoteVerifyRefusesUnaddedPartition(t *testing.T) {
+	nodes := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := adminOf(t, nodes[0].node)
+	_, err := adm.CreateTopic(ctx, 3, 3, nil, "rv")
+	testutil.NoError(t, err, "create topic")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(nodes[0].node.KafkaAddr().String()), kgo.RetryTimeout(20*time.Second))
+	testutil.NoError(t, err, "client")
+	defer cl.Close()
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = kmsg.StringPtr("rv-id"), 60000
+	ir, err := init.RequestWith(ctx, cl)
+	testutil.NoError(t, err, "InitProducerId")
+	testutil.NoError(t, kerr.ErrorForCode(ir.ErrorCode), "InitProducerId")
+	found := adm.FindTxnCoordinators(ctx, "rv-id")["rv-id"]
+	testutil.NoError(t, found.Err, "find transaction coordinator")
+
+	md, err := adm.Metadata(ctx, "rv")
+	testutil.NoError(t, err, "metadata")
+	partition, leader := int32(-1), int32(-1)
+	for _, p := range md.Topics["rv"].Partitions {
+		if p.Leader != found.NodeID {
+			partition, leader = p.Partition, p.Leader
+		}
+	}
+	if partition < 0 {
+		t.Skip("every partition is led by the transaction coordinator")
+	}
+	b := recordbatch.NewBuilder(128)
+	b.Add(nil, []byte("stray"), nil, time.Now().UnixMilli())
+	batch := append([]byte(nil), b.Build()...)
+	binary.BigEndian.PutUint16(batch[21:], recordbatch.TransactionalFlag)
+	binary.BigEndian.PutUint64(batch[43:], uint64(ir.ProducerID))
+	binary.BigEndian.PutUint16(batch[51:], uint16(ir.ProducerEpoch))
+	binary.BigEndian.PutUint32(batch[53:], 0)
+	binary.BigEndian.PutUint32(batch[17:], recordbatch.Batch(batch).ComputeCRC())
+
+	req := kmsg.NewPtrProduceRequest()
+	req.TransactionID, req.Acks, req.TimeoutMillis = kmsg.StringPtr("rv-id"), -1, 10000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "rv"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := requestTo(t, nodes[leader-1].node, req).(*kmsg.ProduceResponse)
+	code := resp.Topics[0].Partitions[0].ErrorCode
+	testutil.Equal(t, code, kerr.InvalidTxnState.Code, "produce to partition %d (leader %d, coordinator %d) outside the transaction", partition, leader, found.NodeID)
+}
