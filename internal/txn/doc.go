@@ -23,6 +23,20 @@
 // the producer gets CONCURRENT_TRANSACTIONS until it is done (the decision itself is
 // durable from the prepare record on).
 //
+// Offsets: AddOffsetsToTxn adds the group's __consumer_offsets partition to the
+// transaction; TxnOffsetCommit then goes to the group coordinator (internal/group),
+// which holds the offsets pending until this coordinator's marker reaches that
+// partition.
+//
+// Produce-side verification (KIP-890 part 1): a transactional write to a partition is
+// accepted only if the partition is in the producer's ongoing transaction (Verify).
+// When another node coordinates the id, Config.RemoteVerify asks it (the server wires
+// it to that node's AddPartitionsToTxn v4 with VerifyOnly, skipped once the partition
+// holds an ongoing transaction of the producer at that epoch).
+//
+// Timeouts: every Config.AbortInterval, a transaction Ongoing for longer than its
+// transaction.timeout.ms is aborted with a bumped epoch, which fences its producer.
+//
 // Concurrency: Coordinator.mu guards the shard map; shard.mu the transactions of a
 // partition; txnEntry.mu serialises the operations on one transactional id and is held
 // across its appends and marker writes. Lock order: Coordinator.mu -> shard.mu ->
