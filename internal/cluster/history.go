@@ -89,6 +89,9 @@ func (h *History) Failures() string {
 		all = append(all, kv{e, n})
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].n > all[j].n })
+	if len(all) == 0 {
+		return "none"
+	}
 	out := ""
 	for _, f := range all {
 		out += fmt.Sprintf("%d× %s; ", f.n, f.err)
