@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"testing"
 	"time"
@@ -19,23 +18,16 @@ import (
 	"github.com/runnel-io/runnel/internal/testutil"
 )
 
-// startTxnCluster is startCluster with a fast transaction abort loop, so that a
-// transaction nobody ends times out within the test.
-func startTxnCluster(t *testing.T) []*testNode {
-	t.Helper()
-	nodes := startCluster(t, 3)
-	// Restart each node with the fast abort interval: startCluster's nodes use the
-	// default options. One at a time, so the quorum holds.
-	for _, tn := range nodes {
-		tn.node.Close()
-		logger := slog.New(slog.NewTextHandler(tn.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		n, err := Start(ctx, tn.cfg, Options{Logger: logger, TxnAbortInterval: 100 * time.Millisecond})
-		cancel()
-		testutil.NoError(t, err, "restart node %d", tn.cfg.NodeID)
-		tn.node = n
+// kill is crash with the controller stopped first: crash closes the Kafka listener
+// first, and draining an in-flight EndTxn there can take seconds during which the
+// dying node, if it is the active controller, fences the peers whose heartbeats no
+// longer reach it and moves every partition to itself; a kill -9 stops all at once.
+func kill(tn *testNode) {
+	if l := tn.node.lifecycle.Swap(nil); l != nil {
+		l.stop()
 	}
-	return nodes
+	tn.node.ctrl.Close()
+	tn.node.kafka.Close()
 }
 
 // stableEverywhere checks that no transaction is open on topic: the last stable
@@ -59,12 +51,18 @@ func stableEverywhere(ctx context.Context, adm *kadm.Client, topic string) error
 	return errors.Join(errs...)
 }
 
-// Kill the transaction coordinator's node while the producer ends its transaction
-// over three partitions led by different nodes: the transaction completes (the new
-// coordinator loads its state from __transaction_state) or aborts, and read_committed
-// consumers see all of its records or none, never part.
+// Kill the transaction coordinator's node in the middle of a transaction over three
+// partitions led by different nodes, either while the producer ends it or before:
+// the transaction completes (the new coordinator loads its state from
+// __transaction_state) or aborts, and read_committed consumers see all of its records
+// or none, never part.
 func TestTxnCoordinatorKilledMidTransaction(t *testing.T) {
-	nodes := startTxnCluster(t)
+	t.Run("during EndTxn", func(t *testing.T) { testTxnCoordinatorKilled(t, true) })
+	t.Run("before EndTxn", func(t *testing.T) { testTxnCoordinatorKilled(t, false) })
+}
+
+func testTxnCoordinatorKilled(t *testing.T, duringEnd bool) {
+	nodes := startCluster(t, 3)
 	seeds := []string{nodes[0].node.KafkaAddr().String(), nodes[1].node.KafkaAddr().String(), nodes[2].node.KafkaAddr().String()}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -73,7 +71,7 @@ func TestTxnCoordinatorKilledMidTransaction(t *testing.T) {
 	testutil.NoError(t, err, "create topic")
 
 	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID("txf-id"), kgo.DefaultProduceTopic("txf"),
-		kgo.TransactionTimeout(3*time.Second), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+		kgo.TransactionTimeout(20*time.Second), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
 	testutil.NoError(t, err, "producer")
 	defer prod.Close()
 	// A first transaction commits normally, across the three partitions (the
@@ -94,11 +92,19 @@ func TestTxnCoordinatorKilledMidTransaction(t *testing.T) {
 	testutil.NoError(t, found.Err, "find transaction coordinator")
 	victim := nodes[found.NodeID-1]
 	ended := make(chan error, 1)
-	go func() { ended <- prod.EndTransaction(ctx, kgo.TryCommit) }()
-	time.Sleep(time.Millisecond)
+	if duringEnd {
+		go func() { ended <- prod.EndTransaction(ctx, kgo.TryCommit) }()
+		time.Sleep(time.Millisecond)
+	}
 	t.Logf("killing transaction coordinator node %d", found.NodeID)
-	victim.crash()
+	start := time.Now()
+	kill(victim)
+	defer func() { t.Logf("from the kill to the end: %v", time.Since(start)) }()
+	if !duringEnd {
+		ended <- prod.EndTransaction(ctx, kgo.TryCommit)
+	}
 	endErr := <-ended
+	killed := time.Now()
 	t.Logf("EndTransaction: %v", endErr)
 
 	var survivors []string
@@ -107,9 +113,8 @@ func TestTxnCoordinatorKilledMidTransaction(t *testing.T) {
 			survivors = append(survivors, tn.node.KafkaAddr().String())
 		}
 	}
-	sadm := adminOf(t, nodes[(found.NodeID)%3].node)
-	testutil.Eventually(t, 30*time.Second, func() error { return stableEverywhere(ctx, sadm, "txf") })
-	// The new coordinator serves the id: a new producer fences the old one and commits.
+	// The new coordinator serves the id: a new producer fences the old one (aborting
+	// its transaction if it is still open) and commits.
 	prod2, err := kgo.NewClient(kgo.SeedBrokers(survivors...), kgo.TransactionalID("txf-id"), kgo.DefaultProduceTopic("txf"),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
 	testutil.NoError(t, err, "second producer")
@@ -117,6 +122,9 @@ func TestTxnCoordinatorKilledMidTransaction(t *testing.T) {
 	prod = prod2
 	produceTxn("c")
 	testutil.NoError(t, prod.EndTransaction(ctx, kgo.TryCommit), "commit on the new coordinator")
+	sadm := adminOf(t, nodes[(found.NodeID)%3].node)
+	testutil.Eventually(t, 30*time.Second, func() error { return stableEverywhere(ctx, sadm, "txf") })
+	t.Logf("stable %v after EndTransaction returned", time.Since(killed))
 
 	cons, err := kgo.NewClient(kgo.SeedBrokers(survivors...), kgo.ConsumeTopics("txf"),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
