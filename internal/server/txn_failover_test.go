@@ -202,3 +202,98 @@ func TestRemoteVerifyRefusesUnaddedPartition(t *testing.T) {
 	code := resp.Topics[0].Partitions[0].ErrorCode
 	testutil.Equal(t, code, kerr.InvalidTxnState.Code, "produce to partition %d (leader %d, coordinator %d) outside the transaction", partition, leader, found.NodeID)
 }
+
+// Kill the group coordinator between a TxnOffsetCommit and the EndTxn that commits it:
+// the new coordinator of the group replays the transactional offset records as
+// pending, and the COMMIT marker the transaction coordinator then writes to the
+// partition's new leader makes them the group's offsets, together with the
+// transaction's output.
+func TestTxnOffsetsSurviveGroupCoordinatorKill(t *testing.T) {
+	nodes := startCluster(t, 3)
+	seeds := []string{nodes[0].node.KafkaAddr().String(), nodes[1].node.KafkaAddr().String(), nodes[2].node.KafkaAddr().String()}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	adm := adminOf(t, nodes[0].node)
+	isr2 := map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}
+	for _, topic := range []string{"eo-in", "eo-out"} {
+		_, err := adm.CreateTopic(ctx, 1, 3, isr2, topic)
+		testutil.NoError(t, err, "create topic %s", topic)
+	}
+	const groupID = "eo-group"
+	gc := adm.FindGroupCoordinators(ctx, groupID)[groupID]
+	testutil.NoError(t, gc.Err, "find group coordinator")
+	// A transactional id coordinated elsewhere, so that only the group moves.
+	txnID := ""
+	for i := 0; i < 20 && txnID == ""; i++ {
+		id := "eo-" + strconv.Itoa(i)
+		if tc := adm.FindTxnCoordinators(ctx, id)[id]; tc.Err == nil && tc.NodeID != gc.NodeID {
+			txnID = id
+		}
+	}
+	if txnID == "" {
+		t.Fatal("every transactional id tried is coordinated by the group's coordinator")
+	}
+
+	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID(txnID), kgo.DefaultProduceTopic("eo-out"),
+		kgo.TransactionTimeout(30*time.Second))
+	testutil.NoError(t, err, "producer")
+	defer prod.Close()
+	testutil.NoError(t, prod.BeginTransaction(), "begin")
+	for i := range 5 {
+		testutil.NoError(t, prod.ProduceSync(ctx, &kgo.Record{Value: []byte("out" + strconv.Itoa(i))}).FirstErr(), "produce")
+	}
+	pid, epoch, err := prod.ProducerID(ctx)
+	testutil.NoError(t, err, "producer id")
+	add := kmsg.NewPtrAddOffsetsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = txnID, pid, epoch, groupID
+	addResp, err := add.RequestWith(ctx, prod)
+	testutil.NoError(t, err, "AddOffsetsToTxn")
+	testutil.NoError(t, kerr.ErrorForCode(addResp.ErrorCode), "AddOffsetsToTxn")
+	commit := kmsg.NewPtrTxnOffsetCommitRequest()
+	commit.TransactionalID, commit.Group, commit.ProducerID, commit.ProducerEpoch = txnID, groupID, pid, epoch
+	commit.Generation = -1
+	ct := kmsg.NewTxnOffsetCommitRequestTopic()
+	ct.Topic = "eo-in"
+	cp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	cp.Partition, cp.Offset, cp.LeaderEpoch = 0, 42, -1
+	ct.Partitions = append(ct.Partitions, cp)
+	commit.Topics = append(commit.Topics, ct)
+	commitResp, err := commit.RequestWith(ctx, prod)
+	testutil.NoError(t, err, "TxnOffsetCommit")
+	testutil.NoError(t, kerr.ErrorForCode(commitResp.Topics[0].Partitions[0].ErrorCode), "TxnOffsetCommit")
+
+	victim := nodes[gc.NodeID-1]
+	t.Logf("killing group coordinator node %d (transaction coordinator elsewhere)", gc.NodeID)
+	kill(victim)
+	var survivor *testNode
+	for _, tn := range nodes {
+		if tn != victim {
+			survivor = tn
+		}
+	}
+	// A fresh client each time: the point is what the cluster answers, not how long
+	// one client caches a dead coordinator.
+	// Before the commit the offset is pending: the group has none.
+	testutil.Eventually(t, 20*time.Second, func() error {
+		offs, err := adminOf(t, survivor.node).FetchOffsets(ctx, groupID)
+		if err != nil {
+			return err
+		}
+		if o, ok := offs.Lookup("eo-in", 0); ok && o.Err == nil && o.At >= 0 {
+			t.Fatalf("pending transactional offset %d visible before the commit", o.At)
+		}
+		return nil
+	})
+	testutil.NoError(t, prod.EndTransaction(ctx, kgo.TryCommit), "commit")
+	testutil.Eventually(t, 20*time.Second, func() error {
+		offs, err := adminOf(t, survivor.node).FetchOffsets(ctx, groupID)
+		if err != nil {
+			return err
+		}
+		if o, ok := offs.Lookup("eo-in", 0); !ok || o.Err != nil || o.At != 42 {
+			return fmt.Errorf("group offset %+v, want 42", o)
+		}
+		return nil
+	})
+	testutil.Eventually(t, 20*time.Second, func() error { return stableEverywhere(ctx, adminOf(t, survivor.node), "eo-out") })
+}
