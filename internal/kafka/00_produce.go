@@ -17,10 +17,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/log"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/recordbatch"
+	"github.com/runnel-io/runnel/internal/replica"
 	"github.com/runnel-io/runnel/internal/txn"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -36,7 +37,7 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	var wg sync.WaitGroup
+	var parts []*producePart
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
@@ -45,57 +46,99 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		for pi := range rt.Partitions {
-			rp := &rt.Partitions[pi]
 			sp := &st.Partitions[pi]
 			*sp = kmsg.NewProduceResponseTopicPartition()
-			sp.Partition = rp.Partition
-			tp := metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
-			if len(req.Topics) == 1 && len(rt.Partitions) == 1 {
-				s.producePartition(ctx, req.TransactionID, tp, rp.Records, req.Acks, sp)
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s.producePartition(ctx, req.TransactionID, tp, rp.Records, req.Acks, sp)
-			}()
+			sp.Partition = rt.Partitions[pi].Partition
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			parts = append(parts, &producePart{
+				tp:      metadata.TopicPartition{Topic: rt.Topic, Partition: sp.Partition},
+				records: rt.Partitions[pi].Records, resp: sp,
+			})
 		}
 	}
-	wg.Wait()
+	// Phase 1, in request order on this connection: append. The previous produce
+	// request of the connection must have appended first, so that pipelined batches of
+	// one producer land in the order it sent them.
+	if err := r.waitPreviousAppend(ctx); err != nil {
+		for _, pp := range parts {
+			pp.resp.ErrorCode = errorCode(err)
+		}
+	} else {
+		forEachPart(parts, func(pp *producePart) { s.appendPart(ctx, req.TransactionID, req.Acks, pp) })
+	}
+	r.appendDone()
+	// Phase 2, concurrently with later requests: durability and replication.
+	forEachPart(parts, func(pp *producePart) { s.completePart(ctx, req.Acks, pp) })
 	if req.Acks == 0 {
 		return nil, nil
 	}
 	return resp, nil
 }
 
-func (s *Server) producePartition(ctx context.Context, txnID *string, tp metadata.TopicPartition, records []byte, acks int16, sp *kmsg.ProduceResponseTopicPartition) {
-	sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
-	if len(records) == 0 {
-		sp.ErrorCode = kerr.CorruptMessage.Code
+// producePart is one partition of a produce request on its way through both phases.
+type producePart struct {
+	tp      metadata.TopicPartition
+	records []byte
+	resp    *kmsg.ProduceResponseTopicPartition
+	part    *replica.Partition
+	info    log.AppendInfo
+	err     error
+}
+
+// forEachPart runs fn for every part, concurrently when there are several.
+func forEachPart(parts []*producePart, fn func(*producePart)) {
+	if len(parts) == 1 {
+		fn(parts[0])
+		return
+	}
+	var wg sync.WaitGroup
+	for _, pp := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(pp)
+		}()
+	}
+	wg.Wait()
+}
+
+func (s *Server) appendPart(ctx context.Context, txnID *string, acks int16, pp *producePart) {
+	if len(pp.records) == 0 {
+		pp.err = fmt.Errorf("%w: empty record set", recordbatch.ErrCorrupt)
 		return
 	}
 	if txnID != nil {
-		if err := s.verifyTxnProduce(ctx, *txnID, tp, records); err != nil {
-			sp.ErrorCode, sp.ErrorMessage = txnErrorCode(err, false), errorMessage(err)
+		if err := s.verifyTxnProduce(ctx, *txnID, pp.tp, pp.records); err != nil {
+			pp.resp.ErrorCode, pp.resp.ErrorMessage = txnErrorCode(err, false), errorMessage(err)
 			return
 		}
 	}
-	p, err := s.replicas.Partition(tp)
-	if err != nil {
-		sp.ErrorCode = errorCode(err)
+	pp.part, pp.err = s.replicas.Partition(pp.tp)
+	if pp.err != nil {
 		return
 	}
-	info, err := p.AppendToLeader(ctx, records, acks)
-	sp.LogStartOffset = p.Log().LogStartOffset()
-	if err != nil {
-		sp.ErrorCode = errorCode(err)
-		sp.ErrorMessage = errorMessage(err)
-		if info.NumBatches == 0 {
+	pp.info, pp.err = pp.part.Append(pp.records, acks)
+}
+
+func (s *Server) completePart(ctx context.Context, acks int16, pp *producePart) {
+	sp := pp.resp
+	if sp.ErrorCode != 0 {
+		return
+	}
+	if pp.err == nil {
+		pp.err = pp.part.CompleteAppend(ctx, pp.info, acks)
+	}
+	if pp.part != nil {
+		sp.LogStartOffset = pp.part.Log().LogStartOffset()
+	}
+	if pp.err != nil {
+		sp.ErrorCode, sp.ErrorMessage = errorCode(pp.err), errorMessage(pp.err)
+		if pp.info.NumBatches == 0 {
 			return
 		}
 	}
-	sp.BaseOffset = info.FirstOffset
-	sp.LogAppendTime = info.LogAppendTime
+	sp.BaseOffset = pp.info.FirstOffset
+	sp.LogAppendTime = pp.info.LogAppendTime
 }
 
 // verifyTxnProduce checks a transactional produce with the coordinator.

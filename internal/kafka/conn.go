@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -26,6 +27,33 @@ type request struct {
 	kreq          kmsg.Request
 	received      time.Time
 	conn          *conn
+	// prevAppend is closed when the connection's previous produce request has
+	// appended (nil: none); appended is closed when this one has (produce only).
+	prevAppend <-chan struct{}
+	appended   chan struct{}
+}
+
+// waitPreviousAppend waits until the previous produce request of the connection has
+// appended its batches.
+func (r *request) waitPreviousAppend(ctx context.Context) error {
+	if r.prevAppend == nil {
+		return nil
+	}
+	select {
+	case <-r.prevAppend:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// appendDone releases the next produce request of the connection. Idempotent; only the
+// request's handler goroutine calls it.
+func (r *request) appendDone() {
+	if r.appended != nil {
+		close(r.appended)
+		r.appended = nil
+	}
 }
 
 // pending is a response slot: the writer waits on done in request order.
@@ -45,6 +73,9 @@ type conn struct {
 	nc     net.Conn
 	remote string
 	queue  chan *pending
+	// lastAppend is the appended channel of the latest produce request read; only the
+	// reader goroutine touches it.
+	lastAppend chan struct{}
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -114,6 +145,11 @@ func (c *conn) readLoop() error {
 			return err
 		}
 		p.size = int64(size)
+		if p.req.key == 0 {
+			p.req.prevAppend = c.lastAppend
+			p.req.appended = make(chan struct{})
+			c.lastAppend = p.req.appended
+		}
 		select {
 		case c.queue <- p:
 		case <-s.ctx.Done():
@@ -179,6 +215,7 @@ func (c *conn) handle(p *pending) {
 	}()
 	defer close(p.done)
 	r := p.req
+	defer r.appendDone()
 	name := kmsg.NameForKey(r.key)
 	reg, ok := handlers[r.key]
 	var resp kmsg.Response

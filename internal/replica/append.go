@@ -21,14 +21,29 @@ import (
 // for followers hold no partition lock, so other producers proceed meanwhile and share
 // the fsync (group commit).
 func (p *Partition) AppendToLeader(ctx context.Context, records []byte, acks int16) (log.AppendInfo, error) {
-	if acks != 0 && acks != 1 && acks != -1 {
-		return log.AppendInfo{}, ErrInvalidRequiredAcks
-	}
-	info, err := p.appendLocked(records, acks)
+	info, err := p.Append(records, acks)
 	if err != nil {
 		return info, err
 	}
-	return info, p.completeAppend(ctx, info, acks)
+	return info, p.CompleteAppend(ctx, info, acks)
+}
+
+// Append is the first half of AppendToLeader: validate and append to the log (page
+// cache) as leader. It is quick and never waits for a disk or a follower, so the
+// protocol layer can run the appends of one connection's requests strictly in order
+// (an idempotent producer pipelines them and its sequence numbers depend on that
+// order) while their fsyncs and replication waits overlap. CompleteAppend finishes.
+func (p *Partition) Append(records []byte, acks int16) (log.AppendInfo, error) {
+	if acks != 0 && acks != 1 && acks != -1 {
+		return log.AppendInfo{}, ErrInvalidRequiredAcks
+	}
+	return p.appendLocked(records, acks)
+}
+
+// CompleteAppend is the second half of AppendToLeader: it makes the append durable per
+// the flush policy and, for acks=-1, waits for the ISR.
+func (p *Partition) CompleteAppend(ctx context.Context, info log.AppendInfo, acks int16) error {
+	return p.completeAppend(ctx, info, acks)
 }
 
 // AppendTxnMarker appends a COMMIT or ABORT marker for producer pid as leader
