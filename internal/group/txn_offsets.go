@@ -99,13 +99,15 @@ func (sh *shard) trackTxnGroup(pid int64, groupID string) {
 // offsets of producer pid in the partition's groups become committed (commit) or are
 // dropped. The partition leader calls it once the marker is replicated; it returns
 // once every group has applied it. A partition this node does not coordinate is
-// ignored: its coordinator replays the marker when it loads.
-func (c *Coordinator) CompleteTxn(ctx context.Context, partition int32, pid int64, commit bool) {
+// ignored: its coordinator replays the marker when it loads. An error means some
+// group could not apply it yet: the marker should be written again (a repeated
+// marker changes nothing in the log), which calls CompleteTxn again.
+func (c *Coordinator) CompleteTxn(ctx context.Context, partition int32, pid int64, commit bool) error {
 	c.mu.RLock()
 	sh := c.shards[partition]
 	c.mu.RUnlock()
 	if sh == nil {
-		return
+		return nil
 	}
 	sh.mu.Lock()
 	select {
@@ -113,20 +115,26 @@ func (c *Coordinator) CompleteTxn(ctx context.Context, partition int32, pid int6
 	default: // the load applies it after replaying the log
 		sh.loadCompletions = append(sh.loadCompletions, txnCompletion{pid: pid, commit: commit})
 		sh.mu.Unlock()
-		return
+		return nil
 	}
 	ids := sh.txnGroups[pid]
 	delete(sh.txnGroups, pid)
 	sh.mu.Unlock()
+	var errs []error
 	for id := range ids {
 		_, err := call(ctx, c, id, false, func(md *groupMetadata, _ time.Time, reply func(struct{})) {
 			md.completeTxn(pid, commit)
 			reply(struct{}{})
 		})
-		if err != nil && !errors.Is(err, errNoGroup) {
-			c.logger.Warn("cannot apply transaction marker to group", "group", id, "producer_id", pid, "commit", commit, "err", err)
+		if err == nil || errors.Is(err, errNoGroup) || sh.ctx.Err() != nil {
+			continue // applied, gone, or replayed by the next coordinator
 		}
+		sh.mu.Lock()
+		sh.trackTxnGroup(pid, id)
+		sh.mu.Unlock()
+		errs = append(errs, fmt.Errorf("group %s: %w", id, err))
 	}
+	return errors.Join(errs...)
 }
 
 // validateTxnCommit is Kafka's check for transactional commits: laxer than

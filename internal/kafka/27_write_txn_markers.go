@@ -60,6 +60,5 @@ func (s *Server) WriteMarker(ctx context.Context, tp metadata.TopicPartition, pi
 	if _, err = p.AppendTxnMarker(ctx, t, pid, epoch, coordinatorEpoch); err != nil {
 		return err
 	}
-	s.completeTxnOffsets(ctx, tp, pid, commit)
-	return nil
+	return s.completeTxnOffsets(ctx, tp, pid, commit)
 }

@@ -30,7 +30,7 @@ func init() { regKey(28, 0, 4, handleTxnOffsetCommit) }
 // commits need; *group.Coordinator implements it.
 type TxnOffsetCoordinator interface {
 	CommitTxnOffsets(ctx context.Context, req group.TxnCommitRequest) []error
-	CompleteTxn(ctx context.Context, partition int32, pid int64, commit bool)
+	CompleteTxn(ctx context.Context, partition int32, pid int64, commit bool) error
 }
 
 func handleTxnOffsetCommit(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
@@ -125,12 +125,14 @@ func txnOffsetErrorCode(err error, fencedAsEpoch bool) int16 {
 
 // completeTxnOffsets tells the group coordinator that a marker reached one of its
 // __consumer_offsets partitions, so that the transaction's pending offsets become
-// committed or are dropped.
-func (s *Server) completeTxnOffsets(ctx context.Context, tp metadata.TopicPartition, pid int64, commit bool) {
+// committed or are dropped. An error asks the transaction coordinator to write the
+// marker again.
+func (s *Server) completeTxnOffsets(ctx context.Context, tp metadata.TopicPartition, pid int64, commit bool) error {
 	if tp.Topic != group.OffsetsTopic {
-		return
+		return nil
 	}
 	if gc, ok := s.groupCoordinator().(TxnOffsetCoordinator); ok {
-		gc.CompleteTxn(ctx, tp.Partition, pid, commit)
+		return gc.CompleteTxn(ctx, tp.Partition, pid, commit)
 	}
+	return nil
 }
