@@ -129,6 +129,10 @@ type CommittedOffset struct {
 	Offset      int64
 	LeaderEpoch int32
 	Metadata    string
+	// Unstable: a transaction has a pending offset for the partition (TxnOffsetCommit
+	// without its marker yet); OffsetFetch with RequireStable answers
+	// UNSTABLE_OFFSET_COMMIT.
+	Unstable bool
 }
 
 // MemberDescription is one member in DescribeGroups.

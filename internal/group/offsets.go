@@ -139,6 +139,7 @@ func (g *groupMetadata) fetchOffsets(partitions []TopicPartition) []CommittedOff
 		if o, ok := g.offsets[tp]; ok {
 			out[i].Offset, out[i].LeaderEpoch, out[i].Metadata = o.offset, o.leaderEpoch, o.metadata
 		}
+		out[i].Unstable = g.hasPendingTxnOffset(tp)
 	}
 	return out
 }

@@ -213,6 +213,16 @@ func (g *groupMetadata) dropTxnOffsets(pid int64, offsets []OffsetCommit, accept
 	}
 }
 
+// hasPendingTxnOffset reports whether some transaction holds a pending offset of tp.
+func (g *groupMetadata) hasPendingTxnOffset(tp TopicPartition) bool {
+	for _, pending := range g.txnOffsets {
+		if _, ok := pending[tp]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // completeTxn applies producer pid's marker to its pending offsets.
 func (g *groupMetadata) completeTxn(pid int64, commit bool) {
 	pending, ok := g.txnOffsets[pid]

@@ -72,11 +72,14 @@ func TestTxnCommitPendingUntilMarker(t *testing.T) {
 	if o := h.g.fetchOffsets(nil); len(o) != 0 {
 		t.Fatalf("pending offsets visible before the marker: %+v", o)
 	}
+	if o := h.g.fetchOffsets([]TopicPartition{{"t", 0}}); o[0].Offset != -1 || !o[0].Unstable {
+		t.Fatalf("partition with a pending offset fetched as %+v, want none and unstable", o)
+	}
 	h.g.completeTxn(1, false)
 	commit(1, 6)
 	h.finishWrites(nil)
 	h.g.completeTxn(1, true)
-	if o := h.g.fetchOffsets(nil); len(o) != 1 || o[0].Offset != 6 {
+	if o := h.g.fetchOffsets(nil); len(o) != 1 || o[0].Offset != 6 || o[0].Unstable {
 		t.Fatalf("after abort then commit: %+v", o)
 	}
 	commit(2, 7)
