@@ -19,13 +19,14 @@ import (
 // maxProblems is how many problems of one partition Check prints.
 const maxProblems = 20
 
-// replicaLog is the content of one node's copy of a partition log.
-type replicaLog struct {
-	node       int32
-	start, end int64            // log start and end offsets
-	values     map[int64]string // offset -> value
-	epochs     map[int64]int32  // offset -> partition leader epoch of its batch
-	offsetsOf  map[string][]int64
+// ReplicaLog is the content of one node's copy of a partition log, as Check and
+// ReadReplica read it.
+type ReplicaLog struct {
+	Node       int32
+	Start, End int64              // log start and end offsets
+	Values     map[int64]string   // offset -> value of every data record
+	Epochs     map[int64]int32    // offset -> partition leader epoch of its batch
+	OffsetsOf  map[string][]int64 // value -> the offsets holding it
 }
 
 // Check proves the history against the on-disk logs of topic: for every partition,
@@ -45,11 +46,17 @@ func (h *History) Check(t testing.TB, c *Cluster, topic string) *CheckResult {
 	}
 	dirs := c.copyPartitions(t, topic, isr)
 	acks := byPartition(h.Acks())
-	res := &CheckResult{ISR: isr, Epochs: map[int32]map[int64]int32{}}
+	res := &CheckResult{ISR: isr, Epochs: map[int32]map[int64]int32{}, Replicas: map[int32]map[int32]*ReplicaLog{}}
 	for _, p := range parts {
 		var bad int
-		bad, res.Epochs[p] = h.checkPartition(t, topic, p, isr[p], dirs[p], acks[p])
+		bad, res.Replicas[p] = h.checkPartition(t, topic, p, isr[p], dirs[p], acks[p])
 		res.Problems += bad
+		for _, node := range isr[p] {
+			if rl := res.Replicas[p][node]; rl != nil {
+				res.Epochs[p] = rl.Epochs
+				break
+			}
+		}
 	}
 	if res.Problems > 0 {
 		t.Errorf("history check of %s: %d problems (%d records acknowledged)", topic, res.Problems, h.Len())
@@ -62,26 +69,26 @@ type CheckResult struct {
 	ISR      map[int32][]int32         // partition -> the ISR whose copies were read
 	Epochs   map[int32]map[int64]int32 // partition -> offset -> leader epoch of its batch, in the first ISR copy
 	Problems int                       // lost, changed, duplicated or doubly acknowledged records
+	// Replicas holds every ISR copy read: partition -> node -> its content.
+	Replicas map[int32]map[int32]*ReplicaLog
 }
 
 // checkPartition compares one partition's acknowledgements with each ISR copy and
-// returns the number of problems and the epochs of the first copy read.
-func (h *History) checkPartition(t testing.TB, topic string, p int32, isr []int32, dirs map[int32]string, acks []Ack) (int, map[int64]int32) {
+// returns the number of problems and the copies read, by node.
+func (h *History) checkPartition(t testing.TB, topic string, p int32, isr []int32, dirs map[int32]string, acks []Ack) (int, map[int32]*ReplicaLog) {
 	t.Helper()
 	var problems []string
 	problems = append(problems, conflictingAcks(acks)...)
 	var summary []string
-	var epochs map[int64]int32
+	copies := map[int32]*ReplicaLog{}
 	for _, node := range isr {
 		rl, err := readReplicaLog(topic, p, node, dirs[node])
 		if err != nil {
 			problems = append(problems, err.Error())
 			continue
 		}
-		if epochs == nil {
-			epochs = rl.epochs
-		}
-		summary = append(summary, fmt.Sprintf("node %d [%d,%d)", node, rl.start, rl.end))
+		copies[node] = rl
+		summary = append(summary, fmt.Sprintf("node %d [%d,%d)", node, rl.Start, rl.End))
 		problems = append(problems, h.compare(rl, acks)...)
 	}
 	t.Logf("%s-%d: %d acknowledged, ISR %v: %s; %d problems", topic, p, len(acks), isr, strings.Join(summary, ", "), len(problems))
@@ -92,7 +99,7 @@ func (h *History) checkPartition(t testing.TB, topic string, p int32, isr []int3
 		}
 		t.Errorf("%s-%d: %s", topic, p, s)
 	}
-	return len(problems), epochs
+	return len(problems), copies
 }
 
 // conflictingAcks reports two acknowledgements of one offset.
@@ -110,22 +117,22 @@ func conflictingAcks(acks []Ack) []string {
 }
 
 // compare returns what rl lacks or holds wrongly.
-func (h *History) compare(rl *replicaLog, acks []Ack) []string {
+func (h *History) compare(rl *ReplicaLog, acks []Ack) []string {
 	var out []string
 	for _, a := range acks {
-		got, ok := rl.values[a.Offset]
+		got, ok := rl.Values[a.Offset]
 		switch {
 		case !ok:
 			out = append(out, fmt.Sprintf("node %d: acknowledged %q (at %s) missing at offset %d; log is [%d,%d), value found at %v",
-				rl.node, a.Value, a.At.Format(time.StampMilli), a.Offset, rl.start, rl.end, rl.offsetsOf[a.Value]))
+				rl.Node, a.Value, a.At.Format(time.StampMilli), a.Offset, rl.Start, rl.End, rl.OffsetsOf[a.Value]))
 		case got != a.Value:
 			out = append(out, fmt.Sprintf("node %d: offset %d holds %q (epoch %d), acknowledged was %q (at %s), found at %v",
-				rl.node, a.Offset, got, rl.epochs[a.Offset], a.Value, a.At.Format(time.StampMilli), rl.offsetsOf[a.Value]))
+				rl.Node, a.Offset, got, rl.Epochs[a.Offset], a.Value, a.At.Format(time.StampMilli), rl.OffsetsOf[a.Value]))
 		}
 	}
-	for v, offs := range rl.offsetsOf {
+	for v, offs := range rl.OffsetsOf {
 		if len(offs) > 1 && strings.HasPrefix(v, h.run) {
-			out = append(out, fmt.Sprintf("node %d: value %q stored %d times, at offsets %v", rl.node, v, len(offs), offs))
+			out = append(out, fmt.Sprintf("node %d: value %q stored %d times, at offsets %v", rl.Node, v, len(offs), offs))
 		}
 	}
 	return out
@@ -163,6 +170,31 @@ func (c *Cluster) copyPartitions(t testing.TB, topic string, isr map[int32][]int
 	return out
 }
 
+// ReadReplica reads node's copy of topic-partition as Check does: it pauses the node
+// (if it runs) for the moment it copies the partition directory, and opens the copy
+// with internal/log. It fails the test if the node has no such replica.
+func (c *Cluster) ReadReplica(t testing.TB, node int, topic string, p int32) *ReplicaLog {
+	t.Helper()
+	n := c.Node(node)
+	dst := filepath.Join(t.TempDir(), fmt.Sprintf("%s-%d", topic, p))
+	pause := n.Alive()
+	if pause {
+		c.Pause(node)
+	}
+	err := copyDir(n.partitionDir(topic, p), dst)
+	if pause {
+		c.Resume(node)
+	}
+	if err != nil {
+		t.Fatalf("copying node %d's replica of %s-%d: %v", node, topic, p, err)
+	}
+	rl, err := readReplicaLog(topic, p, n.ID, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rl
+}
+
 // copyDir copies the regular files of src into a new directory dst.
 func copyDir(src, dst string) error {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
@@ -189,18 +221,18 @@ func copyDir(src, dst string) error {
 
 // readReplicaLog opens the copy in dir with internal/log (recovering it from offset 0,
 // as after a crash) and decodes every record.
-func readReplicaLog(topic string, p, node int32, dir string) (*replicaLog, error) {
+func readReplicaLog(topic string, p, node int32, dir string) (*ReplicaLog, error) {
 	l, err := log.Open(log.Options{FS: vfs.OS(), Dir: dir, TP: log.TopicPartition{Topic: topic, Partition: p},
 		Config: log.DefaultConfig(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return nil, fmt.Errorf("node %d: opening its log copy: %w", node, err)
 	}
 	defer l.Close()
-	rl := &replicaLog{node: node, start: l.LogStartOffset(), end: l.LogEndOffset(),
-		values: map[int64]string{}, epochs: map[int64]int32{}, offsetsOf: map[string][]int64{}}
+	rl := &ReplicaLog{Node: node, Start: l.LogStartOffset(), End: l.LogEndOffset(),
+		Values: map[int64]string{}, Epochs: map[int64]int32{}, OffsetsOf: map[string][]int64{}}
 	var buf []byte
-	for off := rl.start; off < rl.end; {
-		ri, err := l.Read(off, 1<<20, rl.end, true)
+	for off := rl.Start; off < rl.End; {
+		ri, err := l.Read(off, 1<<20, rl.End, true)
 		if err == nil {
 			buf, err = ri.AppendTo(buf[:0])
 		}
@@ -208,7 +240,7 @@ func readReplicaLog(topic string, p, node int32, dir string) (*replicaLog, error
 			return nil, fmt.Errorf("node %d: reading offset %d: %w", node, off, err)
 		}
 		if ri.Size == 0 {
-			return nil, fmt.Errorf("node %d: empty read at offset %d below the log end %d", node, off, rl.end)
+			return nil, fmt.Errorf("node %d: empty read at offset %d below the log end %d", node, off, rl.End)
 		}
 		if off, err = rl.addBatches(buf, off); err != nil {
 			return nil, fmt.Errorf("node %d: %w", node, err)
@@ -219,7 +251,7 @@ func readReplicaLog(topic string, p, node int32, dir string) (*replicaLog, error
 
 // addBatches decodes the batches in buf, keeping records at from or later, and
 // returns the offset after the last batch.
-func (rl *replicaLog) addBatches(buf []byte, from int64) (int64, error) {
+func (rl *ReplicaLog) addBatches(buf []byte, from int64) (int64, error) {
 	next := from
 	for len(buf) > 0 {
 		b, rest, err := recordbatch.Next(buf, 0)
@@ -242,8 +274,8 @@ func (rl *replicaLog) addBatches(buf []byte, from int64) (int64, error) {
 				continue
 			}
 			v := string(r.Value)
-			rl.values[r.Offset], rl.epochs[r.Offset] = v, b.PartitionLeaderEpoch()
-			rl.offsetsOf[v] = append(rl.offsetsOf[v], r.Offset)
+			rl.Values[r.Offset], rl.Epochs[r.Offset] = v, b.PartitionLeaderEpoch()
+			rl.OffsetsOf[v] = append(rl.OffsetsOf[v], r.Offset)
 		}
 	}
 	return next, nil

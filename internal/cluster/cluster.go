@@ -26,6 +26,13 @@ type Options struct {
 	BinPath string
 	// StartTimeout bounds how long Start and Restart wait for /readyz (default 60s).
 	StartTimeout time.Duration
+	// Netns runs every node in a network namespace of its own, so that Partition and
+	// Isolate can cut nodes apart (see netns.go). Node i listens on 10.213.X.i (X
+	// random per cluster) on the ports NetnsKafkaPort, NetnsControllerPort and
+	// NetnsHTTPPort; the test process reaches every node through a bridge. It needs
+	// iproute2 and root (CAP_NET_ADMIN, CAP_SYS_ADMIN); Start skips the test where
+	// namespaces cannot be created.
+	Netns bool
 }
 
 // FastFailureDetection are properties that make a cluster notice a dead node within
@@ -44,15 +51,19 @@ const LogTailLines = 200
 // whole output of each node under that directory.
 const LogDirEnv = "RUNNEL_CLUSTER_LOGDIR"
 
-// Cluster is N runnel server processes on loopback ports. Methods that take no
-// testing.TB fail the test that started the cluster.
+// Cluster is N runnel server processes on loopback ports, or in network namespaces
+// (Options.Netns). Methods that take no testing.TB fail the test that started the
+// cluster.
 type Cluster struct {
 	t     testing.TB // immutable: the test that started the cluster
 	opts  Options    // immutable
 	nodes []*Node    // immutable: nodes[i-1] has node id i
+	net   *network   // immutable: nil unless Options.Netns
 
-	mu     sync.Mutex    // guards probes
+	mu     sync.Mutex    // guards probes and cutOff
 	probes []*kgo.Client // probes[i-1] talks to node i only (see probe)
+	// cutOff holds the nodes that Partition left in touch with less than a majority.
+	cutOff map[int32]bool
 }
 
 // Start runs o.Nodes nodes on free loopback ports, all of them voters, each with its
@@ -68,7 +79,12 @@ func Start(t testing.TB, o Options) *Cluster {
 		o.StartTimeout = 60 * time.Second
 	}
 	c := &Cluster{t: t, opts: o}
-	c.nodes = makeNodes(t, binary(t, o), o)
+	bin := binary(t, o)
+	if o.Netns {
+		// Registered before shutdown, so removed after the nodes are killed.
+		c.net = newNetwork(t, o.Nodes)
+	}
+	c.nodes = makeNodes(t, bin, o, c.net)
 	c.probes = make([]*kgo.Client, o.Nodes)
 	t.Cleanup(c.shutdown)
 	c.watchDeadline(t)
@@ -85,8 +101,8 @@ func Start(t testing.TB, o Options) *Cluster {
 }
 
 // makeNodes chooses the addresses and directories of every node and builds their
-// arguments.
-func makeNodes(t testing.TB, bin string, o Options) []*Node {
+// arguments: free loopback ports, or fixed ports in the node's namespace of w.
+func makeNodes(t testing.TB, bin string, o Options, w *network) []*Node {
 	root := t.TempDir()
 	nodes := make([]*Node, o.Nodes)
 	var voters []string
@@ -96,8 +112,14 @@ func makeNodes(t testing.TB, bin string, o Options) []*Node {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		nodes[i] = &Node{ID: id, KafkaAddr: freeAddr(t), ControllerAddr: freeAddr(t), HTTPAddr: freeAddr(t),
-			DataDir: filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "server.log"), bin: bin}
+		nodes[i] = &Node{ID: id, DataDir: filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "server.log"), bin: bin}
+		if w != nil {
+			nodes[i].KafkaAddr, nodes[i].ControllerAddr, nodes[i].HTTPAddr =
+				w.hostPort(id, NetnsKafkaPort), w.hostPort(id, NetnsControllerPort), w.hostPort(id, NetnsHTTPPort)
+			nodes[i].ipPath, nodes[i].Netns = w.ip, w.namespace(id)
+		} else {
+			nodes[i].KafkaAddr, nodes[i].ControllerAddr, nodes[i].HTTPAddr = freeAddr(t), freeAddr(t), freeAddr(t)
+		}
 		voters = append(voters, fmt.Sprintf("%d@%s", id, nodes[i].ControllerAddr))
 	}
 	for _, n := range nodes {
@@ -122,8 +144,8 @@ func freeAddr(t testing.TB) string {
 	return l.Addr().String()
 }
 
-// watchDeadline kills every node shortly before the test binary's -timeout, which
-// panics without running any cleanup.
+// watchDeadline kills every node (and removes their network) shortly before the test
+// binary's -timeout, which panics without running any cleanup.
 func (c *Cluster) watchDeadline(t testing.TB) {
 	d, ok := t.(interface{ Deadline() (time.Time, bool) })
 	if !ok {
@@ -136,6 +158,9 @@ func (c *Cluster) watchDeadline(t testing.TB) {
 	timer := time.AfterFunc(time.Until(deadline)-2*time.Second, func() {
 		for _, n := range c.nodes {
 			n.kill()
+		}
+		if c.net != nil {
+			c.net.remove()
 		}
 	})
 	t.Cleanup(func() { timer.Stop() })

@@ -384,9 +384,3 @@ func mustProduce(t *testing.T, cl *kgo.Client, h *cluster.History, topic string)
 		t.Fatalf("produce to %s-0: %v", topic, err)
 	}
 }
-
-// TestNetworkPartition would isolate the leader from the other nodes.
-func TestNetworkPartition(t *testing.T) {
-	t.Skip("needs an injectable network: the server's listeners and dialers cannot be cut yet " +
-		"(DESIGN.md: internal/cluster Partition/Heal and a Virtual() mode); processes can only be killed, stopped or paused")
-}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -40,7 +41,12 @@ func topicName(t *testing.T) string {
 // and a full ISR.
 func createTopic(t *testing.T, c *cluster.Cluster, topic string, partitions int32, rf int16) {
 	t.Helper()
-	adm := c.Admin(t)
+	createTopicWith(t, c, c.Admin(t), topic, partitions, rf)
+}
+
+// createTopicWith is createTopic through adm (a client on one side of a partition).
+func createTopicWith(t *testing.T, c *cluster.Cluster, adm *kadm.Client, topic string, partitions int32, rf int16) {
+	t.Helper()
 	minISR := fmt.Sprint(min(2, rf))
 	deadline := time.Now().Add(waitTimeout)
 	for {

@@ -20,14 +20,16 @@ import (
 // stay the same across restarts: the metadata quorum keeps the controller addresses.
 type Node struct {
 	ID             int32  // the --node-id, 1-based
-	KafkaAddr      string // --listen, 127.0.0.1:PORT
+	KafkaAddr      string // --listen, 127.0.0.1:PORT, or 10.213.X.ID:9092 with Options.Netns
 	ControllerAddr string // --controller-listen
 	HTTPAddr       string // --http-listen
 	DataDir        string // --data-dir
 	LogPath        string // the file collecting the output of every run of the node
+	Netns          string // the network namespace the node runs in; "" without Options.Netns
 
-	bin  string   // immutable: the runnel binary
-	args []string // immutable: the arguments of every run
+	bin    string   // immutable: the runnel binary
+	args   []string // immutable: the arguments of every run
+	ipPath string   // immutable: iproute2's ip, which runs the node in Netns
 
 	mu sync.Mutex // guards proc, paused and starts
 	// proc is the latest run; nil before the first start.
@@ -67,7 +69,7 @@ func (n *Node) launch() error {
 	}
 	n.starts++
 	fmt.Fprintf(out, "=== cluster: start %d of node %d at %s\n", n.starts, n.ID, time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(n.bin, n.args...)
+	cmd := n.command()
 	cmd.Stdout, cmd.Stderr = out, out
 	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
@@ -82,6 +84,17 @@ func (n *Node) launch() error {
 	}()
 	n.proc, n.paused = p, false
 	return nil
+}
+
+// command is the node's command line. In a namespace it is `ip netns exec NS BIN
+// ARGS...`, which enters the namespace and execs BIN without forking: the process is
+// the server itself, so signals, Wait and the parent-death signal (kept across exec)
+// reach the server.
+func (n *Node) command() *exec.Cmd {
+	if n.Netns == "" {
+		return exec.Command(n.bin, n.args...)
+	}
+	return exec.Command(n.ipPath, append([]string{"netns", "exec", n.Netns, n.bin}, n.args...)...)
 }
 
 func (p *process) done() bool {

@@ -90,9 +90,10 @@ func (c *Cluster) PartitionFrom(ctx context.Context, i int, topic string, partit
 	return PartitionState{}, fmt.Errorf("node %d has no partition %s-%d", i, topic, partition)
 }
 
-// alive reports whether id names a node of the cluster that runs and is not paused.
+// alive reports whether id names a node of the cluster that runs, is not paused and is
+// not cut off from the majority.
 func (c *Cluster) alive(id int32) bool {
-	return id >= 1 && int(id) <= len(c.nodes) && c.nodes[id-1].Alive()
+	return id >= 1 && int(id) <= len(c.nodes) && c.live(c.nodes[id-1])
 }
 
 // leaderNow returns the partition's state as its leader reports it, if some live node
@@ -100,7 +101,7 @@ func (c *Cluster) alive(id int32) bool {
 func (c *Cluster) leaderNow(topic string, partition int32) (PartitionState, error) {
 	var errs []string
 	for _, n := range c.nodes {
-		if !n.Alive() {
+		if !c.live(n) {
 			continue
 		}
 		st, err := c.PartitionFrom(context.Background(), int(n.ID), topic, partition)
@@ -205,7 +206,7 @@ func (c *Cluster) WaitController(t testing.TB, except int32, timeout time.Durati
 func (c *Cluster) controllerNow() (int32, error) {
 	var errs []string
 	for _, n := range c.nodes {
-		if !n.Alive() {
+		if !c.live(n) {
 			continue
 		}
 		resp, err := c.MetadataFrom(context.Background(), int(n.ID))
@@ -247,7 +248,7 @@ func (c *Cluster) Partitions(t testing.TB, topic string) []int32 {
 func (c *Cluster) partitionsNow(topic string) ([]int32, error) {
 	var errs []string
 	for _, n := range c.nodes {
-		if !n.Alive() {
+		if !c.live(n) {
 			continue
 		}
 		resp, err := c.MetadataFrom(context.Background(), int(n.ID), topic)
@@ -289,7 +290,7 @@ func (c *Cluster) WaitBrokers(t testing.TB, want []int32, timeout time.Duration)
 
 func (c *Cluster) brokersAre(want []int32) error {
 	for _, n := range c.nodes {
-		if !n.Alive() {
+		if !c.live(n) {
 			continue
 		}
 		resp, err := c.MetadataFrom(context.Background(), int(n.ID))
@@ -308,11 +309,12 @@ func (c *Cluster) brokersAre(want []int32) error {
 	return nil
 }
 
-// LiveIDs returns the ids of the nodes that run and are not paused.
+// LiveIDs returns the ids of the nodes that run, are not paused and are not cut off
+// from the majority.
 func (c *Cluster) LiveIDs() []int32 {
 	var out []int32
 	for _, n := range c.nodes {
-		if n.Alive() {
+		if c.live(n) {
 			out = append(out, n.ID)
 		}
 	}
