@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -165,6 +166,11 @@ func (c *benchConsumer) counted() int64 {
 	return n
 }
 
+// listOffsetsRetry is how long listOffsets retries retriable errors: a topic just
+// created may not be known yet to every leader (metadata reaches brokers
+// asynchronously).
+const listOffsetsRetry = 15 * time.Second
+
 // listOffsets returns each partition's start and end offset.
 func listOffsets(ctx context.Context, conn *connFlags, topic string) (starts, ends map[int32]int64, err error) {
 	adm, err := conn.admin()
@@ -172,19 +178,38 @@ func listOffsets(ctx context.Context, conn *connFlags, topic string) (starts, en
 		return nil, nil, err
 	}
 	defer adm.Close()
+	deadline := time.Now().Add(listOffsetsRetry)
+	for {
+		starts, ends, err = listOffsetsOnce(ctx, adm, topic)
+		if err == nil || !kerr.IsRetriable(err) || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("list offsets of %q: %w", topic, err)
+	}
+	return starts, ends, nil
+}
+
+func listOffsetsOnce(ctx context.Context, adm *kadm.Client, topic string) (starts, ends map[int32]int64, err error) {
 	s, err := adm.ListStartOffsets(ctx, topic)
 	if err == nil {
 		err = s.Error()
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("list offsets of %q: %w", topic, err)
+		return nil, nil, err
 	}
 	e, err := adm.ListEndOffsets(ctx, topic)
 	if err == nil {
 		err = e.Error()
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("list offsets of %q: %w", topic, err)
+		return nil, nil, err
 	}
 	return offsetMap(s, topic), offsetMap(e, topic), nil
 }
