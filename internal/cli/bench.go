@@ -129,7 +129,8 @@ func newBenchE2ECommand() *cobra.Command {
 	return cmd
 }
 
-// validate checks the flags common to every subcommand and those of producers.
+// validate checks the flags common to every subcommand and, when producing, those of
+// producers, so that bad usage fails before anything connects.
 func (f *benchFlags) validate(producing bool) error {
 	switch {
 	case f.records < 0:
@@ -147,7 +148,11 @@ func (f *benchFlags) validate(producing bool) error {
 	case f.batchMaxBytes < int32(f.recordSize)+100:
 		return usageErrorf("--batch-max-bytes %d cannot hold one record of --record-size %d", f.batchMaxBytes, f.recordSize)
 	}
-	return nil
+	if _, err := f.producerOpts(); err != nil {
+		return err
+	}
+	_, err := f.policies()
+	return err
 }
 
 // producerOpts turns the producer flags into kgo options.
