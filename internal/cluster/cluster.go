@@ -79,11 +79,11 @@ func Start(t testing.TB, o Options) *Cluster {
 		o.StartTimeout = 60 * time.Second
 	}
 	c := &Cluster{t: t, opts: o}
-	bin := binary(t, o)
 	if o.Netns {
 		// Registered before shutdown, so removed after the nodes are killed.
 		c.net = newNetwork(t, o.Nodes)
 	}
+	bin := binary(t, o)
 	c.nodes = makeNodes(t, bin, o, c.net)
 	c.probes = make([]*kgo.Client, o.Nodes)
 	t.Cleanup(c.shutdown)

@@ -28,8 +28,20 @@
 // with $RUNNEL_CLUSTER_LOGDIR set it also keeps the whole output there. Nodes are
 // killed when the test ends, and also when the test binary dies or nears its -timeout.
 //
-// Network isolation is not offered yet: the server has no injectable listener or
-// dialer (DESIGN.md plans a Virtual() mode over an in-memory network).
+// Network faults need Options.Netns: every node then runs (through `ip netns exec`,
+// which execs, so signals reach the server) in a Linux network namespace of its own,
+// joined to a bridge in the test's namespace. Partition(side...) and Isolate(i) add
+// blackhole routes inside the namespaces, so that nodes on either side cannot reach
+// each other while the test's clients still reach every node; Heal removes them. A
+// node left in touch with less than a majority is "cut off": the waits and LiveIDs
+// ignore it, as its view is stale. ClientOn gives a client of one side. Netns needs
+// root and iproute2; Start skips the test (saying why) where namespaces cannot be made.
+// A test binary killed outright leaves its namespaces and bridge behind (rnl*,
+// rnlbr*); they hold no process and clash with nothing, since each cluster picks a
+// free subnet, and `ip netns del` / `ip link del` remove them.
+//
+// The in-memory Virtual() mode DESIGN.md plans (an injectable listener and dialer) does
+// not exist yet.
 //
 // The package is imported by tests only; it never ships in the binary.
 package cluster

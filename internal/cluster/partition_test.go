@@ -2,14 +2,18 @@ package cluster_test
 
 import (
 	"context"
+	"net"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/log/logtest"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestNetworkPartition cuts one node off from the others with network namespaces
@@ -58,7 +62,8 @@ func testIsolateLeader(t *testing.T) {
 	elected := time.Now()
 	t.Logf("leader %d (epoch %d) of %s-%d, leading %v, isolated; new leaders after %v, epochs %v",
 		old, epoch, topic, p, led, elected.Sub(isolated).Round(time.Millisecond), newEpochs)
-	writeOn(t, c, others, h, topic, led)
+	majority := writeOn(t, c, others, h, topic, led)
+	rawProduce(t, direct.cl, old, topic, p)
 	waitAcks(t, h, h.Len()+300, "on the majority side during the isolation")
 	if d := 2*sessionTimeout - time.Since(isolated); d > 0 {
 		time.Sleep(d)
@@ -76,7 +81,8 @@ func testIsolateLeader(t *testing.T) {
 	direct.settle(t)
 	stopLoad(t, load, h)
 	res := h.Check(t, c, topic)
-	checkPauseWindow(t, h, res, newEpochs, isolated, elected, healed)
+	checkMajorityWrites(t, res, majority, newEpochs)
+	logAckEpochs(t, h, res, newEpochs, isolated, elected, healed)
 	direct.check(t, isolated)
 	for node, rl := range res.Replicas[p] {
 		if got := direct.stored(rl); len(got) > 0 {
@@ -114,23 +120,101 @@ func otherNodes(c *cluster.Cluster, node int32) []int32 {
 }
 
 // writeOn produces 10 records to each partition of led through a client that reaches
-// only nodes, and waits for their acks.
-func writeOn(t *testing.T, c *cluster.Cluster, nodes []int32, h *cluster.History, topic string, led []int32) {
+// only nodes, waits for their acks and returns them.
+func writeOn(t *testing.T, c *cluster.Cluster, nodes []int32, h *cluster.History, topic string, led []int32) []cluster.Ack {
 	t.Helper()
 	cl := c.ClientOn(t, nodes, cluster.LoadDefaults()...)
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
+	var out []cluster.Ack
 	for _, p := range led {
 		for range 10 {
-			if err := produceSync(ctx, cl, h, topic, p); err != nil {
+			r := &kgo.Record{Topic: topic, Partition: p, Value: h.NextValue(p)}
+			err := cl.ProduceSync(ctx, r).FirstErr()
+			h.Record(r, err)
+			if err != nil {
 				t.Fatalf("produce to %s-%d through nodes %v during the isolation: %v", topic, p, nodes, err)
 			}
+			out = append(out, cluster.Ack{Partition: p, Offset: r.Offset, Value: string(r.Value), At: time.Now()})
+		}
+	}
+	return out
+}
+
+// rawProduce sends node one acks=all Produce request of one record with a 3 s timeout
+// (no retry, no producer id) and demands an error: an isolated leader cannot know its
+// followers have the record.
+func rawProduce(t *testing.T, cl *kgo.Client, node int32, topic string, p int32) {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 3000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = p, logtest.Batch(1, 16)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	start := time.Now()
+	resp, err := req.RequestWith(ctx, cl.Broker(int(node)))
+	took := time.Since(start).Round(time.Millisecond)
+	if err != nil {
+		t.Logf("raw acks=all produce to the isolated leader %d: no answer after %v: %v", node, took, err)
+		return
+	}
+	rpr := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(rpr.ErrorCode); err != nil {
+		t.Logf("raw acks=all produce to the isolated leader %d: %v after %v", node, err, took)
+		return
+	}
+	t.Errorf("the isolated leader %d acknowledged an acks=all produce to %s-%d at offset %d after %v", node, topic, p, rpr.BaseOffset, took)
+}
+
+// checkMajorityWrites demands that the records the majority side acknowledged during
+// the isolation are in batches of the new leader's epoch or later: the new leader
+// wrote them.
+func checkMajorityWrites(t *testing.T, res *cluster.CheckResult, acks []cluster.Ack, newEpochs map[int32]int32) {
+	t.Helper()
+	for _, a := range acks {
+		if e := res.Epochs[a.Partition][a.Offset]; e < newEpochs[a.Partition] {
+			t.Errorf("partition %d offset %d %q, acknowledged by the majority side during the isolation, is in a batch of epoch %d < the new leader's %d",
+				a.Partition, a.Offset, a.Value, e, newEpochs[a.Partition])
 		}
 	}
 }
 
-// directProducer is an idempotent acks=all client that reaches one node only and
-// produces to one partition of it, every 100 ms between start and stop.
+// logAckEpochs logs the acknowledgements of the isolated node's partitions by the
+// leader epoch of their batch, during and after the isolation. An ack of the old epoch
+// between the election and the heal is no fault by itself: a batch the followers had
+// fetched before the cut, but the old leader could not learn so, is committed by the
+// new leader, which acknowledges the producer's retry as a duplicate at its original
+// offset. Only a client that reaches the old leader alone (directProducer) tells
+// who acknowledged; Check proves every ack durable.
+func logAckEpochs(t *testing.T, h *cluster.History, res *cluster.CheckResult, newEpochs map[int32]int32, isolated, elected, healed time.Time) {
+	during, after := map[int32]int{}, map[int32]int{}
+	old := 0
+	for _, a := range h.Acks() {
+		newEpoch, ok := newEpochs[a.Partition]
+		if !ok || a.At.Before(isolated) {
+			continue
+		}
+		e := res.Epochs[a.Partition][a.Offset]
+		if a.At.Before(healed) {
+			during[e]++
+		} else {
+			after[e]++
+		}
+		if !a.At.Before(elected) && a.At.Before(healed) && e < newEpoch {
+			old++
+		}
+	}
+	t.Logf("acks of the isolated node's partitions by batch leader epoch: during the isolation %v, after it %v; %d of an old epoch arrived between the election and the heal",
+		during, after, old)
+}
+
+// directProducer is an idempotent acks=all client whose every connection goes to one
+// node, producing to one partition, every 100 ms between start and stop.
 type directProducer struct {
 	cl        *kgo.Client
 	h         *cluster.History // every outcome is recorded here too, so Check covers a wrong ack
@@ -140,9 +224,10 @@ type directProducer struct {
 	quit      chan struct{}
 	done      chan struct{}
 
-	mu     sync.Mutex // guards values and acks
+	mu     sync.Mutex // guards values, acks and errs
 	values map[string]bool
 	acks   []cluster.Ack
+	errs   map[string]time.Time // produce error -> when it was first seen
 }
 
 // newDirectProducer makes the client and writes one record through it (which must be
@@ -151,8 +236,22 @@ type directProducer struct {
 func newDirectProducer(t *testing.T, c *cluster.Cluster, h *cluster.History, node int32, topic string, p int32) *directProducer {
 	t.Helper()
 	opts := append(cluster.LoadDefaults(), kgo.AllowIdempotentProduceCancellation(), kgo.RecordDeliveryTimeout(6*time.Second))
-	d := &directProducer{cl: c.ClientOn(t, []int32{node}, opts...), h: h, node: node, topic: topic, partition: p,
-		quit: make(chan struct{}), done: make(chan struct{}), values: map[string]bool{}}
+	// Every connection goes to node, whichever broker kgo means: metadata requests meant
+	// for others get node's view too, so the client never learns of the new leader
+	// while node cannot, and every answer it sees is node's.
+	addr := c.Node(int(node)).KafkaAddr
+	var dialer net.Dialer
+	pinned := func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return dialer.DialContext(ctx, network, addr)
+	}
+	opts = append(opts, kgo.SeedBrokers(addr), kgo.MetadataMinAge(100*time.Millisecond), kgo.Dialer(pinned))
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	d := &directProducer{cl: cl, h: h, node: node, topic: topic, partition: p,
+		quit: make(chan struct{}), done: make(chan struct{}), values: map[string]bool{}, errs: map[string]time.Time{}}
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	if err := produceSync(ctx, d.cl, h, topic, p); err != nil {
@@ -183,11 +282,14 @@ func (d *directProducer) start() {
 
 func (d *directProducer) promise(r *kgo.Record, err error) {
 	d.h.Record(r, err)
-	if err != nil {
-		return
-	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if err != nil {
+		if _, ok := d.errs[err.Error()]; !ok {
+			d.errs[err.Error()] = time.Now()
+		}
+		return
+	}
 	d.acks = append(d.acks, cluster.Ack{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value), At: time.Now()})
 }
 
@@ -234,6 +336,9 @@ func (d *directProducer) check(t *testing.T, isolated time.Time) {
 			d.topic, d.partition, a.Offset, a.Value, d.node, a.At.Format(time.StampMilli), a.At.Sub(isolated).Round(time.Millisecond))
 	}
 	t.Logf("direct client: %d records sent to the isolated node, %d acknowledged", len(d.values), len(d.acks))
+	for e, at := range d.errs {
+		t.Logf("direct client: first %v after the isolation: %s", at.Sub(isolated).Round(time.Millisecond), e)
+	}
 }
 
 func testIsolateController(t *testing.T) {
