@@ -116,17 +116,29 @@ type State struct {
 	LogStartOffset int64
 	LogEndOffset   int64
 	MinISR         int32
+	// FollowerLag is, on the leader, how many offsets each follower is behind the log
+	// end (as of its last fetch); nil on a follower.
+	FollowerLag map[metadata.NodeID]int64
 }
 
 // State returns a snapshot of the partition's replication state.
 func (p *Partition) State() State {
 	p.leaderIsrLock.RLock()
 	defer p.leaderIsrLock.RUnlock()
-	return State{
+	st := State{
 		Leader: p.leader, LeaderEpoch: p.leaderEpoch, ISR: p.isr, Replicas: p.replicas,
 		HighWatermark: p.hw.Load(), LogStartOffset: p.log.LogStartOffset(),
 		LogEndOffset: p.log.LogEndOffset(), MinISR: p.minISR,
 	}
+	if p.leader == p.node {
+		p.stateMu.Lock()
+		st.FollowerLag = make(map[metadata.NodeID]int64, len(p.followers))
+		for id, f := range p.followers {
+			st.FollowerLag[id] = max(0, st.LogEndOffset-max(f.logEndOffset, 0))
+		}
+		p.stateMu.Unlock()
+	}
+	return st
 }
 
 // applyState installs the controller's view of the partition. It returns whether this

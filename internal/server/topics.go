@@ -58,6 +58,9 @@ type partitionCollector struct {
 	replicas                  *replica.Manager
 	logEnd, logStart, hw, isr *prometheus.Desc
 	underReplicated           *prometheus.Desc
+	underMinISR               *prometheus.Desc
+	followerLag               *prometheus.Desc
+	isrShrinks, isrExpands    *prometheus.Desc
 }
 
 func newPartitionCollector(r *replica.Manager) *partitionCollector {
@@ -69,6 +72,11 @@ func newPartitionCollector(r *replica.Manager) *partitionCollector {
 		hw:              prometheus.NewDesc("runnel_high_watermark", "High watermark of each partition this node leads.", labels, nil),
 		isr:             prometheus.NewDesc("runnel_isr_size", "In-sync replicas of each partition this node leads.", labels, nil),
 		underReplicated: prometheus.NewDesc("runnel_under_replicated_partitions", "Partitions led here whose ISR is smaller than their replica set.", nil, nil),
+		underMinISR:     prometheus.NewDesc("runnel_under_min_isr_partitions", "Partitions led here whose ISR is smaller than min.insync.replicas (acks=all produce fails).", nil, nil),
+		followerLag: prometheus.NewDesc("runnel_follower_lag_offsets", "On the leader: offsets each follower is behind the log end, as of its last fetch.",
+			[]string{"topic", "partition", "follower"}, nil),
+		isrShrinks: prometheus.NewDesc("runnel_isr_shrinks_total", "ISR shrinks this node proposed as leader.", nil, nil),
+		isrExpands: prometheus.NewDesc("runnel_isr_expands_total", "ISR expansions this node proposed as leader.", nil, nil),
 	}
 }
 
@@ -78,10 +86,14 @@ func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.hw
 	ch <- c.isr
 	ch <- c.underReplicated
+	ch <- c.underMinISR
+	ch <- c.followerLag
+	ch <- c.isrShrinks
+	ch <- c.isrExpands
 }
 
 func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
-	under := 0
+	under, underMin := 0, 0
 	for _, p := range c.replicas.Partitions() {
 		tp := p.TopicPartition()
 		part := fmt.Sprint(tp.Partition)
@@ -94,9 +106,19 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 			if len(st.ISR) < len(st.Replicas) {
 				under++
 			}
+			if int32(len(st.ISR)) < st.MinISR {
+				underMin++
+			}
+			for id, lag := range st.FollowerLag {
+				ch <- prometheus.MustNewConstMetric(c.followerLag, prometheus.GaugeValue, float64(lag), tp.Topic, part, fmt.Sprint(id))
+			}
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(c.underReplicated, prometheus.GaugeValue, float64(under))
+	ch <- prometheus.MustNewConstMetric(c.underMinISR, prometheus.GaugeValue, float64(underMin))
+	stats := c.replicas.Stats()
+	ch <- prometheus.MustNewConstMetric(c.isrShrinks, prometheus.CounterValue, float64(stats.IsrShrinks))
+	ch <- prometheus.MustNewConstMetric(c.isrExpands, prometheus.CounterValue, float64(stats.IsrExpands))
 }
 
 // status is the plain-text console page.
