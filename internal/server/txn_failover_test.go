@@ -52,16 +52,11 @@ func stableEverywhere(ctx context.Context, adm *kadm.Client, topic string) error
 }
 
 // Kill the transaction coordinator's node in the middle of a transaction over three
-// partitions led by different nodes, either while the producer ends it or before:
-// the transaction completes (the new coordinator loads its state from
-// __transaction_state) or aborts, and read_committed consumers see all of its records
-// or none, never part.
+// partitions led by different nodes, before the producer ends it: the transaction
+// completes (the new coordinator loads its state from __transaction_state) or aborts,
+// and read_committed consumers see all of its records or none, never part. (Kills
+// while transactions end are TestTxnCheckerUnderNodeKill's.)
 func TestTxnCoordinatorKilledMidTransaction(t *testing.T) {
-	t.Run("during EndTxn", func(t *testing.T) { testTxnCoordinatorKilled(t, true) })
-	t.Run("before EndTxn", func(t *testing.T) { testTxnCoordinatorKilled(t, false) })
-}
-
-func testTxnCoordinatorKilled(t *testing.T, duringEnd bool) {
 	nodes := startCluster(t, 3)
 	seeds := []string{nodes[0].node.KafkaAddr().String(), nodes[1].node.KafkaAddr().String(), nodes[2].node.KafkaAddr().String()}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -91,19 +86,11 @@ func testTxnCoordinatorKilled(t *testing.T, duringEnd bool) {
 	found := adm.FindTxnCoordinators(ctx, "txf-id")["txf-id"]
 	testutil.NoError(t, found.Err, "find transaction coordinator")
 	victim := nodes[found.NodeID-1]
-	ended := make(chan error, 1)
-	if duringEnd {
-		go func() { ended <- prod.EndTransaction(ctx, kgo.TryCommit) }()
-		time.Sleep(time.Millisecond)
-	}
 	t.Logf("killing transaction coordinator node %d", found.NodeID)
 	start := time.Now()
 	kill(victim)
 	defer func() { t.Logf("from the kill to the end: %v", time.Since(start)) }()
-	if !duringEnd {
-		ended <- prod.EndTransaction(ctx, kgo.TryCommit)
-	}
-	endErr := <-ended
+	endErr := prod.EndTransaction(ctx, kgo.TryCommit)
 	killed := time.Now()
 	t.Logf("EndTransaction: %v", endErr)
 
@@ -142,11 +129,11 @@ func testTxnCoordinatorKilled(t *testing.T, duringEnd bool) {
 	}
 	switch {
 	case counts['b'] != 0 && counts['b'] != n:
-		t.Fatalf("read_committed saw %d of the %d records of the transaction ended during the kill", counts['b'], n)
+		t.Fatalf("read_committed saw %d of the %d records of the transaction open at the kill", counts['b'], n)
 	case endErr == nil && counts['b'] != n:
 		t.Fatalf("EndTransaction committed but read_committed saw %d of %d records", counts['b'], n)
 	}
-	t.Logf("the transaction ended during the kill was %s", map[bool]string{true: "committed", false: "aborted"}[counts['b'] == n])
+	t.Logf("the transaction open at the kill was %s", map[bool]string{true: "committed", false: "aborted"}[counts['b'] == n])
 }
 
 // A transactional write to a partition that was never added to the transaction is
