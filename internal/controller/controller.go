@@ -114,6 +114,8 @@ type Controller struct {
 	// freshTerm is the Raft term in which a Barrier completed on this node as leader:
 	// while the term is unchanged, the local image holds every committed record.
 	freshTerm uint64
+	// prevLeader is the last Raft leader seen other than this node (-1: none).
+	prevLeader atomic.Int32
 	// sessions are the brokers' heartbeat sessions while this node leads; replaced
 	// when it becomes fresh in a new term. Never nil.
 	sessions *sessions
@@ -145,6 +147,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c := &Controller{cfg: cfg, log: cfg.Logger.With("component", "controller"), done: make(chan struct{}),
 		sessions: newSessions(0, time.Now())}
+	c.prevLeader.Store(-1)
 	c.fsm = newFSM(c.log)
 	return c, nil
 }

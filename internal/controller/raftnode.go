@@ -137,7 +137,50 @@ func (c *Controller) openRaft() (joining bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("controller: start raft: %w", err)
 	}
+	c.observeLeaders()
 	return joining, nil
+}
+
+// observeLeaders remembers the last Raft leader other than this node (prevLeader), so
+// that a new leader can suspect it: an election mostly means the old leader's node
+// stopped answering.
+func (c *Controller) observeLeaders() {
+	ch := make(chan raft.Observation, 16)
+	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	c.raft.RegisterObserver(obs)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer c.raft.DeregisterObserver(obs)
+		for {
+			select {
+			case o := <-ch:
+				lo := o.Data.(raft.LeaderObservation)
+				if id, err := strconv.Atoi(string(lo.LeaderID)); err == nil && metadata.NodeID(id) != c.cfg.NodeID {
+					c.prevLeader.Store(int32(id))
+				}
+			case <-c.done:
+				return
+			}
+		}
+	}()
+}
+
+// suspectPreviousLeaderLocked shortens the grace period of the previous Raft leader's
+// node to half a session timeout: it most likely crashed (that is why this node was
+// elected), and its partitions should not wait a full session for new leaders. If it
+// is alive (a leadership transfer), its heartbeats arrive well within that time.
+func (c *Controller) suspectPreviousLeaderLocked(now time.Time) {
+	prev := metadata.NodeID(c.prevLeader.Load())
+	b, ok := c.Image().Brokers[prev]
+	if prev < 0 || prev == c.cfg.NodeID || !ok || b.Fenced {
+		return
+	}
+	c.sessions.m[prev] = &brokerSession{epoch: b.Epoch, lastContact: now.Add(-c.cfg.SessionTimeout / 2)}
+	c.log.Info("suspecting the previous controller's node", "node", prev, "fenced_within", c.cfg.SessionTimeout/2)
 }
 
 // newTransport binds the Raft listener. It is shared with the controller discovery
@@ -360,7 +403,9 @@ func (c *Controller) ensureFreshLocked(ctx context.Context) error {
 			return err
 		}
 		c.freshTerm = term
-		c.sessions = newSessions(term, time.Now())
+		now := time.Now()
+		c.sessions = newSessions(term, now)
+		c.suspectPreviousLeaderLocked(now)
 	}
 	if c.Image().ClusterID != "" {
 		return nil
