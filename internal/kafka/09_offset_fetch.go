@@ -5,13 +5,17 @@ package kafka
 // Returns committed offsets (-1 with empty metadata for partitions without one). A
 // null topic list (v2+) returns every partition the group committed. v0-1 report a
 // group error in every partition, v2-7 at the top level, v8+ per group (batched groups,
-// KIP-709). RequireStable (v7+) needs no wait: there are no transactional commits. The
-// member id and epoch of v9 (KIP-848) are ignored.
+// KIP-709). RequireStable (v7+, KIP-447): a partition whose group holds a pending
+// transactional offset (committed by an open transaction) answers
+// UNSTABLE_OFFSET_COMMIT, which the client retries until the transaction ends; without
+// RequireStable the last materialised offset is returned. The member id and epoch of
+// v9 (KIP-848) are ignored.
 
 import (
 	"context"
 
 	"github.com/runnel-io/runnel/internal/group"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -32,7 +36,7 @@ func handleOffsetFetch(ctx context.Context, s *Server, r *request) (kmsg.Respons
 		for _, t := range rg.Topics {
 			parts = appendPartitions(parts, t.Topic, t.Partitions)
 		}
-		resp.Groups = append(resp.Groups, groupOffsets(ctx, s, rg.Group, parts))
+		resp.Groups = append(resp.Groups, groupOffsets(ctx, s, rg.Group, parts, req.RequireStable))
 	}
 	return resp, nil
 }
@@ -46,7 +50,7 @@ func offsetFetchSingle(ctx context.Context, s *Server, req *kmsg.OffsetFetchRequ
 	for _, t := range req.Topics {
 		parts = appendPartitions(parts, t.Topic, t.Partitions)
 	}
-	g := groupOffsets(ctx, s, req.Group, parts)
+	g := groupOffsets(ctx, s, req.Group, parts, req.RequireStable)
 	if req.Version >= 2 {
 		resp.ErrorCode = g.ErrorCode
 	} else if g.ErrorCode != 0 {
@@ -73,7 +77,7 @@ func appendPartitions(parts []group.TopicPartition, topic string, partitions []i
 }
 
 // groupOffsets fetches one group's offsets in the v8+ response form.
-func groupOffsets(ctx context.Context, s *Server, groupID string, parts []group.TopicPartition) kmsg.OffsetFetchResponseGroup {
+func groupOffsets(ctx context.Context, s *Server, groupID string, parts []group.TopicPartition, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	g := kmsg.NewOffsetFetchResponseGroup()
 	g.Group = groupID
 	gc := s.groupCoordinator()
@@ -87,7 +91,29 @@ func groupOffsets(ctx context.Context, s *Server, groupID string, parts []group.
 		return g
 	}
 	g.Topics = offsetTopics(offsets, 0)
+	if requireStable {
+		markUnstable(g.Topics, offsets)
+	}
 	return g
+}
+
+// markUnstable answers UNSTABLE_OFFSET_COMMIT for partitions with a pending
+// transactional offset. topics was built from offsets by offsetTopics.
+func markUnstable(topics []kmsg.OffsetFetchResponseGroupTopic, offsets []group.CommittedOffset) {
+	unstable := map[group.TopicPartition]bool{}
+	for _, o := range offsets {
+		if o.Unstable {
+			unstable[group.TopicPartition{Topic: o.Topic, Partition: o.Partition}] = true
+		}
+	}
+	for ti := range topics {
+		for pi := range topics[ti].Partitions {
+			p := &topics[ti].Partitions[pi]
+			if unstable[group.TopicPartition{Topic: topics[ti].Topic, Partition: p.Partition}] {
+				p.ErrorCode, p.Offset = kerr.UnstableOffsetCommit.Code, -1
+			}
+		}
+	}
 }
 
 // unansweredOffsets is parts with no committed offsets, for error responses.
