@@ -362,8 +362,10 @@ func (tn *testNode) crash() {
 	if l := tn.node.lifecycle.Swap(nil); l != nil {
 		l.stop()
 	}
-	tn.node.kafka.Close()
+	// Controller first: a kill -9 takes both at once, and a controller that outlives
+	// its node's listener would fence peers whose heartbeats can no longer reach it.
 	tn.node.ctrl.Close()
+	tn.node.kafka.Close()
 }
 
 // A crashed node that was both the active controller and a partition leader: the
