@@ -33,7 +33,7 @@ type options struct {
 	partitions int
 	profile    time.Duration // CPU profile of profSys during its first produce; 0: none
 	profSys    string
-	out        string        // markdown file to write the table to
+	out        string // markdown file to write the table to
 }
 
 func main() {
