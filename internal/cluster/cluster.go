@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -135,14 +135,7 @@ func makeNodes(t testing.TB, bin string, o Options, w *network) []*Node {
 
 // freeAddr returns 127.0.0.1:PORT for a port that was free a moment ago. The nodes
 // must know each other's controller addresses before they start, so port 0 will not do.
-func freeAddr(t testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr(t testing.TB) string { return testutil.FreeAddr(t) }
 
 // watchDeadline kills every node (and removes their network) shortly before the test
 // binary's -timeout, which panics without running any cleanup.

@@ -3,6 +3,7 @@ package testutil
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"reflect"
 	"testing"
@@ -68,8 +69,23 @@ func True(t testing.TB, cond bool, what ...any) {
 // FreeAddr returns "127.0.0.1:PORT" for a TCP port that was free a moment ago: for a
 // process that must be given its address in advance. Another process may take the port
 // in between, so prefer port 0 wherever the listener's owner can report what it bound.
+// Ports are drawn below Linux's ephemeral range (32768-60999), so the outgoing
+// connections of concurrently running tests cannot take them in the meantime; only
+// another test drawing the same port can, which is rare.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
+	for range 100 {
+		port := 20000 + rand.IntN(12000)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		addr := l.Addr().String()
+		if err := l.Close(); err != nil {
+			t.Fatalf("finding a free port: %v", err)
+		}
+		return addr
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("finding a free port: %v", err)
