@@ -238,6 +238,24 @@ func (c *conn) handle(p *pending) {
 	p.buf = encodeResponse(r, resp)
 }
 
+// responseSizeHint is a capacity for the encoded response: for a fetch, its record
+// bytes plus room for the per-partition fields, so that encoding copies the records
+// once instead of again at every growth of the buffer.
+func responseSizeHint(resp kmsg.Response) int {
+	fr, ok := resp.(*kmsg.FetchResponse)
+	if !ok {
+		return 256
+	}
+	n := 256
+	for _, t := range fr.Topics {
+		n += 64 + len(t.Topic)
+		for _, p := range t.Partitions {
+			n += 128 + len(p.RecordBatches) + 24*len(p.AbortedTransactions)
+		}
+	}
+	return n
+}
+
 func encodeResponse(r *request, resp kmsg.Response) []byte {
 	v := r.version
 	// An ApiVersions request above the versions we serve (kmsg may know newer ones, as
@@ -247,7 +265,7 @@ func encodeResponse(r *request, resp kmsg.Response) []byte {
 		v = 0
 	}
 	resp.SetVersion(v)
-	buf := make([]byte, 8, 256)
+	buf := make([]byte, 8, responseSizeHint(resp))
 	binary.BigEndian.PutUint32(buf[4:], uint32(r.correlationID))
 	// ApiVersions always answers with response header v0, so that a client that sent a
 	// version we do not know can still read the error (KIP-511).

@@ -58,3 +58,24 @@ func FuzzRequestFrame(f *testing.F) {
 		_, _ = c.parse(data[:max(8, half)])
 	})
 }
+
+// A fetch response is encoded into a buffer sized for it: no growth, one copy.
+func TestFetchResponseSizeHint(t *testing.T) {
+	resp := kmsg.NewPtrFetchResponse()
+	rt := kmsg.NewFetchResponseTopic()
+	rt.Topic = "orders"
+	for i := range 3 {
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.Partition = int32(i)
+		rp.RecordBatches = make([]byte, 100_000)
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	resp.Topics = append(resp.Topics, rt)
+	for _, v := range []int16{4, 11, 12, 16} {
+		r := &request{key: 1, version: v, correlationID: 1}
+		buf := encodeResponse(r, resp)
+		if hint := responseSizeHint(resp); len(buf) > hint {
+			t.Errorf("v%d: encoded %d bytes, hint %d: the buffer grew", v, len(buf), hint)
+		}
+	}
+}
