@@ -26,6 +26,9 @@ type Registration struct {
 	// RaftAddr is the broker's Raft address. A node that is not in the quorum's
 	// configuration is added as a non-voter there, so that it replays the metadata log.
 	RaftAddr string
+	// UncleanShutdown: the broker's previous run did not close its logs cleanly, so
+	// its copy of a partition with relaxed durability may lack acknowledged records.
+	UncleanShutdown bool
 }
 
 // RegisterBroker registers a broker, fenced, with an epoch one above its previous
@@ -63,6 +66,9 @@ func (c *Controller) RegisterBroker(ctx context.Context, r Registration) (int64,
 		}
 		b := r.Broker
 		b.Epoch, b.Fenced, b.IncarnationID, b.RegisteredOffset = old.Epoch+1, true, r.IncarnationID, 0
+		if r.UncleanShutdown && had {
+			recs = append(recs, c.distrustLastReplicaLocked(im, recs, id)...)
+		}
 		recs = append(recs, metadata.Record{Type: metadata.RegisterBrokerType, Broker: &b})
 		if _, err := c.proposeLocked(ctx, recs); err != nil {
 			return err
@@ -202,4 +208,45 @@ func validateAlterPartition(im *metadata.Image, tp metadata.TopicPartition, p me
 		}
 	}
 	return nil
+}
+
+// distrustLastReplicaLocked handles the KIP-966 case: broker id comes back after an
+// unclean shutdown, and for a partition with relaxed durability it is the last member
+// of the ISR, so it is the only replica the controller would elect, yet it may have
+// lost acknowledged records that lived only in its page cache. Electing it would turn
+// that local loss into the cluster's. Instead it leaves the ISR, which becomes empty:
+// the partition stays offline (LEADER_NOT_AVAILABLE) until a replica is elected
+// uncleanly, by unclean.leader.election.enable, which says data may be lost. Partitions
+// with the default durability (an fsync before every acknowledgement) keep it: it lost
+// nothing it acknowledged. prior are the records proposed before these, applied first.
+func (c *Controller) distrustLastReplicaLocked(im *metadata.Image, prior []metadata.Record, id metadata.NodeID) []metadata.Record {
+	if c.cfg.RelaxedDurability == nil {
+		return nil
+	}
+	next := im
+	for _, rec := range prior {
+		next = next.Apply(rec, next.Offset)
+	}
+	var recs []metadata.Record
+	for _, name := range next.TopicNames() {
+		t := next.Topics[name]
+		if !c.cfg.RelaxedDurability(next, name) {
+			continue
+		}
+		for i, p := range t.Partitions {
+			if len(p.ISR) != 1 || p.ISR[0] != id {
+				continue
+			}
+			np := p
+			np.ISR, np.PartitionEpoch = []metadata.NodeID{}, p.PartitionEpoch+1
+			if np.Leader != metadata.NoLeader {
+				np.Leader, np.LeaderEpoch = metadata.NoLeader, p.LeaderEpoch+1
+			}
+			c.log.Warn("broker restarted after an unclean shutdown and was the last in-sync replica of a partition with relaxed durability: "+
+				"not electing it, the partition stays offline unless unclean.leader.election.enable is set",
+				"broker", id, "topic", name, "partition", i)
+			recs = append(recs, metadata.Record{Type: metadata.PartitionChangeType, TopicName: name, Partition: int32(i), PartitionState: &np})
+		}
+	}
+	return recs
 }

@@ -57,6 +57,10 @@ type Config struct {
 	// DisableTopicDeletion makes DeleteTopics fail with ErrTopicDeletionDisabled
 	// (Kafka delete.topic.enable=false). Default: deletion allowed.
 	DisableTopicDeletion bool
+	// RelaxedDurability reports whether a topic's acknowledged records may be only in
+	// the page cache of a replica (flush.messages above 1): after an unclean shutdown
+	// such a replica is not trusted as the last one in sync (KIP-966). Nil: never.
+	RelaxedDurability func(im *metadata.Image, topic string) bool
 	// SessionTimeout is how long a broker may go without a heartbeat before it is
 	// fenced (broker.session.timeout.ms). A new active controller grants every broker
 	// this long from its election. Default DefaultSessionTimeout.

@@ -28,7 +28,8 @@ func handleBrokerRegistration(ctx context.Context, s *Server, r *request) (kmsg.
 	req := r.kreq.(*kmsg.BrokerRegistrationRequest)
 	resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
 	reg := BrokerRegistration{ID: metadata.NodeID(req.BrokerID), ClusterID: req.ClusterID,
-		IncarnationID: hex.EncodeToString(req.IncarnationID[:])}
+		IncarnationID:   hex.EncodeToString(req.IncarnationID[:]),
+		UncleanShutdown: req.Version >= 3 && req.PreviousBrokerEpoch < 0}
 	if req.Rack != nil {
 		reg.Rack = *req.Rack
 	}

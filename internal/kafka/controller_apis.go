@@ -43,6 +43,10 @@ type BrokerRegistration struct {
 	Rack string
 	// RaftAddr is the ControllerListenerName listener as host:port, "" if absent.
 	RaftAddr string
+	// UncleanShutdown: the node's previous run did not close its logs cleanly
+	// (PreviousBrokerEpoch -1, v3+, KIP-966), so partitions with relaxed durability may
+	// have lost acknowledged records on it.
+	UncleanShutdown bool
 }
 
 // ControllerListenerName names the listener in BrokerRegistration that carries a

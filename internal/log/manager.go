@@ -68,6 +68,8 @@ type Manager struct {
 	o       ManagerOptions // immutable
 	logger  *slog.Logger   // immutable
 	cleaner *logCleaner    // immutable; nil when the cleaner is disabled
+	// cleanShutdown: the previous run closed cleanly (set by NewManager, then immutable).
+	cleanShutdown bool
 
 	done chan struct{} // closed by Close to stop the loops
 	wg   sync.WaitGroup
@@ -104,6 +106,9 @@ func NewManager(o ManagerOptions) (*Manager, error) {
 	}
 	if err := o.FS.MkdirAll(o.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("%w: creating %s: %v", ErrKafkaStorage, o.DataDir, err)
+	}
+	if err := m.takeCleanShutdownMarker(); err != nil {
+		return nil, err
 	}
 	if err := m.loadLogs(); err != nil {
 		for _, l := range m.logs {
@@ -405,5 +410,32 @@ func (m *Manager) Close() error {
 	if err := m.Checkpoint(); err != nil {
 		errs = append(errs, err)
 	}
+	if len(errs) == 0 {
+		// Only a close that flushed everything may claim a clean shutdown.
+		errs = append(errs, vfs.WriteFileAtomic(m.o.FS, filepath.Join(m.o.DataDir, CleanShutdownFile), nil))
+	}
 	return errors.Join(errs...)
 }
+
+// CleanShutdownFile marks a data dir whose logs were all flushed and closed (Kafka's
+// .kafka_cleanshutdown). NewManager removes it, so a crash leaves none behind.
+const CleanShutdownFile = ".runnel_cleanshutdown"
+
+// takeCleanShutdownMarker records whether the previous run shut down cleanly and
+// removes the marker, durably, before anything is written.
+func (m *Manager) takeCleanShutdownMarker() error {
+	path := filepath.Join(m.o.DataDir, CleanShutdownFile)
+	if _, err := m.o.FS.Stat(path); err != nil {
+		return nil // first start, or the previous run did not close cleanly
+	}
+	m.cleanShutdown = true
+	if err := m.o.FS.Remove(path); err != nil {
+		return fmt.Errorf("%w: removing %s: %v", ErrKafkaStorage, path, err)
+	}
+	return m.o.FS.SyncDir(m.o.DataDir)
+}
+
+// HadCleanShutdown reports whether the previous run of this data dir closed its logs
+// cleanly. After an unclean shutdown, partitions with relaxed durability (flush.messages
+// above 1) may have lost acknowledged records that were only in the page cache.
+func (m *Manager) HadCleanShutdown() bool { return m.cleanShutdown }

@@ -115,6 +115,7 @@ func (n *Node) registration() (kafka.BrokerRegistration, error) {
 	return kafka.BrokerRegistration{
 		ID: metadata.NodeID(n.cfg.NodeID), ClusterID: n.ctrl.Image().ClusterID, IncarnationID: hex.EncodeToString(inc[:]),
 		Host: host, Port: int32(port), Rack: n.cfg.BrokerRack, RaftAddr: n.ctrl.Addr(),
+		UncleanShutdown: !n.logs.HadCleanShutdown(),
 	}, nil
 }
 

@@ -182,6 +182,12 @@ func (ch *controllerChannel) registerBroker(ctx context.Context, r kafka.BrokerR
 		}
 		req := kmsg.NewPtrBrokerRegistrationRequest()
 		req.BrokerID, req.ClusterID = int32(r.ID), r.ClusterID
+		// KIP-966: -1 says the previous run did not shut down cleanly. Runnel does not
+		// keep the previous epoch; any other value says it did.
+		req.PreviousBrokerEpoch = 0
+		if r.UncleanShutdown {
+			req.PreviousBrokerEpoch = -1
+		}
 		hex.Decode(req.IncarnationID[:], []byte(r.IncarnationID))
 		if r.Rack != "" {
 			req.Rack = kmsg.StringPtr(r.Rack)
@@ -335,6 +341,7 @@ func (a controllerAPI) RegisterBroker(ctx context.Context, r kafka.BrokerRegistr
 	epoch, err := a.ctrl.RegisterBroker(ctx, controller.Registration{
 		Broker:        metadata.Broker{ID: r.ID, Host: r.Host, Port: r.Port, Rack: r.Rack},
 		IncarnationID: r.IncarnationID, ClusterID: r.ClusterID, RaftAddr: r.RaftAddr,
+		UncleanShutdown: r.UncleanShutdown,
 	})
 	return epoch, kafkaError(err)
 }

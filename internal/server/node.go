@@ -149,11 +149,14 @@ func (n *Node) controllerConfig() controller.Config {
 	return controller.Config{
 		NodeID: metadata.NodeID(cfg.NodeID), DataDir: cfg.DataDir, Listen: cfg.ControllerListen,
 		Voters: voters, Logger: n.logger.With("component", "controller"),
-		ValidateTopicConfig:          config.ValidateTopicConfig,
-		DefaultPartitions:            cfg.NumPartitions,
-		DefaultReplicationFactor:     cfg.DefaultReplicationFactor,
-		DisableTopicDeletion:         !cfg.DeleteTopicEnable,
-		SessionTimeout:               time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+		ValidateTopicConfig:      config.ValidateTopicConfig,
+		DefaultPartitions:        cfg.NumPartitions,
+		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
+		DisableTopicDeletion:     !cfg.DeleteTopicEnable,
+		SessionTimeout:           time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+		RelaxedDurability: func(im *metadata.Image, topic string) bool {
+			return n.resolveTopic(im, im.Topics[topic]).Log.FlushMessages > 1
+		},
 		UncleanLeaderElection:        cfg.UncleanLeaderElection,
 		DisableAutoLeaderRebalance:   !cfg.AutoLeaderRebalance,
 		LeaderImbalanceCheckInterval: time.Duration(cfg.LeaderImbalanceCheckIntervalSec) * time.Second,
