@@ -218,7 +218,8 @@ func validateAlterPartition(im *metadata.Image, tp metadata.TopicPartition, p me
 // the partition stays offline (LEADER_NOT_AVAILABLE) until a replica is elected
 // uncleanly, by unclean.leader.election.enable, which says data may be lost. Partitions
 // with the default durability (an fsync before every acknowledgement) keep it: it lost
-// nothing it acknowledged. prior are the records proposed before these, applied first.
+// nothing it acknowledged, and so do single-replica partitions, which have nobody better
+// to wait for. prior are the records proposed before these, applied first.
 func (c *Controller) distrustLastReplicaLocked(im *metadata.Image, prior []metadata.Record, id metadata.NodeID) []metadata.Record {
 	if c.cfg.RelaxedDurability == nil {
 		return nil
@@ -234,7 +235,9 @@ func (c *Controller) distrustLastReplicaLocked(im *metadata.Image, prior []metad
 			continue
 		}
 		for i, p := range t.Partitions {
-			if len(p.ISR) != 1 || p.ISR[0] != id {
+			// With a single replica there is nobody better to wait for: it leads again,
+			// as Kafka's unclean recovery would elect it (KIP-966 "balanced").
+			if len(p.ISR) != 1 || p.ISR[0] != id || len(p.Replicas) == 1 {
 				continue
 			}
 			np := p
