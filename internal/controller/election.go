@@ -30,7 +30,9 @@ func chooseLeader(replicas, isr []metadata.NodeID, live func(metadata.NodeID) bo
 // electLeader returns p after removing the brokers that are not live from its ISR and
 // electing a leader if the current one is not live. The ISR never becomes empty while
 // the partition has a leader, and keeps its last member when the partition goes
-// offline (Kafka keeps the last ISR so that member can lead again cleanly). changed is
+// offline (Kafka keeps the last ISR so that member can lead again cleanly). The one
+// empty ISR is distrustLastReplicaLocked's (KIP-966): then only an unclean election
+// gives the partition a leader. changed is
 // false when p stays as it is. The leader epoch grows when the leader changes, and the
 // partition epoch on any change.
 func electLeader(p metadata.Partition, live func(metadata.NodeID) bool, uncleanAllowed bool) (next metadata.Partition, changed bool) {
