@@ -60,19 +60,15 @@ func appendFetchPartition(resp *kmsg.FetchResponse, topicIdx map[string]int, fp 
 	resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
 }
 
-// readPart reads one partition into rp and returns the bytes added.
+// readPart reads one partition into rp and returns the bytes added. With the response
+// budget spent it still reads (zero bytes): the offsets are reported, and a follower's
+// fetch position is recorded, which the high watermark depends on.
 // readCommitted (IsolationLevel 1) bounds the read at the last stable offset and
 // returns the aborted transactions of the range.
 func (s *Server) readPart(fp *fetchPart, rp *kmsg.FetchResponseTopicPartition, budget int, first bool, replicaID int32, readCommitted bool) int {
-	maxBytes := min(int(fp.sp.maxBytes), budget)
-	if maxBytes <= 0 && !first {
-		res, err := fp.part.Read(replica.ReadOptions{FetchOffset: fp.sp.fetchOffset, MaxBytes: 0, CurrentLeaderEpoch: fp.sp.currentLeaderEpoch, ReplicaID: -1})
-		fillOffsets(rp, res, err)
-		return 0
-	}
 	res, err := fp.part.Read(replica.ReadOptions{
-		FetchOffset: fp.sp.fetchOffset, MaxBytes: int32(max(maxBytes, 0)), MinOneBatch: first,
-		CurrentLeaderEpoch: fp.sp.currentLeaderEpoch, ReplicaID: metadataNode(replicaID),
+		FetchOffset: fp.sp.fetchOffset, MaxBytes: int32(max(min(int(fp.sp.maxBytes), budget), 0)), MinOneBatch: first,
+		CurrentLeaderEpoch: fp.sp.currentLeaderEpoch, ReplicaID: metadata.NodeID(replicaID),
 		ReadCommitted: readCommitted,
 	})
 	fillOffsets(rp, res, err)
@@ -92,7 +88,7 @@ func (s *Server) readPart(fp *fetchPart, rp *kmsg.FetchResponseTopicPartition, b
 }
 
 func fillOffsets(rp *kmsg.FetchResponseTopicPartition, res replica.ReadResult, err error) {
-	if err != nil && !errors.Is(err, errOffsetOutOfRange) {
+	if err != nil && !errors.Is(err, log.ErrOffsetOutOfRange) {
 		rp.ErrorCode = errorCode(err)
 		return
 	}
@@ -111,7 +107,3 @@ func fillAborted(rp *kmsg.FetchResponseTopicPartition, aborted []log.AbortedTxn)
 		rp.AbortedTransactions = append(rp.AbortedTransactions, at)
 	}
 }
-
-var errOffsetOutOfRange = log.ErrOffsetOutOfRange
-
-func metadataNode(id int32) metadata.NodeID { return metadata.NodeID(id) }
