@@ -64,7 +64,16 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 			pp.resp.ErrorCode = errorCode(err)
 		}
 	} else {
-		forEachPart(parts, func(pp *producePart) { s.appendPart(ctx, req.TransactionID, req.Acks, pp) })
+		appendAll := func(pp *producePart) { s.appendPart(ctx, req.TransactionID, req.Acks, pp) }
+		if req.TransactionID == nil {
+			// Appends only copy into the page cache: a goroutine per partition would
+			// cost more than the work. Transactional ones may wait on the coordinator.
+			for _, pp := range parts {
+				appendAll(pp)
+			}
+		} else {
+			forEachPart(parts, appendAll)
+		}
 	}
 	r.appendDone()
 	// Phase 2, concurrently with later requests: durability and replication.
@@ -83,6 +92,12 @@ type producePart struct {
 	part    *replica.Partition
 	info    log.AppendInfo
 	err     error
+}
+
+// errorMessage is the response's error text, naming the partition (a produce may
+// carry many, and clients often log only the message).
+func (pp *producePart) errorMessage(err error) *string {
+	return errorMessage(fmt.Errorf("%s-%d: %w", pp.tp.Topic, pp.tp.Partition, err))
 }
 
 // forEachPart runs fn for every part, concurrently when there are several.
@@ -109,7 +124,7 @@ func (s *Server) appendPart(ctx context.Context, txnID *string, acks int16, pp *
 	}
 	if txnID != nil {
 		if err := s.verifyTxnProduce(ctx, *txnID, pp.tp, pp.records); err != nil {
-			pp.resp.ErrorCode, pp.resp.ErrorMessage = txnErrorCode(err, false), errorMessage(err)
+			pp.resp.ErrorCode, pp.resp.ErrorMessage = txnErrorCode(err, false), pp.errorMessage(err)
 			return
 		}
 	}
@@ -132,7 +147,7 @@ func (s *Server) completePart(ctx context.Context, acks int16, pp *producePart) 
 		sp.LogStartOffset = pp.part.Log().LogStartOffset()
 	}
 	if pp.err != nil {
-		sp.ErrorCode, sp.ErrorMessage = errorCode(pp.err), errorMessage(pp.err)
+		sp.ErrorCode, sp.ErrorMessage = errorCode(pp.err), pp.errorMessage(pp.err)
 		if pp.info.NumBatches == 0 {
 			return
 		}
