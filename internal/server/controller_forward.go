@@ -10,6 +10,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -74,22 +75,15 @@ func (ch *controllerChannel) createTopics(ctx context.Context, specs []kafka.Top
 		if err != nil {
 			return err
 		}
-		byName := map[string]kmsg.CreateTopicsResponseTopic{}
+		answers := map[string]error{}
 		for _, t := range resp.(*kmsg.CreateTopicsResponse).Topics {
-			byName[t.Topic] = t
+			answers[t.Topic] = answerError(t.ErrorCode, t.ErrorMessage)
 		}
+		names := make([]string, len(specs))
 		for i, s := range specs {
-			t, ok := byName[s.Name]
-			if !ok {
-				errs[i] = kerr.UnknownServerError
-				continue
-			}
-			errs[i] = answerError(t.ErrorCode, t.ErrorMessage)
+			names[i] = s.Name
 		}
-		if allNotController(errs) {
-			return kerr.NotController
-		}
-		return nil
+		return matchAnswers(errs, names, answers)
 	})
 	fillErrors(errs, err)
 	return errs
@@ -129,24 +123,13 @@ func (ch *controllerChannel) deleteTopics(ctx context.Context, names []string) [
 		if err != nil {
 			return err
 		}
-		byName := map[string]kmsg.DeleteTopicsResponseTopic{}
+		answers := map[string]error{}
 		for _, t := range resp.(*kmsg.DeleteTopicsResponse).Topics {
 			if t.Topic != nil {
-				byName[*t.Topic] = t
+				answers[*t.Topic] = answerError(t.ErrorCode, t.ErrorMessage)
 			}
 		}
-		for i, n := range names {
-			t, ok := byName[n]
-			if !ok {
-				errs[i] = kerr.UnknownServerError
-				continue
-			}
-			errs[i] = answerError(t.ErrorCode, t.ErrorMessage)
-		}
-		if allNotController(errs) {
-			return kerr.NotController
-		}
-		return nil
+		return matchAnswers(errs, names, answers)
 	})
 	fillErrors(errs, err)
 	return errs
@@ -251,4 +234,21 @@ func fillErrors(errs []error, err error) {
 			errs[i] = err
 		}
 	}
+}
+
+// matchAnswers fills errs with the controller's answer for each requested topic, in
+// request order (no answer: UNKNOWN_SERVER_ERROR). It returns NOT_CONTROLLER when every
+// answer is, so that the channel retries against the new controller.
+func matchAnswers(errs []error, names []string, answers map[string]error) error {
+	for i, n := range names {
+		err, ok := answers[n]
+		if !ok {
+			err = fmt.Errorf("%w: the controller did not answer for topic %q", kerr.UnknownServerError, n)
+		}
+		errs[i] = err
+	}
+	if allNotController(errs) {
+		return kerr.NotController
+	}
+	return nil
 }
