@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 )
@@ -76,6 +77,9 @@ func FreeAddr(t testing.TB) string {
 	t.Helper()
 	for range 100 {
 		port := 20000 + rand.IntN(12000)
+		if !claimPort(port) {
+			continue // already handed out in this process, maybe not bound yet
+		}
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
 			continue
@@ -95,6 +99,23 @@ func FreeAddr(t testing.TB) string {
 		t.Fatalf("finding a free port: %v", err)
 	}
 	return addr
+}
+
+var (
+	portsMu sync.Mutex
+	ports   = map[int]bool{} // ports FreeAddr handed out in this process
+)
+
+// claimPort records port as handed out and reports whether it was not already: two
+// addresses drawn for one cluster must never be the same port.
+func claimPort(port int) bool {
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	if ports[port] {
+		return false
+	}
+	ports[port] = true
+	return true
 }
 
 // describe renders the caller's what, or dflt when there is none.
