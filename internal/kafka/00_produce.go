@@ -1,6 +1,7 @@
 package kafka
 
-// Produce: v3-11 (v3 is the first with v2 record batches; v12+ are not implemented).
+// Produce: v3-12 (v3 is the first with v2 record batches; v13+, topic ids, are not
+// implemented).
 //
 // Each partition's batches are validated and appended as they are (offsets and the
 // leader epoch stamped in place, never decompressed), then made durable per the topic's
@@ -9,7 +10,9 @@ package kafka
 // error code. acks=0 sends no response. A transactional produce (TransactionID set) is
 // verified first (KIP-890 part 1): the partition must be part of the producer's
 // ongoing transaction at its coordinator, else INVALID_TXN_STATE, so that a write
-// delayed past its transaction's end never lands in the next one.
+// delayed past its transaction's end never lands in the next one. From v12
+// (transaction version 2, KIP-890 part 2) the partition is added to the transaction
+// implicitly instead (see verifyTxnProduce in txn.go).
 
 import (
 	"context"
@@ -21,11 +24,10 @@ import (
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/recordbatch"
 	"github.com/runnel-io/runnel/internal/replica"
-	"github.com/runnel-io/runnel/internal/txn"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { regKey(0, 3, 11, handleProduce) }
+func init() { regKey(0, 3, 12, handleProduce) }
 
 func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.ProduceRequest)
@@ -64,7 +66,7 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 			pp.resp.ErrorCode = errorCode(err)
 		}
 	} else {
-		appendAll := func(pp *producePart) { s.appendPart(ctx, req.TransactionID, req.Acks, pp) }
+		appendAll := func(pp *producePart) { s.appendPart(ctx, req.TransactionID, req.Version, req.Acks, pp) }
 		if req.TransactionID == nil {
 			// Appends only copy into the page cache: a goroutine per partition would
 			// cost more than the work. Transactional ones may wait on the coordinator.
@@ -117,13 +119,13 @@ func forEachPart(parts []*producePart, fn func(*producePart)) {
 	wg.Wait()
 }
 
-func (s *Server) appendPart(ctx context.Context, txnID *string, acks int16, pp *producePart) {
+func (s *Server) appendPart(ctx context.Context, txnID *string, version, acks int16, pp *producePart) {
 	if len(pp.records) == 0 {
 		pp.err = fmt.Errorf("%w: empty record set", recordbatch.ErrCorrupt)
 		return
 	}
 	if txnID != nil {
-		if err := s.verifyTxnProduce(ctx, *txnID, pp.tp, pp.records); err != nil {
+		if err := s.verifyTxnProduce(ctx, *txnID, version, pp.tp, pp.records); err != nil {
 			pp.resp.ErrorCode, pp.resp.ErrorMessage = txnErrorCode(err, false), pp.errorMessage(err)
 			return
 		}
@@ -154,19 +156,4 @@ func (s *Server) completePart(ctx context.Context, acks int16, pp *producePart) 
 	}
 	sp.BaseOffset = pp.info.FirstOffset
 	sp.LogAppendTime = pp.info.LogAppendTime
-}
-
-// verifyTxnProduce checks a transactional produce with the coordinator.
-func (s *Server) verifyTxnProduce(ctx context.Context, txnID string, tp metadata.TopicPartition, records []byte) error {
-	b, _, err := recordbatch.Next(records, 0)
-	if err != nil {
-		return err
-	}
-	if !b.IsTransactional() {
-		return fmt.Errorf("%w: a produce with transactional id %q holds a non-transactional batch", txn.ErrInvalidTxnState, txnID)
-	}
-	if s.txns == nil {
-		return errNoTxnCoordinator
-	}
-	return s.txns.Verify(ctx, txnID, b.ProducerID(), b.ProducerEpoch(), tp)
 }

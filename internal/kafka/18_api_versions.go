@@ -7,6 +7,11 @@ package kafka
 // v0 with UNSUPPORTED_VERSION and the list (KIP-511), so the client can retry lower.
 // v3+ client software name and version are accepted and ignored.
 //
+// Features (v3+): transaction.version is supported and finalized at 2 (KIP-890 part
+// 2), which tells clients to bump the epoch per transaction (EndTxn v5) and to add
+// partitions implicitly (Produce v12, TxnOffsetCommit v5). Clients that do not look
+// at features, or cap those request versions, keep transaction version 1.
+//
 // Produce is advertised from v0 although v0-2 are answered UNSUPPORTED_VERSION, as
 // Kafka 4.0 does (KAFKA-18659): librdkafka before 2.10 compresses with gzip, snappy or
 // lz4 only if the broker lists Produce v0, and otherwise silently sends uncompressed.
@@ -34,5 +39,22 @@ func apiVersionsResponse() *kmsg.ApiVersionsResponse {
 		}
 		resp.ApiKeys = append(resp.ApiKeys, k)
 	}
+	sf := kmsg.NewApiVersionsResponseSupportedFeature()
+	sf.Name, sf.MinVersion, sf.MaxVersion = transactionVersionFeature, 0, transactionVersion
+	resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+	ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+	ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = transactionVersionFeature, transactionVersion, transactionVersion
+	resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+	resp.FinalizedFeaturesEpoch = finalizedFeaturesEpoch
 	return resp
 }
+
+const (
+	// transactionVersionFeature is Kafka's feature flag for the transaction
+	// protocol; version 2 is KIP-890 part 2.
+	transactionVersionFeature = "transaction.version"
+	transactionVersion        = 2
+	// finalizedFeaturesEpoch versions the finalized features; they never change
+	// while a node runs, so the epoch is constant (Kafka uses the metadata offset).
+	finalizedFeaturesEpoch = 1
+)

@@ -1,6 +1,7 @@
 package kafka
 
-// InitProducerId: v0-4.
+// InitProducerId: v0-5 (v5 may answer TRANSACTION_ABORTABLE, KIP-890, which this
+// broker never returns).
 //
 // Without a transactional id, a fresh producer id is allocated from the controller
 // (unique across restarts, in blocks) with epoch 0. A client that passes its current id
@@ -8,7 +9,9 @@ package kafka
 // sequence numbers. With a transactional id the transaction coordinator answers (see
 // internal/txn): the id's producer id with its epoch bumped, fencing older producers
 // and aborting their ongoing transaction; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH
-// before v4.
+// before v4. A KIP-360 retry at the epoch before a bump the producer caused itself
+// (its own InitProducerId, or a transaction-version-2 EndTxn whose answer it lost) is
+// accepted.
 
 import (
 	"context"
@@ -18,7 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { regKey(22, 0, 4, handleInitProducerID) }
+func init() { regKey(22, 0, 5, handleInitProducerID) }
 
 func handleInitProducerID(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.InitProducerIDRequest)

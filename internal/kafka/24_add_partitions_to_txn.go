@@ -1,13 +1,17 @@
 package kafka
 
-// AddPartitionsToTxn: v0-4.
+// AddPartitionsToTxn: v0-5.
 //
 // v0-3 (producers): adds the partitions to the transactional id's transaction at its
 // coordinator, one error code for every partition of the request (Kafka answers
 // OPERATION_NOT_ATTEMPTED for the others when one fails; here all share the error).
-// v4 (brokers, KIP-890): a batch of transactions; VerifyOnly checks that each partition
-// is already part of the ongoing transaction without adding it (INVALID_TXN_STATE if
-// not): the produce path of a partition leader uses it against a remote coordinator.
+// v4-5 (brokers, KIP-890): a batch of transactions; VerifyOnly checks that each
+// partition is already part of the ongoing transaction without adding it
+// (INVALID_TXN_STATE if not): the produce path of a partition leader uses it against
+// a remote coordinator for transaction version 1 (Produce v11 and older). Without
+// VerifyOnly the partitions are added: transaction version 2's implicit add by a
+// partition leader (Produce v12) or a group coordinator (TxnOffsetCommit v5). v5 only
+// allows TRANSACTION_ABORTABLE in the answer, which this coordinator never returns.
 
 import (
 	"context"
@@ -17,7 +21,7 @@ import (
 	"github.com/runnel-io/runnel/internal/metadata"
 )
 
-func init() { regKey(24, 0, 4, handleAddPartitionsToTxn) }
+func init() { regKey(24, 0, 5, handleAddPartitionsToTxn) }
 
 func handleAddPartitionsToTxn(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.AddPartitionsToTxnRequest)

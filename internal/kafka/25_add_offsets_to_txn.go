@@ -1,10 +1,12 @@
 package kafka
 
-// AddOffsetsToTxn: v0-3.
+// AddOffsetsToTxn: v0-4.
 //
 // Adds the group's __consumer_offsets partition to the transaction, so that EndTxn
 // writes its marker there too (TxnOffsetCommit then goes to the group coordinator).
-// v4 (transaction version 2, KIP-890 part 2) is not implemented.
+// v4 is v3 that may answer TRANSACTION_ABORTABLE (KIP-890), which this coordinator
+// never returns; transaction-version-2 clients skip this request (TxnOffsetCommit v5
+// adds the partition implicitly).
 
 import (
 	"context"
@@ -12,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { regKey(25, 0, 3, handleAddOffsetsToTxn) }
+func init() { regKey(25, 0, 4, handleAddOffsetsToTxn) }
 
 func handleAddOffsetsToTxn(_ context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.AddOffsetsToTxnRequest)

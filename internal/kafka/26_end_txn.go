@@ -1,14 +1,22 @@
 package kafka
 
-// EndTxn: v0-3.
+// EndTxn: v0-5.
 //
 // Commits (Commit true) or aborts the transaction. The answer comes once the decision
 // is replicated in __transaction_state and the markers were written to every
 // partition of the transaction (or, if a partition could not take its marker, are
-// being retried by the coordinator). A retried EndTxn of a completed transaction
-// succeeds; one of a transaction still completing is CONCURRENT_TRANSACTIONS. v4+
-// (transaction version 2, KIP-890 part 2: an epoch bump per transaction) is not
-// implemented.
+// being retried by the coordinator).
+//
+// v0-4 (transaction versions 0 and 1): the producer epoch stays. A retried EndTxn of
+// a completed transaction succeeds; one of a transaction still completing is
+// CONCURRENT_TRANSACTIONS. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2.
+//
+// v5 (transaction version 2, KIP-890 part 2): the coordinator bumps the epoch at the
+// end of every transaction and writes the markers with the bumped epoch, which
+// fences late writes of the ended transaction; the response carries the producer id
+// and epoch to go on with (a new id when the epoch is exhausted). A retry at the
+// epoch before the bump gets the same answer; an abort of an empty transaction is
+// allowed and bumps the epoch too. See internal/txn/tv2.go.
 
 import (
 	"context"
@@ -16,15 +24,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { regKey(26, 0, 3, handleEndTxn) }
+func init() { regKey(26, 0, 5, handleEndTxn) }
 
-func handleEndTxn(_ context.Context, s *Server, r *request) (kmsg.Response, error) {
+func handleEndTxn(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
-	err := errNoTxnCoordinator
-	if s.txns != nil {
-		err = s.txns.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if s.txns == nil {
+		resp.ErrorCode = txnErrorCode(errNoTxnCoordinator, false)
+		return resp, nil
 	}
-	resp.ErrorCode = txnErrorCode(err, req.Version < 2)
+	id, err := s.txns.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, req.Version >= 5)
+	if resp.ErrorCode = txnErrorCode(err, req.Version < 2); err == nil && req.Version >= 5 {
+		resp.ProducerID, resp.ProducerEpoch = id.ID, id.Epoch
+	}
 	return resp, nil
 }

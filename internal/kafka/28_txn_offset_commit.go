@@ -1,12 +1,14 @@
 package kafka
 
-// TxnOffsetCommit: v0-4 (v5, transaction version 2 of KIP-890 part 2, is not
-// implemented).
+// TxnOffsetCommit: v0-5 (v6, topic ids, is not implemented).
 //
-// A transactional producer commits a group's offsets inside its transaction. The
-// transaction coordinator is asked first whether the group's __consumer_offsets
-// partition is in the producer's ongoing transaction (AddOffsetsToTxn; KIP-890's
-// defence against a late commit slipping into the next transaction); then the group
+// A transactional producer commits a group's offsets inside its transaction. Up to
+// v4 the transaction coordinator is asked first whether the group's
+// __consumer_offsets partition is in the producer's ongoing transaction
+// (AddOffsetsToTxn; KIP-890's defence against a late commit slipping into the next
+// transaction). v5 (transaction version 2, KIP-890 part 2) adds the partition to
+// the transaction implicitly instead: the client sends no AddOffsetsToTxn, and a
+// commit of an ended transaction's epoch is fenced there. Then the group
 // coordinator appends the offsets as a transactional batch of the producer and holds
 // them pending until the transaction's marker (internal/group/txn_offsets.go). The
 // member id and generation (v3+) are checked when set. Partitions of unknown topics
@@ -24,7 +26,7 @@ import (
 	"github.com/runnel-io/runnel/internal/metadata"
 )
 
-func init() { regKey(28, 0, 4, handleTxnOffsetCommit) }
+func init() { regKey(28, 0, 5, handleTxnOffsetCommit) }
 
 // TxnOffsetCoordinator is the part of the group coordinator transactional offset
 // commits need; *group.Coordinator implements it.
@@ -63,7 +65,7 @@ func handleTxnOffsetCommit(ctx context.Context, s *Server, r *request) (kmsg.Res
 		}
 	}
 	if len(tr.Offsets) > 0 {
-		errs := commitTxnOffsets(ctx, s, tr)
+		errs := commitTxnOffsets(ctx, s, tr, req.Version >= 5)
 		for i, sl := range slots {
 			codes[sl.ti][sl.pi] = txnOffsetErrorCode(errs[i], req.Version < 3)
 		}
@@ -81,9 +83,9 @@ func handleTxnOffsetCommit(ctx context.Context, s *Server, r *request) (kmsg.Res
 	return resp, nil
 }
 
-// commitTxnOffsets verifies the producer's transaction, then commits; one error per
-// offset.
-func commitTxnOffsets(ctx context.Context, s *Server, tr group.TxnCommitRequest) []error {
+// commitTxnOffsets verifies the producer's transaction (or, with implicitAdd, adds
+// the offsets partition to it), then commits; one error per offset.
+func commitTxnOffsets(ctx context.Context, s *Server, tr group.TxnCommitRequest, implicitAdd bool) []error {
 	fail := func(err error) []error {
 		errs := make([]error, len(tr.Offsets))
 		for i := range errs {
@@ -97,7 +99,11 @@ func commitTxnOffsets(ctx context.Context, s *Server, tr group.TxnCommitRequest)
 	}
 	if s.txns != nil {
 		tp := metadata.TopicPartition{Topic: group.OffsetsTopic, Partition: s.groupCoordinator().PartitionFor(tr.GroupID)}
-		if err := s.txns.Verify(ctx, tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tp); err != nil {
+		check := s.txns.Verify
+		if implicitAdd {
+			check = s.txns.AddPartitionImplicit
+		}
+		if err := check(ctx, tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tp); err != nil {
 			return fail(err)
 		}
 	}

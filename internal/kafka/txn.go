@@ -3,12 +3,14 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/runnel-io/runnel/internal/log"
 	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/recordbatch"
 	"github.com/runnel-io/runnel/internal/txn"
 )
 
@@ -19,8 +21,9 @@ type TxnCoordinator interface {
 	InitProducerID(ctx context.Context, txnID string, timeout time.Duration, pid int64, epoch int16) (txn.ProducerIDAndEpoch, error)
 	AddPartitions(txnID string, pid int64, epoch int16, tps []metadata.TopicPartition) error
 	AddOffsets(txnID string, pid int64, epoch int16, groupID string) error
-	EndTxn(txnID string, pid int64, epoch int16, commit bool) error
+	EndTxn(ctx context.Context, txnID string, pid int64, epoch int16, commit, tv2 bool) (txn.ProducerIDAndEpoch, error)
 	Verify(ctx context.Context, txnID string, pid int64, epoch int16, tp metadata.TopicPartition) error
+	AddPartitionImplicit(ctx context.Context, txnID string, pid int64, epoch int16, tp metadata.TopicPartition) error
 	Describe(txnID string) (txn.Description, error)
 	List(states []txn.State, pids []int64) []txn.Description
 }
@@ -66,4 +69,31 @@ func txnErrorCode(err error, fencedAsEpoch bool) int16 {
 		}
 	}
 	return errorCode(err)
+}
+
+// verifyTxnProduce checks a transactional produce with the coordinator (KIP-890):
+// up to v11 the partition must already be in the producer's ongoing transaction;
+// from v12 (transaction version 2) the write adds it implicitly. A fenced producer
+// gets INVALID_PRODUCER_EPOCH, as Kafka answers produces (PRODUCER_FENCED is not a
+// produce error).
+func (s *Server) verifyTxnProduce(ctx context.Context, txnID string, version int16, tp metadata.TopicPartition, records []byte) error {
+	b, _, err := recordbatch.Next(records, 0)
+	if err != nil {
+		return err
+	}
+	if !b.IsTransactional() {
+		return fmt.Errorf("%w: a produce with transactional id %q holds a non-transactional batch", txn.ErrInvalidTxnState, txnID)
+	}
+	if s.txns == nil {
+		return errNoTxnCoordinator
+	}
+	check := s.txns.Verify
+	if version >= 12 {
+		check = s.txns.AddPartitionImplicit
+	}
+	err = check(ctx, txnID, b.ProducerID(), b.ProducerEpoch(), tp)
+	if errors.Is(err, txn.ErrProducerFenced) {
+		return fmt.Errorf("%w: %v", log.ErrInvalidProducerEpoch, err)
+	}
+	return err
 }

@@ -39,6 +39,7 @@ func (n *Node) startTxns(groups func(p *replica.Partition, leader bool, leaderEp
 		AllocateProducerID: func(ctx context.Context) (int64, error) { return n.admin.AllocateProducerID(ctx) },
 		Markers:            markerWriter{n: n, w: w},
 		RemoteVerify:       remoteVerifier{n: n, w: w}.verify,
+		RemoteAdd:          remoteVerifier{n: n, w: w}.add,
 		Logger:             n.logger,
 	})
 	n.txns = w
@@ -139,18 +140,28 @@ func (w *txnWiring) client(addr string, self int32) (*kgo.Client, error) {
 	return cl, nil
 }
 
-// remoteVerifier is txn.Config.RemoteVerify: the KIP-890 check of a transactional
-// produce whose transaction coordinator is on another node, through that node's
-// AddPartitionsToTxn v4 with VerifyOnly. Only the producer's first write of a
-// transaction to a partition needs it: once the partition's log holds an ongoing
-// transaction of the producer at this epoch, the write belongs to it (a late write
-// after the marker finds no ongoing transaction and is verified).
+// remoteVerifier is txn.Config.RemoteVerify and RemoteAdd: the KIP-890 check of a
+// transactional produce (or TxnOffsetCommit) whose transaction coordinator is on
+// another node, through that node's AddPartitionsToTxn v4+ with VerifyOnly
+// (transaction version 1), or the implicit add of the partition without it
+// (transaction version 2). Only the producer's first write of a transaction to a
+// partition needs it: once the partition's log holds an ongoing transaction of the
+// producer at this epoch, the partition is in that transaction (a late write after
+// the marker finds no ongoing transaction, or a bumped epoch, and is checked).
 type remoteVerifier struct {
 	n *Node
 	w *txnWiring
 }
 
 func (v remoteVerifier) verify(ctx context.Context, txnID string, pid int64, epoch int16, tp metadata.TopicPartition) error {
+	return v.ask(ctx, txnID, pid, epoch, tp, true)
+}
+
+func (v remoteVerifier) add(ctx context.Context, txnID string, pid int64, epoch int16, tp metadata.TopicPartition) error {
+	return v.ask(ctx, txnID, pid, epoch, tp, false)
+}
+
+func (v remoteVerifier) ask(ctx context.Context, txnID string, pid int64, epoch int16, tp metadata.TopicPartition, verifyOnly bool) error {
 	if v.ongoingHere(tp, pid, epoch) {
 		return nil
 	}
@@ -172,7 +183,7 @@ func (v remoteVerifier) verify(ctx context.Context, txnID string, pid int64, epo
 	}
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	rt := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, rt.VerifyOnly = txnID, pid, epoch, true
+	rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, rt.VerifyOnly = txnID, pid, epoch, verifyOnly
 	rtt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
 	rtt.Topic, rtt.Partitions = tp.Topic, []int32{tp.Partition}
 	rt.Topics = append(rt.Topics, rtt)

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/runnel-io/runnel/internal/recordbatch"
 	"github.com/runnel-io/runnel/internal/testutil"
@@ -138,7 +139,9 @@ func TestTxnCoordinatorKilledMidTransaction(t *testing.T) {
 
 // A transactional write to a partition that was never added to the transaction is
 // refused by a partition leader whose transaction coordinator is another node
-// (txn.Config.RemoteVerify, KIP-890).
+// (txn.Config.RemoteVerify, KIP-890) up to Produce v11; from v12 (transaction version
+// 2) the leader adds it at the coordinator (txn.Config.RemoteAdd), and after an
+// EndTxn v5 bumped the epoch a write at the old epoch is fenced.
 func TestRemoteVerifyRefusesUnaddedPartition(t *testing.T) {
 	nodes := startCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -168,26 +171,65 @@ func TestRemoteVerifyRefusesUnaddedPartition(t *testing.T) {
 	if partition < 0 {
 		t.Skip("every partition is led by the transaction coordinator")
 	}
+	produce := func(version, epoch int16, seq int32) int16 {
+		req := kmsg.NewPtrProduceRequest()
+		req.Version = version
+		req.TransactionID, req.Acks, req.TimeoutMillis = kmsg.StringPtr("rv-id"), -1, 10000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "rv"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = partition, strayBatch(ir.ProducerID, epoch, seq)
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return requestAt(t, nodes[leader-1].node, req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	testutil.Equal(t, produce(11, ir.ProducerEpoch, 0), kerr.InvalidTxnState.Code, "produce v11 to partition %d (leader %d, coordinator %d) outside the transaction", partition, leader, found.NodeID)
+	testutil.Equal(t, produce(12, ir.ProducerEpoch, 0), int16(0), "produce v12 to partition %d (leader %d, coordinator %d): the implicit add", partition, leader, found.NodeID)
+	desc, err := adm.DescribeTransactions(ctx, "rv-id")
+	testutil.NoError(t, err, "describe")
+	d := desc["rv-id"]
+	testutil.Equal(t, d.State, "Ongoing", "state after the implicit add")
+	testutil.Equal(t, len(d.Topics["rv"]), 1, "partitions of the transaction %v", d.Topics)
+
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = "rv-id", ir.ProducerID, ir.ProducerEpoch, false
+	er, err := end.RequestWith(ctx, cl)
+	testutil.NoError(t, err, "EndTxn")
+	testutil.NoError(t, kerr.ErrorForCode(er.ErrorCode), "EndTxn")
+	testutil.Equal(t, er.ProducerEpoch, ir.ProducerEpoch+1, "epoch after EndTxn v%d", er.Version)
+	testutil.Equal(t, produce(12, ir.ProducerEpoch, 1), kerr.InvalidProducerEpoch.Code, "late write at the ended transaction's epoch")
+	testutil.Equal(t, produce(12, er.ProducerEpoch, 0), int16(0), "first write of the next transaction")
+}
+
+// strayBatch is a one-record transactional batch of producer pid.
+func strayBatch(pid int64, epoch int16, seq int32) []byte {
 	b := recordbatch.NewBuilder(128)
 	b.Add(nil, []byte("stray"), nil, time.Now().UnixMilli())
 	batch := append([]byte(nil), b.Build()...)
 	binary.BigEndian.PutUint16(batch[21:], recordbatch.TransactionalFlag)
-	binary.BigEndian.PutUint64(batch[43:], uint64(ir.ProducerID))
-	binary.BigEndian.PutUint16(batch[51:], uint16(ir.ProducerEpoch))
-	binary.BigEndian.PutUint32(batch[53:], 0)
+	binary.BigEndian.PutUint64(batch[43:], uint64(pid))
+	binary.BigEndian.PutUint16(batch[51:], uint16(epoch))
+	binary.BigEndian.PutUint32(batch[53:], uint32(seq))
 	binary.BigEndian.PutUint32(batch[17:], recordbatch.Batch(batch).ComputeCRC())
+	return batch
+}
 
-	req := kmsg.NewPtrProduceRequest()
-	req.TransactionID, req.Acks, req.TimeoutMillis = kmsg.StringPtr("rv-id"), -1, 10000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = "rv"
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition, rp.Records = partition, batch
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp := requestTo(t, nodes[leader-1].node, req).(*kmsg.ProduceResponse)
-	code := resp.Topics[0].Partitions[0].ErrorCode
-	testutil.Equal(t, code, kerr.InvalidTxnState.Code, "produce to partition %d (leader %d, coordinator %d) outside the transaction", partition, leader, found.NodeID)
+// requestAt sends req to n itself at req's version (a client capped there).
+func requestAt(t *testing.T, n *Node, req kmsg.Request) kmsg.Response {
+	t.Helper()
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(req.Key(), req.GetVersion())
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr().String()), kgo.MaxVersions(v))
+	testutil.NoError(t, err, "kgo.NewClient")
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	testutil.NoError(t, err, "%s to node %d", kmsg.NameForKey(req.Key()), n.cfg.NodeID)
+	if resp.GetVersion() != req.GetVersion() {
+		t.Fatalf("%s went out at v%d, not v%d", kmsg.NameForKey(req.Key()), resp.GetVersion(), req.GetVersion())
+	}
+	return resp
 }
 
 // Kill the group coordinator between a TxnOffsetCommit and the EndTxn that commits it:

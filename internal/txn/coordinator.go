@@ -42,8 +42,12 @@ type Config struct {
 	// RemoteVerify asks the coordinator of txnID on another node whether tp is in the
 	// producer's transaction (AddPartitionsToTxn v4 verifyOnly); nil = accept.
 	RemoteVerify func(ctx context.Context, txnID string, pid int64, epoch int16, tp metadata.TopicPartition) error
-	Logger       *slog.Logger
-	Now          func() time.Time // nil = time.Now
+	// RemoteAdd asks the coordinator of txnID on another node to add tp to the
+	// producer's transaction (AddPartitionsToTxn v5, transaction version 2's
+	// implicit add); nil = verify only (RemoteVerify).
+	RemoteAdd func(ctx context.Context, txnID string, pid int64, epoch int16, tp metadata.TopicPartition) error
+	Logger    *slog.Logger
+	Now       func() time.Time // nil = time.Now
 }
 
 // Coordinator is the transaction coordinator of one node. Methods are safe for
@@ -225,7 +229,7 @@ func (sh *shard) entry(txnID string, create bool) *txnEntry {
 	defer sh.mu.Unlock()
 	e := sh.txns[txnID]
 	if e == nil && create {
-		e = &txnEntry{meta: txnMetadata{id: txnID, pid: -1, epoch: -1, state: Empty}}
+		e = &txnEntry{meta: txnMetadata{id: txnID, pid: -1, epoch: -1, state: Empty, prevPid: -1, nextPid: -1, lastEpoch: -1}}
 		sh.txns[txnID] = e
 	}
 	return e

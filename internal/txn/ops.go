@@ -31,7 +31,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, txnID string, timeout 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	m := e.meta.clone()
-	if reqPID >= 0 && (reqPID != m.pid || reqEpoch != m.epoch) {
+	if reqPID >= 0 && !m.isProducer(reqPID, reqEpoch) {
 		return ProducerIDAndEpoch{}, ErrProducerFenced
 	}
 	if err := c.settleLocked(sh, e); err != nil {
@@ -46,6 +46,10 @@ func (c *Coordinator) InitProducerID(ctx context.Context, txnID string, timeout 
 		m.pid, m.epoch = id, 0
 	} else {
 		m.epoch++
+	}
+	m.lastEpoch, m.nextPid = -1, -1
+	if reqPID >= 0 && m.pid == reqPID && m.epoch > 0 {
+		m.lastEpoch = m.epoch - 1 // the same producer: its retry is recognised
 	}
 	m.timeout, m.state, m.partitions = timeout, Empty, nil
 	m.lastUpdate, m.start = c.cfg.Now(), time.Time{}
@@ -161,18 +165,30 @@ func (c *Coordinator) Verify(ctx context.Context, txnID string, pid int64, epoch
 }
 
 // EndTxn commits or aborts txnID's transaction: it returns once the decision is
-// durable and the markers are written (or being retried in the background).
-func (c *Coordinator) EndTxn(txnID string, pid int64, epoch int16, commit bool) error {
+// durable and the markers are written (or being retried in the background), with
+// the producer id and epoch the producer goes on with. tv2 (EndTxn v5+, KIP-890
+// part 2) bumps the epoch at the end of every transaction (see endTxnV2Locked);
+// without it the epoch stays.
+func (c *Coordinator) EndTxn(ctx context.Context, txnID string, pid int64, epoch int16, commit, tv2 bool) (ProducerIDAndEpoch, error) {
 	sh, err := c.shardFor(txnID)
 	if err != nil {
-		return err
+		return ProducerIDAndEpoch{}, err
 	}
 	e := sh.entry(txnID, false)
 	if e == nil {
-		return ErrInvalidProducerIDMapping
+		return ProducerIDAndEpoch{}, ErrInvalidProducerIDMapping
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if tv2 {
+		return c.endTxnV2Locked(ctx, sh, e, pid, epoch, commit)
+	}
+	return ProducerIDAndEpoch{ID: pid, Epoch: epoch}, c.endTxnV1Locked(sh, e, pid, epoch, commit)
+}
+
+// endTxnV1Locked is EndTxn of transaction version 0 or 1: the epoch stays, and a
+// retry carries the same epoch.
+func (c *Coordinator) endTxnV1Locked(sh *shard, e *txnEntry, pid int64, epoch int16, commit bool) error {
 	if err := checkProducerLocked(&e.meta, pid, epoch); err != nil {
 		return err
 	}
@@ -190,11 +206,17 @@ func (c *Coordinator) EndTxn(txnID string, pid int64, epoch int16, commit bool) 
 	if err := c.prepareLocked(sh, e, commit, false); err != nil {
 		return err
 	}
+	c.completeOrRetryLocked(sh, e)
+	return nil
+}
+
+// completeOrRetryLocked completes a prepared transaction, or leaves it to a
+// background retry when a marker cannot be written now.
+func (c *Coordinator) completeOrRetryLocked(sh *shard, e *txnEntry) {
 	if err := c.completeLocked(sh, e); err != nil {
-		c.logger.Warn("transaction markers not written yet; retrying in the background", "transactional_id", txnID, "err", err)
+		c.logger.Warn("transaction markers not written yet; retrying in the background", "transactional_id", e.meta.id, "err", err)
 		c.goFunc(func() { c.retryComplete(sh, e) })
 	}
-	return nil
 }
 
 // prepareLocked persists PrepareCommit or PrepareAbort; bump (timeouts and fencing)
@@ -207,6 +229,7 @@ func (c *Coordinator) prepareLocked(sh *shard, e *txnEntry, commit, bump bool) e
 	}
 	if bump && m.epoch < math.MaxInt16-1 {
 		m.epoch++
+		m.lastEpoch = -1 // a fence: the old epoch is no longer the producer's
 	}
 	m.lastUpdate = c.cfg.Now()
 	return c.persist(sh, e, m)
@@ -229,6 +252,9 @@ func (c *Coordinator) completeLocked(sh *shard, e *txnEntry) error {
 		m.state = CompleteCommit
 	}
 	m.partitions, m.lastUpdate, m.start = nil, c.cfg.Now(), time.Time{}
+	if m.nextPid >= 0 { // the epoch overflowed: the producer goes on with a new id
+		m.prevPid, m.pid, m.epoch, m.nextPid, m.lastEpoch = m.pid, m.nextPid, 0, -1, -1
+	}
 	return c.persist(sh, e, m)
 }
 

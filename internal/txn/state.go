@@ -41,6 +41,22 @@ type txnMetadata struct {
 	partitions map[metadata.TopicPartition]struct{}
 	lastUpdate time.Time
 	start      time.Time // when the current transaction became Ongoing
+
+	// Transaction version 2 (KIP-890 part 2), where EndTxn bumps the epoch.
+	// prevPid is the producer id before an epoch overflow moved the id to a new
+	// one (-1 when none): a retried EndTxn of the old id is then recognised.
+	prevPid int64
+	// nextPid is the producer id allocated for an epoch overflow while the
+	// transaction completes (Prepare* only; -1 otherwise).
+	nextPid int64
+	// lastEpoch is the epoch before the last bump a producer caused itself (an
+	// EndTxn of version 2 or a KIP-360 InitProducerId), -1 when the last bump
+	// fenced another producer: a retry from the same producer at that epoch is
+	// recognised. In memory only, as Kafka's lastProducerEpoch.
+	lastEpoch int16
+	// tv2 is whether the last EndTxn was of transaction version 2 (Kafka's
+	// ClientTransactionVersion).
+	tv2 bool
 }
 
 func (m *txnMetadata) clone() txnMetadata {
@@ -72,7 +88,12 @@ func (m *txnMetadata) record() []byte {
 	key := kmsg.NewTxnMetadataKey()
 	key.TransactionalID = m.id
 	v := kmsg.NewTxnMetadataValue()
+	v.Version = 1 // flexible: the KIP-890 tagged fields
 	v.ProducerID, v.ProducerEpoch = m.pid, m.epoch
+	v.PreviousProducerID, v.NextProducerID = m.prevPid, m.nextPid
+	if m.tv2 {
+		v.ClientTransactionVersion = 2
+	}
 	v.TimeoutMillis = int32(m.timeout / time.Millisecond)
 	v.State = m.state
 	v.LastUpdateTimestamp = m.lastUpdate.UnixMilli()
@@ -102,13 +123,14 @@ func decodeRecord(key, value []byte) (id string, meta *txnMetadata, err error) {
 	if value == nil {
 		return k.TransactionalID, nil, nil
 	}
-	var v kmsg.TxnMetadataValue
+	v := kmsg.NewTxnMetadataValue() // the tagged fields' defaults, for version 0
 	if err := v.ReadFrom(value); err != nil {
 		return "", nil, fmt.Errorf("transaction value of %q: %w", k.TransactionalID, err)
 	}
 	m := &txnMetadata{id: k.TransactionalID, pid: v.ProducerID, epoch: v.ProducerEpoch,
 		timeout: time.Duration(v.TimeoutMillis) * time.Millisecond, state: v.State,
-		partitions: map[metadata.TopicPartition]struct{}{}, lastUpdate: time.UnixMilli(v.LastUpdateTimestamp)}
+		partitions: map[metadata.TopicPartition]struct{}{}, lastUpdate: time.UnixMilli(v.LastUpdateTimestamp),
+		prevPid: v.PreviousProducerID, nextPid: v.NextProducerID, lastEpoch: -1, tv2: v.ClientTransactionVersion >= 2}
 	if v.StartTimestamp >= 0 {
 		m.start = time.UnixMilli(v.StartTimestamp)
 	}
