@@ -19,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"time"
 )
 
@@ -46,7 +47,11 @@ func main() {
 	case "server":
 		err = runServer(args)
 	case "produce", "consume", "e2e":
+		// The same GC ballast as runnel bench's (internal/cli withGCFloor), so both
+		// load generators collect equally rarely and the comparison stays fair.
+		ballast := make([]byte, 256<<20)
 		err = runClient(cmd, args)
+		runtime.KeepAlive(ballast)
 	default:
 		err = fmt.Errorf("unknown command %q", cmd)
 	}

@@ -43,7 +43,7 @@ func TestBenchFlagDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]string{"record-size": "100", "acks": "all", "duration": "20s",
-		"linger": "5ms", "buffer-records": "100000", "partitions": "3", "on-full": "block"} {
+		"linger": "0s", "buffer-records": "100000", "partitions": "3", "on-full": "block"} {
 		if got := cmd.Flags().Lookup(name).Value.String(); got != want {
 			t.Errorf("--%s = %q, want %q", name, got, want)
 		}

@@ -45,7 +45,7 @@ func NewCommand() *cobra.Command {
 				return err
 			}
 			cmd.SilenceUsage = true
-			return Run(cfg)
+			return withGCFloor(func() error { return Run(cfg) })
 		},
 	}
 	for _, fp := range flagProperties {
