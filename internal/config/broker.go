@@ -62,6 +62,8 @@ type Broker struct {
 	OffsetsTopicSegmentBytes      int32 `config:"offsets.topic.segment.bytes"`      // 104857600
 	OffsetsRetentionMinutes       int32 `config:"offsets.retention.minutes"`        // 10080
 	TransactionTimeoutMaxMs       int32 `config:"transaction.max.timeout.ms"`       // 900000
+	// TransactionAbortIntervalMs is how often timed-out transactions are aborted.
+	TransactionAbortIntervalMs int32 `config:"transaction.abort.timed.out.transaction.cleanup.interval.ms"` // 10000
 
 	LogRetentionCheckIntervalMs int64 `config:"log.retention.check.interval.ms"` // 300000
 	// LogFlushSchedulerIntervalMs is how often the flusher looks for logs past flush.ms.

@@ -58,6 +58,7 @@ func TestDefault(t *testing.T) {
 		{"OffsetsTopicNumPartitions", b.OffsetsTopicNumPartitions, int32(50)},
 		{"OffsetsTopicReplicationFactor", b.OffsetsTopicReplicationFactor, int16(3)},
 		{"TransactionTimeoutMaxMs", b.TransactionTimeoutMaxMs, int32(900000)},
+		{"TransactionAbortIntervalMs", b.TransactionAbortIntervalMs, int32(10000)},
 		{"LogRetentionCheckIntervalMs", b.LogRetentionCheckIntervalMs, int64(300000)},
 		{"LogFlushSchedulerIntervalMs", b.LogFlushSchedulerIntervalMs, int64(1000)},
 		{"LogFlushOffsetCheckpointIntervalMs", b.LogFlushOffsetCheckpointIntervalMs, int64(60000)},

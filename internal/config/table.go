@@ -97,6 +97,7 @@ var brokerProps = []prop{
 	{name: "offsets.topic.segment.bytes", typ: TypeInt, dflt: "104857600", check: atLeast(1), doc: "Segment size of __consumer_offsets."},
 	{name: "offsets.retention.minutes", typ: TypeInt, dflt: "10080", check: atLeast(1), doc: "Committed offsets of an empty group are dropped after this long."},
 	{name: "transaction.max.timeout.ms", typ: TypeInt, dflt: "900000", check: atLeast(1), doc: "Longest transaction timeout a producer may ask for."},
+	{name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", typ: TypeInt, dflt: "10000", check: atLeast(1), doc: "How often the transaction coordinator aborts transactions open longer than their transaction.timeout.ms."},
 	{name: "transaction.state.log.replication.factor", typ: TypeShort, dflt: "3", check: atLeast(1), ignored: true, doc: "Kafka's __transaction_state replication factor."},
 	{name: "transaction.state.log.min.isr", typ: TypeInt, dflt: "2", check: atLeast(1), ignored: true, doc: "Kafka's __transaction_state min.insync.replicas."},
 	{name: "transaction.state.log.num.partitions", typ: TypeInt, dflt: "50", check: atLeast(1), ignored: true, doc: "Kafka's __transaction_state partitions."},

@@ -28,8 +28,10 @@ import (
 type Options struct {
 	Logger *slog.Logger
 	// StartTimeout bounds start-up (waiting for the quorum). Default 60 s.
-	StartTimeout     time.Duration
-	TxnAbortInterval time.Duration // how often timed-out transactions are aborted; default 10 s
+	StartTimeout time.Duration
+	// TxnAbortInterval, when positive, overrides how often timed-out transactions are
+	// aborted (transaction.abort.timed.out.transaction.cleanup.interval.ms, 10 s).
+	TxnAbortInterval time.Duration
 }
 
 // Node is one running Runnel node.

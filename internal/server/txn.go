@@ -32,10 +32,14 @@ func (n *Node) txnWiring() *txnWiring { return n.txns }
 // loads both coordinators' partitions (groups' from startGroups, then transactions').
 func (n *Node) startTxns(groups func(p *replica.Partition, leader bool, leaderEpoch int32)) func(p *replica.Partition, leader bool, leaderEpoch int32) {
 	w := &txnWiring{clients: map[string]*kgo.Client{}}
+	abort := time.Duration(n.cfg.TransactionAbortIntervalMs) * time.Millisecond
+	if n.txnAbort > 0 {
+		abort = n.txnAbort // Options.TxnAbortInterval, for tests
+	}
 	w.coord = txn.NewCoordinator(txn.Config{
 		MaxTimeout:         time.Duration(n.cfg.TransactionTimeoutMaxMs) * time.Millisecond,
 		OffsetsPartitions:  n.cfg.OffsetsTopicNumPartitions,
-		AbortInterval:      n.txnAbort,
+		AbortInterval:      abort,
 		AllocateProducerID: func(ctx context.Context) (int64, error) { return n.admin.AllocateProducerID(ctx) },
 		Markers:            markerWriter{n: n, w: w},
 		RemoteVerify:       remoteVerifier{n: n, w: w}.verify,
