@@ -10,8 +10,8 @@ package kafka
 // PartitionMaxBytes, except that the first batch of the first partition with data is
 // always returned whole (KIP-74), so a consumer makes progress past a large batch.
 // Fetch sessions (v7+, KIP-227) are in fetch_sessions.go. Topic ids replace names from
-// v13. Read committed: with no transactions yet, the last stable offset equals the high
-// watermark. Preferred read replicas (KIP-392) are not offered.
+// v13. Read committed reads stop at the last stable offset and list the aborted
+// transactions of the range. Preferred read replicas (KIP-392) are not offered.
 
 import (
 	"context"
@@ -54,7 +54,8 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
 		resp.Topics = resp.Topics[:0]
-		total := s.readParts(req, resp, parts, replicaID, incremental)
+		r.releasePooled() // what an earlier pass read is dropped from the response
+		total := s.readParts(r, req, resp, parts, replicaID, incremental)
 		// As Kafka, a partition error (OFFSET_OUT_OF_RANGE, NOT_LEADER_OR_FOLLOWER, ...)
 		// answers at once: the client has to act on it, and waiting cannot fix it.
 		if total >= int(req.MinBytes) || total > 0 && req.MinBytes <= 1 || !time.Now().Before(deadline) ||
@@ -63,7 +64,8 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 		}
 		if !s.waitForData(ctx, parts, deadline) {
 			resp.Topics = resp.Topics[:0]
-			s.readParts(req, resp, parts, replicaID, incremental)
+			r.releasePooled()
+			s.readParts(r, req, resp, parts, replicaID, incremental)
 			return resp, nil
 		}
 	}

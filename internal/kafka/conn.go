@@ -31,6 +31,31 @@ type request struct {
 	// appended (nil: none); appended is closed when this one has (produce only).
 	prevAppend <-chan struct{}
 	appended   chan struct{}
+	// frame is the request frame, from the buffer pool. Produce and fetch frames go
+	// back to it once the handler is done (their handlers finish all work that reads
+	// the request before returning); others are left to the collector, as a handler
+	// may hand parts of its request to a goroutine that outlives it.
+	frame []byte
+	// pooled are pool buffers the response refers to (records read for a fetch); they
+	// go back once the response is encoded.
+	pooled [][]byte
+}
+
+// releasePooled gives back the buffers in r.pooled; nothing may refer to them after.
+func (r *request) releasePooled() {
+	for _, b := range r.pooled {
+		putBuf(b)
+	}
+	r.pooled = r.pooled[:0]
+}
+
+// releaseFrame gives back the request frame when the API's handler is known to have
+// dropped every reference into it by the time it returns (see frame).
+func (r *request) releaseFrame() {
+	if r.frame != nil && (r.key == 0 || r.key == 1) {
+		putBuf(r.frame)
+	}
+	r.frame = nil
 }
 
 // waitPreviousAppend waits until the previous produce request of the connection has
@@ -133,7 +158,7 @@ func (c *conn) readLoop() error {
 			s.bytes.release(int64(size))
 			<-s.slots
 		}
-		frame := make([]byte, size)
+		frame := getBuf(int(size))[:size]
 		if _, err := io.ReadFull(br, frame); err != nil {
 			release()
 			return err
@@ -145,6 +170,7 @@ func (c *conn) readLoop() error {
 			return err
 		}
 		p.size = int64(size)
+		p.req.frame = frame
 		if p.req.key == 0 {
 			p.req.prevAppend = c.lastAppend
 			p.req.appended = make(chan struct{})
@@ -215,6 +241,8 @@ func (c *conn) handle(p *pending) {
 	}()
 	defer close(p.done)
 	r := p.req
+	defer r.releaseFrame()
+	defer r.releasePooled()
 	defer r.appendDone()
 	name := kmsg.NameForKey(r.key)
 	reg, ok := handlers[r.key]
@@ -265,7 +293,7 @@ func encodeResponse(r *request, resp kmsg.Response) []byte {
 		v = 0
 	}
 	resp.SetVersion(v)
-	buf := make([]byte, 8, responseSizeHint(resp))
+	buf := getBuf(responseSizeHint(resp))[:8]
 	binary.BigEndian.PutUint32(buf[4:], uint32(r.correlationID))
 	// ApiVersions always answers with response header v0, so that a client that sent a
 	// version we do not know can still read the error (KIP-511).
@@ -319,11 +347,16 @@ func (c *conn) writeLoop() {
 			continue
 		}
 		if p.buf != nil {
-			if _, err := bw.Write(p.buf); err != nil {
+			_, err := bw.Write(p.buf)
+			// bufio copies p.buf or writes it through before returning: it is free.
+			n := len(p.buf)
+			putBuf(p.buf)
+			p.buf = nil
+			if err != nil {
 				fail()
 				continue
 			}
-			c.s.metrics.bytesOut.Add(float64(len(p.buf)))
+			c.s.metrics.bytesOut.Add(float64(n))
 		}
 		if p.closeAfter {
 			bw.Flush()

@@ -14,7 +14,8 @@ var errUnknownTopicID = kerr.UnknownTopicID
 
 // readParts reads every partition once and fills resp. It returns the number of record
 // bytes in the response. In an incremental session only partitions with news appear.
-func (s *Server) readParts(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, parts []*fetchPart, replicaID int32, incremental bool) int {
+// The records read are in pool buffers listed in r.pooled, given back after encoding.
+func (s *Server) readParts(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, parts []*fetchPart, replicaID int32, incremental bool) int {
 	budget := int(req.MaxBytes)
 	if req.Version < 3 || budget <= 0 {
 		budget = int(^uint32(0) >> 1)
@@ -29,7 +30,7 @@ func (s *Server) readParts(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, par
 		if fp.err != nil {
 			rp.ErrorCode = errorCode(fp.err)
 		} else {
-			n := s.readPart(fp, &rp, budget, total == 0, replicaID, req.IsolationLevel == 1)
+			n := s.readPart(r, fp, &rp, budget, total == 0, replicaID, req.IsolationLevel == 1)
 			budget -= n
 			total += n
 		}
@@ -65,7 +66,7 @@ func appendFetchPartition(resp *kmsg.FetchResponse, topicIdx map[string]int, fp 
 // fetch position is recorded, which the high watermark depends on.
 // readCommitted (IsolationLevel 1) bounds the read at the last stable offset and
 // returns the aborted transactions of the range.
-func (s *Server) readPart(fp *fetchPart, rp *kmsg.FetchResponseTopicPartition, budget int, first bool, replicaID int32, readCommitted bool) int {
+func (s *Server) readPart(r *request, fp *fetchPart, rp *kmsg.FetchResponseTopicPartition, budget int, first bool, replicaID int32, readCommitted bool) int {
 	res, err := fp.part.Read(replica.ReadOptions{
 		FetchOffset: fp.sp.fetchOffset, MaxBytes: int32(max(min(int(fp.sp.maxBytes), budget), 0)), MinOneBatch: first,
 		CurrentLeaderEpoch: fp.sp.currentLeaderEpoch, ReplicaID: metadata.NodeID(replicaID),
@@ -76,7 +77,8 @@ func (s *Server) readPart(fp *fetchPart, rp *kmsg.FetchResponseTopicPartition, b
 		return 0
 	}
 	fillAborted(rp, res.AbortedTransactions)
-	buf, err := res.Info.AppendTo(make([]byte, 0, res.Info.Size))
+	buf, err := res.Info.AppendTo(getBuf(int(res.Info.Size)))
+	r.pooled = append(r.pooled, buf)
 	if err != nil {
 		s.logger.Error("fetch read failed", "topic", fp.sp.tp.Topic, "partition", fp.sp.tp.Partition,
 			"offset", fp.sp.fetchOffset, "err", err)

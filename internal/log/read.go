@@ -24,11 +24,20 @@ func (r ReadInfo) AppendTo(dst []byte) ([]byte, error) {
 		return dst, nil
 	}
 	n := len(dst)
-	dst = append(dst, make([]byte, r.Size)...)
-	if _, err := r.File.ReadAt(dst[n:], r.Position); err != nil && !(errors.Is(err, io.EOF)) {
+	if cap(dst)-n >= int(r.Size) {
+		// Reslice without clearing: ReadAt overwrites the bytes, and only the bytes it
+		// read are returned, so zeroing first would be a wasted pass over the records.
+		dst = dst[:n+int(r.Size)]
+	} else {
+		dst = append(dst, make([]byte, r.Size)...)
+	}
+	got, err := r.File.ReadAt(dst[n:], r.Position)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return dst[:n], fmt.Errorf("%w: reading %d bytes at %d of %s: %v", ErrKafkaStorage, r.Size, r.Position, r.File.Name(), err)
 	}
-	return dst, nil
+	// A short read (the segment was truncated under the reader) returns what was read:
+	// clients drop a partial last batch, and dst's unread tail may hold old bytes.
+	return dst[:n+got], nil
 }
 
 // Read returns whole batches starting with the batch that contains offset and ending
