@@ -48,8 +48,8 @@ func (c *Coordinator) InitProducerID(ctx context.Context, txnID string, timeout 
 		m.epoch++
 	}
 	m.lastEpoch, m.nextPid = -1, -1
-	if reqPID >= 0 && m.pid == reqPID && m.epoch > 0 {
-		m.lastEpoch = m.epoch - 1 // the same producer: its retry is recognised
+	if reqPID >= 0 && m.pid == reqPID && reqEpoch >= 0 {
+		m.lastEpoch = reqEpoch // the same producer: its retry is recognised
 	}
 	m.timeout, m.state, m.partitions = timeout, Empty, nil
 	m.lastUpdate, m.start = c.cfg.Now(), time.Time{}
@@ -229,7 +229,7 @@ func (c *Coordinator) prepareLocked(sh *shard, e *txnEntry, commit, bump bool) e
 	}
 	if bump && m.epoch < math.MaxInt16-1 {
 		m.epoch++
-		m.lastEpoch = -1 // a fence: the old epoch is no longer the producer's
+		m.lastEpoch, m.tv2 = -1, false // a fence: the old epoch is no longer the producer's
 	}
 	m.lastUpdate = c.cfg.Now()
 	return c.persist(sh, e, m)

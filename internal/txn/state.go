@@ -52,10 +52,13 @@ type txnMetadata struct {
 	// lastEpoch is the epoch before the last bump a producer caused itself (an
 	// EndTxn of version 2 or a KIP-360 InitProducerId), -1 when the last bump
 	// fenced another producer: a retry from the same producer at that epoch is
-	// recognised. In memory only, as Kafka's lastProducerEpoch.
+	// recognised. Not persisted (Kafka's lastProducerEpoch is not either), but
+	// rebuilt at load for a transaction ended by a version-2 EndTxn, so that a
+	// producer that lost the answer when the coordinator died can still retry.
 	lastEpoch int16
-	// tv2 is whether the last EndTxn was of transaction version 2 (Kafka's
-	// ClientTransactionVersion).
+	// tv2 is whether the transaction was prepared by an EndTxn of transaction
+	// version 2, which bumped the epoch (persisted as ClientTransactionVersion 2);
+	// false when a timeout or a new producer aborted it with a fencing bump.
 	tv2 bool
 }
 
@@ -131,6 +134,12 @@ func decodeRecord(key, value []byte) (id string, meta *txnMetadata, err error) {
 		timeout: time.Duration(v.TimeoutMillis) * time.Millisecond, state: v.State,
 		partitions: map[metadata.TopicPartition]struct{}{}, lastUpdate: time.UnixMilli(v.LastUpdateTimestamp),
 		prevPid: v.PreviousProducerID, nextPid: v.NextProducerID, lastEpoch: -1, tv2: v.ClientTransactionVersion >= 2}
+	switch m.state {
+	case PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort:
+		if m.tv2 && m.epoch > 0 && m.nextPid < 0 {
+			m.lastEpoch = m.epoch - 1
+		}
+	}
 	if v.StartTimestamp >= 0 {
 		m.start = time.UnixMilli(v.StartTimestamp)
 	}

@@ -249,3 +249,34 @@ func TestTV1ClientKeepsItsEpoch(t *testing.T) {
 		t.Fatalf("read_committed saw %v", got)
 	}
 }
+
+// TestTV2InitProducerIDRetryAfterEndTxn: a producer that lost EndTxn v5's answer
+// re-initialises with the epoch it had (KIP-360, what franz-go does after an
+// unconfirmed end): accepted, while an older epoch is fenced.
+func TestTV2InitProducerIDRetryAfterEndTxn(t *testing.T) {
+	const topic, id = "tv2-init", "tv2-init"
+	createTopic(t, topic, 1)
+	p := client(t, kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic))
+	for _, v := range []string{"w", "x"} { // the second runs with transaction version 2
+		if err := transact(t, p, topic, true, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pid, epoch, _ := describeTxn(t, id)
+	init := func(epoch int16) *kmsg.InitProducerIDResponse {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr(id), 60000
+		req.ProducerID, req.ProducerEpoch = pid, epoch
+		resp, err := req.RequestWith(context.Background(), client(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	wantCode(t, "InitProducerId two epochs behind", init(epoch-2).ErrorCode, kerr.ProducerFenced)
+	r := init(epoch - 1)
+	wantCode(t, "InitProducerId at the epoch before EndTxn's bump", r.ErrorCode, nil)
+	if r.ProducerID != pid || r.ProducerEpoch != epoch+1 {
+		t.Fatalf("InitProducerId answered %d/%d, want %d/%d", r.ProducerID, r.ProducerEpoch, pid, epoch+1)
+	}
+}
