@@ -2,6 +2,7 @@ package log
 
 import (
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"reflect"
 	"testing"
@@ -188,4 +189,28 @@ func TestProducerSnapshotV1StillReads(t *testing.T) {
 			t.Fatalf("a snapshot cut at %d decoded", cut)
 		}
 	}
+}
+
+// Transaction version 2 (KIP-890 part 2): the coordinator writes the markers with
+// the producer's epoch bumped, so a late write of the ended transaction is fenced at
+// the partition, and the producer's next transaction starts its sequences at 0.
+func TestMarkerWithBumpedEpochFencesTheEndedTransaction(t *testing.T) {
+	forEachLogConfig(t, func(t *testing.T, env testEnv, cfg Config) {
+		l := openLog(t, env, cfg)
+		mustAppend(t, l, txnBatch(1, 4, 0, 2))
+		mustControl(t, l, ControlCommit, 1, 5)
+		if _, err := l.AppendAsLeader(txnBatch(1, 4, 2, 1), 1); !errors.Is(err, ErrInvalidProducerEpoch) {
+			t.Fatalf("late write at the ended transaction's epoch: %v, want ErrInvalidProducerEpoch", err)
+		}
+		if _, err := l.AppendAsLeader(txnBatch(1, 5, 2, 1), 1); !errors.Is(err, ErrOutOfOrderSequence) {
+			t.Fatalf("first write at the bumped epoch with sequence 2: %v, want ErrOutOfOrderSequence", err)
+		}
+		a := mustAppend(t, l, txnBatch(1, 5, 0, 1))
+		if off, ok := l.FirstUnstableOffset(); !ok || off != a.FirstOffset {
+			t.Fatalf("FirstUnstableOffset = %d %v, want the next transaction at %d", off, ok, a.FirstOffset)
+		}
+		if _, err := l.AppendControl(ControlAbort, 1, 4, 0, 1); !errors.Is(err, ErrInvalidProducerEpoch) {
+			t.Fatalf("marker at the old epoch: %v, want ErrInvalidProducerEpoch", err)
+		}
+	})
 }

@@ -11,8 +11,10 @@
 // marker from a deposed coordinator is fenced at the data partitions.
 //
 // Records are Kafka's: key kmsg.TxnMetadataKey (version 0, transactional id), value
-// kmsg.TxnMetadataValue (version 0: producer id and epoch, timeout, state, partitions,
-// timestamps), written uncompressed through the replica with acks=-1.
+// kmsg.TxnMetadataValue (version 1: producer id and epoch, timeout, state, partitions,
+// timestamps, and the tagged previous/next producer ids and client transaction
+// version of KIP-890; version 0 records are still read), written uncompressed through
+// the replica with acks=-1.
 //
 // States (kmsg.TransactionState): Empty -> Ongoing (AddPartitionsToTxn,
 // AddOffsetsToTxn) -> PrepareCommit | PrepareAbort (EndTxn, a timeout, or a new
@@ -33,6 +35,15 @@
 // When another node coordinates the id, Config.RemoteVerify asks it (the server wires
 // it to that node's AddPartitionsToTxn v4 with VerifyOnly, skipped once the partition
 // holds an ongoing transaction of the producer at that epoch).
+//
+// Transaction version 2 (KIP-890 part 2, tv2.go): the node advertises the
+// transaction.version feature at 2; clients that use it end every transaction with an
+// EndTxn v5 that bumps the producer epoch (markers carry the bumped epoch, so late
+// writes of the ended transaction are fenced at the partitions and at this
+// coordinator), and add partitions implicitly through their writes (Produce v12 at
+// the partition leader, TxnOffsetCommit v5 at the group coordinator, which call
+// AddPartitionImplicit, or Config.RemoteAdd for a remote coordinator). Older
+// clients keep version 1.
 //
 // Timeouts: every Config.AbortInterval, a transaction Ongoing for longer than its
 // transaction.timeout.ms is aborted with a bumped epoch, which fences its producer.
