@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // newBenchCommand is the `runnel bench` group: produce, consume and e2e load.
@@ -220,8 +221,9 @@ func randomTopic() string {
 }
 
 // ensureTopic creates the topic unless it exists, waits until every partition has a
-// leader, and returns the number of partitions.
-func ensureTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int32, rf int16) (int, error) {
+// leader in every broker's metadata, and returns the number of partitions.
+func ensureTopic(ctx context.Context, cl *kgo.Client, topic string, partitions int32, rf int16) (int, error) {
+	adm := kadm.NewClient(cl)
 	resp, err := adm.CreateTopic(ctx, partitions, rf, nil, topic)
 	if err == nil {
 		err = resp.Err
@@ -229,17 +231,22 @@ func ensureTopic(ctx context.Context, adm *kadm.Client, topic string, partitions
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return 0, fmt.Errorf("create topic %q: %w", topic, withMessage(err, resp.ErrMessage))
 	}
-	return waitLeaders(ctx, adm, topic)
+	return waitLeaders(ctx, cl, adm, topic)
 }
 
-// waitLeaders polls the topic's metadata until every partition has a leader.
-func waitLeaders(ctx context.Context, adm *kadm.Client, topic string) (int, error) {
+// waitLeaders polls the topic's metadata until every partition has a leader, as seen
+// by every broker. One broker's view is not enough: a partition's leader may apply
+// the new topic a few milliseconds after the broker asked, and a producer whose first
+// request lands there gets an error, then waits out its client's metadata refresh
+// interval (franz-go: up to 5 s), which the run would report as produce latency.
+func waitLeaders(ctx context.Context, cl *kgo.Client, adm *kadm.Client, topic string) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for {
 		tds, err := adm.ListTopics(ctx, topic)
 		if err == nil {
-			if td, ok := tds[topic]; ok && td.Err == nil && len(td.Partitions) > 0 && allLed(td) {
+			if td, ok := tds[topic]; ok && td.Err == nil && len(td.Partitions) > 0 && allLed(td) &&
+				everyBrokerLeads(ctx, cl, adm, topic, len(td.Partitions)) {
 				return len(td.Partitions), nil
 			}
 		}
@@ -249,6 +256,31 @@ func waitLeaders(ctx context.Context, adm *kadm.Client, topic string) (int, erro
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// everyBrokerLeads asks each broker for the topic's metadata and reports whether all
+// of them have a leader for every partition.
+func everyBrokerLeads(ctx context.Context, cl *kgo.Client, adm *kadm.Client, topic string, partitions int) bool {
+	brokers, err := adm.ListBrokers(ctx)
+	if err != nil {
+		return false
+	}
+	for _, b := range brokers {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl.Broker(int(b.NodeID)))
+		if err != nil || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) != partitions {
+			return false
+		}
+		for _, p := range resp.Topics[0].Partitions {
+			if p.ErrorCode != 0 || p.Leader < 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func allLed(td kadm.TopicDetail) bool {

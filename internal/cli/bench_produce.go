@@ -249,11 +249,11 @@ func prepareTopic(ctx context.Context, conn *connFlags, f *benchFlags) (string, 
 	if topic == "" {
 		topic = randomTopic()
 	}
-	adm, err := conn.admin()
+	cl, err := conn.client()
 	if err != nil {
 		return "", 0, err
 	}
-	defer adm.Close()
-	parts, err := ensureTopic(ctx, adm, topic, f.partitions, f.replication)
+	defer cl.Close()
+	parts, err := ensureTopic(ctx, cl, topic, f.partitions, f.replication)
 	return topic, parts, err
 }

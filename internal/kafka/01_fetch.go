@@ -31,6 +31,10 @@ type fetchPart struct {
 	part  *replica.Partition
 	err   error
 	topic int // index in the response's topics
+	// sent is set when the latest read put this partition in the response, with the
+	// offsets it reported (committed to the session once the response is final).
+	sent                          bool
+	sentHW, sentLSO, sentLogStart int64
 }
 
 func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
@@ -52,23 +56,47 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 	}
 	s.resolveParts(parts, replicaID)
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
-	for {
+	read := func() int {
 		resp.Topics = resp.Topics[:0]
 		r.releasePooled() // what an earlier pass read is dropped from the response
-		total := s.readParts(r, req, resp, parts, replicaID, incremental)
-		// As Kafka, a partition error (OFFSET_OUT_OF_RANGE, NOT_LEADER_OR_FOLLOWER, ...)
-		// answers at once: the client has to act on it, and waiting cannot fix it.
-		if total >= int(req.MinBytes) || total > 0 && req.MinBytes <= 1 || !time.Now().Before(deadline) ||
-			hasErr(parts) || partitionErr(resp) {
-			return resp, nil
-		}
-		if !s.waitForData(ctx, parts, deadline) {
-			resp.Topics = resp.Topics[:0]
-			r.releasePooled()
-			s.readParts(r, req, resp, parts, replicaID, incremental)
-			return resp, nil
+		return s.readParts(r, req, resp, parts, replicaID, incremental)
+	}
+	// As Kafka, a partition error (OFFSET_OUT_OF_RANGE, NOT_LEADER_OR_FOLLOWER, ...)
+	// answers at once: the client has to act on it, and waiting cannot fix it.
+	done := func(total int) bool {
+		return total >= int(req.MinBytes) || total > 0 && req.MinBytes <= 1 || !time.Now().Before(deadline) ||
+			hasErr(parts) || partitionErr(resp)
+	}
+	// A follower fetch also ends when this node takes on new leaderships, and does not
+	// park long while it names fewer partitions than its node follows here: either way
+	// the follower's next fetch names the partitions it has just started following
+	// (see replica.leaderView).
+	var leadershipChanged <-chan struct{}
+	if replicaID >= 0 {
+		leadershipChanged = s.replicas.LeadershipChanged()
+		if readable(parts) < s.replicas.FollowerExpects(metadata.NodeID(replicaID)) {
+			deadline = minTime(deadline, time.Now().Add(followerCatchUpWait))
 		}
 	}
+	total := read()
+	for !done(total) {
+		// Register for wake-ups first, then read again: an append landing between the
+		// read above and the registration would otherwise go unnoticed, and the fetch
+		// (a follower's: the producer's acks=all waits on it) would sleep until
+		// MaxWaitMillis with data available.
+		ch, stop := s.watch(parts)
+		total = read()
+		if !done(total) && !s.waitForData(ctx, ch, leadershipChanged, deadline) {
+			stop()
+			read()
+			break
+		}
+		stop()
+	}
+	if session != nil {
+		commitSession(parts)
+	}
+	return resp, nil
 }
 
 // fetchPartitions turns the request (and its session) into the list of partitions to
@@ -190,25 +218,51 @@ func partitionErr(resp *kmsg.FetchResponse) bool {
 	return false
 }
 
-// waitForData parks until a partition's high watermark moves or the deadline passes. It
-// reports whether it was woken by data (false: deadline or shutdown).
-func (s *Server) waitForData(ctx context.Context, parts []*fetchPart, deadline time.Time) bool {
+// watch registers for wake-ups on every readable partition of the fetch.
+func (s *Server) watch(parts []*fetchPart) (<-chan struct{}, func()) {
 	watch := make([]*replica.Partition, 0, len(parts))
 	for _, fp := range parts {
 		if fp.part != nil {
 			watch = append(watch, fp.part)
 		}
 	}
-	ch, stop := replica.Watch(watch)
-	defer stop()
+	return replica.Watch(watch)
+}
+
+// waitForData parks until ch signals that a partition moved (true), or the deadline
+// passes, leadershipChanged closes (nil: never) or the server stops (false).
+func (s *Server) waitForData(ctx context.Context, ch, leadershipChanged <-chan struct{}, deadline time.Time) bool {
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
 	case <-ch:
 		return true
 	case <-t.C:
-		return false
+	case <-leadershipChanged:
 	case <-ctx.Done():
-		return false
 	}
+	return false
+}
+
+// followerCatchUpWait bounds the long poll of a follower fetch that names fewer
+// partitions than the follower follows here: its fetcher has not yet learnt of some,
+// and its next fetch will name them.
+const followerCatchUpWait = 20 * time.Millisecond
+
+// readable counts the partitions of the fetch hosted here.
+func readable(parts []*fetchPart) int {
+	n := 0
+	for _, fp := range parts {
+		if fp.part != nil {
+			n++
+		}
+	}
+	return n
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }

@@ -39,14 +39,27 @@ func (s *Server) readParts(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchR
 			// clients (librdkafka) reject; an empty record set is 0.
 			rp.RecordBatches = []byte{}
 		}
+		fp.sent = false
 		if incremental && rp.ErrorCode == 0 && len(rp.RecordBatches) == 0 &&
 			rp.HighWatermark == fp.sp.lastHW && rp.LastStableOffset == fp.sp.lastLSO && rp.LogStartOffset == fp.sp.lastLogStart {
 			continue
 		}
-		fp.sp.lastHW, fp.sp.lastLSO, fp.sp.lastLogStart = rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset
+		fp.sent, fp.sentHW, fp.sentLSO, fp.sentLogStart = true, rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset
 		appendFetchPartition(resp, topicIdx, fp, rp)
 	}
 	return total
+}
+
+// commitSession records, in the fetch session, the offsets of the response actually
+// sent. Only then: a fetch that reads, waits and reads again drops its first response,
+// and a partition whose news went only into the dropped one would otherwise never be
+// reported to the client.
+func commitSession(parts []*fetchPart) {
+	for _, fp := range parts {
+		if fp.sent {
+			fp.sp.lastHW, fp.sp.lastLSO, fp.sp.lastLogStart = fp.sentHW, fp.sentLSO, fp.sentLogStart
+		}
+	}
 }
 
 func appendFetchPartition(resp *kmsg.FetchResponse, topicIdx map[string]int, fp *fetchPart, rp kmsg.FetchResponseTopicPartition) {

@@ -99,6 +99,8 @@ type Manager struct {
 	image      *metadata.Image
 	// fetchers has one Fetcher per broker this node follows partitions from.
 	fetchers map[metadata.NodeID]*Fetcher
+	// view is what followers should fetch from this node (see leaderView).
+	view *leaderView
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -117,6 +119,7 @@ func NewManager(o Options) (*Manager, error) {
 		partitions: map[metadata.TopicPartition]*Partition{},
 		image:      metadata.Empty(),
 		fetchers:   map[metadata.NodeID]*Fetcher{},
+		view:       newLeaderView(),
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.goTracked(m.checkpointLoop)
@@ -165,6 +168,7 @@ func (m *Manager) ApplyImage(im *metadata.Image) error {
 	for _, tp := range lc.Deleted {
 		m.deletePartition(tp)
 	}
+	m.view.update(m.opts.Node, m.Partitions(), len(lc.Leaders) > 0)
 	return firstErr
 }
 
