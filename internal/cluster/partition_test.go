@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"slices"
 	"sync"
@@ -131,6 +132,13 @@ func writeOn(t *testing.T, c *cluster.Cluster, nodes []int32, h *cluster.History
 		for range 10 {
 			r := &kgo.Record{Topic: topic, Partition: p, Value: h.NextValue(p)}
 			err := cl.ProduceSync(ctx, r).FirstErr()
+			// A node of the majority may apply the new leaders a moment after the
+			// node that reported them, and send the client to the isolated node,
+			// which this client may not dial: nothing was sent, so try again.
+			for errors.Is(err, cluster.ErrUnreachable) && ctx.Err() == nil {
+				time.Sleep(100 * time.Millisecond)
+				err = cl.ProduceSync(ctx, r).FirstErr()
+			}
 			h.Record(r, err)
 			if err != nil {
 				t.Fatalf("produce to %s-%d through nodes %v during the isolation: %v", topic, p, nodes, err)
