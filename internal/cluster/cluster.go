@@ -84,20 +84,54 @@ func Start(t testing.TB, o Options) *Cluster {
 		c.net = newNetwork(t, o.Nodes)
 	}
 	bin := binary(t, o)
-	c.nodes = makeNodes(t, bin, o, c.net)
-	c.probes = make([]*kgo.Client, o.Nodes)
 	t.Cleanup(c.shutdown)
-	c.watchDeadline(t)
+	for attempt := 1; ; attempt++ {
+		c.nodes = makeNodes(t, bin, o, c.net)
+		c.probes = make([]*kgo.Client, o.Nodes)
+		if attempt == 1 {
+			c.watchDeadline(t)
+		}
+		err := c.launchAll(time.Now().Add(o.StartTimeout))
+		if err == nil {
+			return c
+		}
+		// Free ports are picked before the nodes bind them, and another test process
+		// may take one in between. The voters' addresses are in every node's
+		// arguments, so the whole cluster starts again on new ports.
+		if attempt < 3 && !o.Netns && c.portTaken() {
+			t.Logf("cluster: a port was taken before a node could bind it (%v); starting again on other ports", err)
+			for _, n := range c.nodes {
+				n.kill()
+			}
+			continue
+		}
+		t.Fatal(err)
+	}
+}
+
+// launchAll starts every node and waits until each is ready or the deadline passes.
+func (c *Cluster) launchAll(deadline time.Time) error {
 	for _, n := range c.nodes {
 		if err := n.launch(); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
-	deadline := time.Now().Add(o.StartTimeout)
 	for _, n := range c.nodes {
-		n.waitReady(t, deadline)
+		if err := n.waitReady(deadline); err != nil {
+			return err
+		}
 	}
-	return c
+	return nil
+}
+
+// portTaken reports whether a node failed to bind one of its listeners.
+func (c *Cluster) portTaken() bool {
+	for _, n := range c.nodes {
+		if strings.Contains(n.Logs(), "address already in use") {
+			return true
+		}
+	}
+	return false
 }
 
 // makeNodes chooses the addresses and directories of every node and builds their
@@ -235,7 +269,9 @@ func (c *Cluster) Restart(i int) {
 	if err := n.launch(); err != nil {
 		c.t.Fatal(err)
 	}
-	n.waitReady(c.t, time.Now().Add(c.opts.StartTimeout))
+	if err := n.waitReady(time.Now().Add(c.opts.StartTimeout)); err != nil {
+		c.t.Fatal(err)
+	}
 }
 
 // Logs returns the output of every run of node i.

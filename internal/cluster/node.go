@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/runnel-io/runnel/internal/log"
@@ -193,27 +192,26 @@ func (n *Node) unexpectedExit() string {
 
 // waitReady polls /readyz until it answers 200. It fails the test if the process
 // exits or the deadline passes.
-func (n *Node) waitReady(t testing.TB, deadline time.Time) {
-	t.Helper()
+func (n *Node) waitReady(deadline time.Time) error {
 	hc := http.Client{Timeout: time.Second}
 	var last string
 	for {
 		p := n.current()
 		if p.done() {
-			t.Fatalf("node %d exited while starting: %v (its output is printed at the end)", n.ID, p.err)
+			return fmt.Errorf("node %d exited while starting: %v (its output is printed at the end)", n.ID, p.err)
 		}
 		resp, err := hc.Get("http://" + n.HTTPAddr + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				return nil
 			}
 			last = resp.Status
 		} else {
 			last = err.Error()
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("node %d not ready by the deadline: GET /readyz: %s (its output is printed at the end)", n.ID, last)
+			return fmt.Errorf("node %d not ready by the deadline: GET /readyz: %s (its output is printed at the end)", n.ID, last)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
