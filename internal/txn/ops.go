@@ -34,7 +34,11 @@ func (c *Coordinator) InitProducerID(ctx context.Context, txnID string, timeout 
 	if reqPID >= 0 && !m.isProducer(reqPID, reqEpoch) {
 		return ProducerIDAndEpoch{}, ErrProducerFenced
 	}
-	if err := c.settleLocked(sh, e); err != nil {
+	ownEpoch := int16(-1) // the request's epoch when it names the current producer id
+	if reqPID >= 0 && reqPID == m.pid {
+		ownEpoch = reqEpoch
+	}
+	if err := c.settleLocked(sh, e, ownEpoch); err != nil {
 		return ProducerIDAndEpoch{}, err
 	}
 	m = e.meta.clone()
@@ -61,14 +65,25 @@ func (c *Coordinator) InitProducerID(ctx context.Context, txnID string, timeout 
 
 // settleLocked finishes what the previous producer left: it aborts an ongoing
 // transaction (bumping the epoch so that its producer is fenced at the partitions)
-// and completes a prepared one.
-func (c *Coordinator) settleLocked(sh *shard, e *txnEntry) error {
+// and completes a prepared one. ownEpoch (-1 when none) is the epoch of an
+// InitProducerId of the current producer itself (KIP-360): after the fencing bump a
+// retry of that request at ownEpoch is still recognised. When a marker cannot be
+// written now the abort goes on in the background and the caller gets
+// ErrConcurrentTransactions, which clients retry.
+func (c *Coordinator) settleLocked(sh *shard, e *txnEntry, ownEpoch int16) error {
 	switch e.meta.state {
 	case Ongoing:
 		if err := c.prepareLocked(sh, e, false, true); err != nil {
 			return err
 		}
-		return c.completeLocked(sh, e)
+		if ownEpoch >= 0 {
+			e.meta.lastEpoch = ownEpoch
+		}
+		if err := c.completeLocked(sh, e); err != nil {
+			c.logger.Warn("transaction markers not written yet; retrying in the background", "transactional_id", e.meta.id, "err", err)
+			c.goFunc(func() { c.retryComplete(sh, e) })
+			return ErrConcurrentTransactions
+		}
 	case PrepareCommit, PrepareAbort:
 		if err := c.completeLocked(sh, e); err != nil {
 			return ErrConcurrentTransactions

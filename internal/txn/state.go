@@ -136,7 +136,9 @@ func decodeRecord(key, value []byte) (id string, meta *txnMetadata, err error) {
 		prevPid: v.PreviousProducerID, nextPid: v.NextProducerID, lastEpoch: -1, tv2: v.ClientTransactionVersion >= 2}
 	switch m.state {
 	case PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort:
-		if m.tv2 && m.epoch > 0 && m.nextPid < 0 {
+		// Complete* records never hold a next producer id; a Prepare* one does at an
+		// epoch overflow, where the bump was still to MaxInt16 under the old id.
+		if m.tv2 && m.epoch > 0 {
 			m.lastEpoch = m.epoch - 1
 		}
 	}

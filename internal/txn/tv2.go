@@ -88,6 +88,11 @@ func (c *Coordinator) endTxnV2Locked(ctx context.Context, sh *shard, e *txnEntry
 		return c.finishV2Locked(ctx, sh, e, false)
 	case retry && (st == CompleteCommit && commit || st == CompleteAbort && !commit):
 		return m.current(), nil
+	case retry && st == CompleteAbort && commit:
+		// The coordinator aborted on its own (a timeout) while this commit was in
+		// flight: the commit did not happen, and the producer is fenced, as Kafka
+		// answers since KAFKA-20785 (INVALID_TXN_STATE would be fatal to clients).
+		return ProducerIDAndEpoch{}, fmt.Errorf("%w: the transaction was aborted before this commit", ErrProducerFenced)
 	case retry && (st == PrepareCommit && commit || st == PrepareAbort && !commit):
 		return ProducerIDAndEpoch{}, ErrConcurrentTransactions
 	case st == PrepareCommit || st == PrepareAbort:
