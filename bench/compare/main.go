@@ -80,6 +80,8 @@ func allSystems() []system {
 			"log.flush.interval.messages="+maxFlushMessages),
 		noIdempotence(runnelSystem("runnel-1-noidem", "Runnel, one node, default durability, producer idempotence off (acks=all): shows the cost of the idempotent path", 1)),
 		runnelSystem("runnel-3", "Runnel, three nodes on loopback, RF 3, acks=all, default durability", 3),
+		runnelSystem("runnel-3-pagecache", "Runnel, three nodes on loopback, RF 3, acks=all, log.flush.interval.messages=MAX: ack when every ISR member has it in its page cache (Kafka's default; NATS R3's durability)", 3,
+			"log.flush.interval.messages="+maxFlushMessages),
 		kfakeSystem("kfake-sync", "franz-go kfake with DataDir and SyncWrites: an fsync per batch", "-sync"),
 		kfakeSystem("kfake-blackhole", "franz-go kfake with BlackholeProduce: records discarded, the load generator's ceiling", "-blackhole"),
 		natsSystem("nats-r1-sync", "NATS JetStream file storage, R1, sync_interval always: fsync per write", 1, true),
