@@ -9,8 +9,10 @@ import (
 	"io"
 	"net"
 	"reflect"
+	"syscall"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -39,6 +41,9 @@ type request struct {
 	// pooled are pool buffers the response refers to (records read for a fetch); they
 	// go back once the response is encoded.
 	pooled [][]byte
+	// splices are the fetch response's partitions sent from their segment files
+	// (sendfile.go).
+	splices []*splice
 }
 
 // releasePooled gives back the buffers in r.pooled; nothing may refer to them after.
@@ -47,6 +52,7 @@ func (r *request) releasePooled() {
 		putBuf(b)
 	}
 	r.pooled = r.pooled[:0]
+	r.splices = r.splices[:0]
 }
 
 // releaseFrame gives back the request frame when the API's handler is known to have
@@ -87,6 +93,9 @@ type pending struct {
 	done chan struct{}
 	// buf is the encoded response frame; nil means no response (acks=0).
 	buf []byte
+	// parts, when set, are what to write instead of buf: pieces of buf and file
+	// ranges (a fetch response with spliced records, sendfile.go).
+	parts []outPart
 	// closeAfter closes the connection once the slot is reached.
 	closeAfter bool
 	// size is the request frame's size, held against queued.max.request.bytes.
@@ -94,8 +103,10 @@ type pending struct {
 }
 
 type conn struct {
-	s      *Server
-	nc     net.Conn
+	s  *Server
+	nc net.Conn
+	// raw is the TCP socket for sendfile; nil for other connections.
+	raw    syscall.RawConn
 	remote string
 	queue  chan *pending
 	// lastAppend is the appended channel of the latest produce request read; only the
@@ -104,10 +115,14 @@ type conn struct {
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{s: s, nc: nc, remote: nc.RemoteAddr().String(), queue: make(chan *pending, maxInFlightPerConn)}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
+		if raw, err := tc.SyscallConn(); err == nil {
+			c.raw = raw
+		}
 	}
-	return &conn{s: s, nc: nc, remote: nc.RemoteAddr().String(), queue: make(chan *pending, maxInFlightPerConn)}
+	return c
 }
 
 // serve runs the reader on this goroutine and the writer on another; it returns when
@@ -264,6 +279,18 @@ func (c *conn) handle(p *pending) {
 		return
 	}
 	p.buf = encodeResponse(r, resp)
+	if len(r.splices) > 0 {
+		fr := resp.(*kmsg.FetchResponse)
+		parts, err := splicePlan(p.buf, spliceOrder(fr, r.splices), fr.IsFlexible())
+		if err != nil {
+			s.logger.Error("fetch response cannot be sent; closing connection", "remote", c.remote, "err", err)
+			p.closeAfter = true
+			putBuf(p.buf)
+			p.buf = nil
+			return
+		}
+		p.parts = parts
+	}
 }
 
 // responseSizeHint is a capacity for the encoded response: for a fetch, its record
@@ -347,12 +374,13 @@ func (c *conn) writeLoop() {
 			continue
 		}
 		if p.buf != nil {
-			_, err := bw.Write(p.buf)
+			n, err := c.write(bw, p)
 			// bufio copies p.buf or writes it through before returning: it is free.
-			n := len(p.buf)
 			putBuf(p.buf)
-			p.buf = nil
+			p.buf, p.parts = nil, nil
 			if err != nil {
+				c.s.logger.Debug("closing connection: writing a response failed", "remote", c.remote,
+					"api", kmsg.NameForKey(p.req.key), "err", err)
 				fail()
 				continue
 			}
@@ -370,6 +398,37 @@ func (c *conn) writeLoop() {
 	if !broken {
 		bw.Flush()
 	}
+}
+
+// write writes p's response: its frame, or its pieces with the file ranges sent with
+// sendfile (after flushing what is buffered before them). It returns the bytes sent.
+func (c *conn) write(bw *bufio.Writer, p *pending) (int, error) {
+	if p.parts == nil {
+		return bw.Write(p.buf)
+	}
+	n := 0
+	for _, part := range p.parts {
+		if part.sp == nil {
+			w, err := bw.Write(part.b)
+			n += w
+			if err != nil {
+				return n, err
+			}
+			continue
+		}
+		if err := bw.Flush(); err != nil {
+			return n, err
+		}
+		handled, err := vfs.SendFile(c.raw, part.sp.file, part.sp.pos, part.sp.size)
+		if !handled {
+			err = errors.New("sendfile unavailable for a spliced fetch response")
+		}
+		if err != nil {
+			return n, fmt.Errorf("sending %d bytes at %d of %s: %w", part.sp.size, part.sp.pos, part.sp.file.Name(), err)
+		}
+		n += part.sp.size
+	}
+	return n, nil
 }
 
 // tagReader implements kmsg.TagReader over the request header's tagged fields.

@@ -90,6 +90,9 @@ func (s *Server) readPart(r *request, fp *fetchPart, rp *kmsg.FetchResponseTopic
 		return 0
 	}
 	fillAborted(rp, res.AbortedTransactions)
+	if r.spliceRecords(rp, res.Info) {
+		return int(res.Info.Size)
+	}
 	buf, err := res.Info.AppendTo(getBuf(int(res.Info.Size)))
 	r.pooled = append(r.pooled, buf)
 	if err != nil {
