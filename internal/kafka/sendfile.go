@@ -33,8 +33,8 @@ type splice struct {
 	token    []byte // 16 random bytes standing in for the records in the encoded response
 	tokenBuf [16]byte
 	file     vfs.File
-	pos   int64
-	size  int
+	pos      int64
+	size     int
 }
 
 // outPart is a piece of an encoded response: bytes, or a file range.
