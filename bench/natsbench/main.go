@@ -19,8 +19,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime"
 	"time"
+
+	"github.com/runnel-io/runnel/internal/gcfloor"
 )
 
 // config is the flags of the client subcommands.
@@ -47,11 +48,9 @@ func main() {
 	case "server":
 		err = runServer(args)
 	case "produce", "consume", "e2e":
-		// The same GC ballast as runnel bench's (internal/cli withGCFloor), so both
-		// load generators collect equally rarely and the comparison stays fair.
-		ballast := make([]byte, 256<<20)
-		err = runClient(cmd, args)
-		runtime.KeepAlive(ballast)
+		// The same GC ballast as runnel bench's (internal/cli), so both load
+		// generators collect equally rarely and the comparison stays fair.
+		err = gcfloor.Run(256<<20, func() error { return runClient(cmd, args) })
 	default:
 		err = fmt.Errorf("unknown command %q", cmd)
 	}

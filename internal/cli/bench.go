@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"runtime"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/gcfloor"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -308,21 +307,11 @@ func existingTopic(ctx context.Context, adm *kadm.Client, topic string) (int, er
 	return len(td.Partitions), nil
 }
 
-// benchGCFloor is the load generator's GC ballast (see withGCFloor).
+// benchGCFloor is the load generator's GC ballast (see package gcfloor): franz-go
+// allocates per record (records fetched, promises), and with a small live heap the
+// generator's own collections were a visible part of the e2e tail it reports (p99 1.9
+// ms against kfake, 1.1 ms with the ballast). bench/natsbench keeps the same one, so
+// the comparison stays fair.
 const benchGCFloor = 256 << 20
 
-// withGCFloor runs fn with a GC ballast alive: a never-written, pointer-free slice the
-// collector counts as live heap, so it collects after about benchGCFloor of garbage
-// instead of every few MB. The generator allocates per record inside franz-go (records
-// fetched, promises); with a small live heap its own collections were a visible part
-// of the e2e tail it reports (p99 1.9 ms against kfake, 1.1 ms with fewer collections).
-// bench/natsbench does the same, so the comparison stays fair. An operator's GOGC wins.
-func withGCFloor(fn func() error) error {
-	if _, tuned := os.LookupEnv("GOGC"); tuned {
-		return fn()
-	}
-	ballast := make([]byte, benchGCFloor)
-	err := fn()
-	runtime.KeepAlive(ballast)
-	return err
-}
+func withGCFloor(fn func() error) error { return gcfloor.Run(benchGCFloor, fn) }
