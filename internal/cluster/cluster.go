@@ -33,6 +33,10 @@ type Options struct {
 	// iproute2 and root (CAP_NET_ADMIN, CAP_SYS_ADMIN); Start skips the test where
 	// namespaces cannot be created.
 	Netns bool
+	// Prepare, if set, runs for every node after its directories and addresses are
+	// chosen and before it first starts (for example to mount a small filesystem on
+	// its DataDir). An error fails the test.
+	Prepare func(n *Node) error
 }
 
 // FastFailureDetection are properties that make a cluster notice a dead node within
@@ -88,6 +92,13 @@ func Start(t testing.TB, o Options) *Cluster {
 	for attempt := 1; ; attempt++ {
 		c.nodes = makeNodes(t, bin, o, c.net)
 		c.probes = make([]*kgo.Client, o.Nodes)
+		if o.Prepare != nil {
+			for _, n := range c.nodes {
+				if err := o.Prepare(n); err != nil {
+					t.Fatalf("preparing node %d: %v", n.ID, err)
+				}
+			}
+		}
 		if attempt == 1 {
 			c.watchDeadline(t)
 		}
@@ -272,6 +283,26 @@ func (c *Cluster) Restart(i int) {
 	if err := n.waitReady(time.Now().Add(c.opts.StartTimeout)); err != nil {
 		c.t.Fatal(err)
 	}
+}
+
+// WaitExit waits up to timeout for node i's process to exit on its own, and returns
+// whether it did and its exit error (nil: status 0). The exit counts as expected: it
+// does not fail the test.
+func (c *Cluster) WaitExit(i int, timeout time.Duration) (exited bool, exitErr error) {
+	n := c.Node(i)
+	p := n.current()
+	if p == nil {
+		return false, nil
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(timeout):
+		return false, nil
+	}
+	n.mu.Lock()
+	p.intended = true
+	n.mu.Unlock()
+	return true, p.err
 }
 
 // Logs returns the output of every run of node i.

@@ -34,6 +34,9 @@ type Options struct {
 	// checkpoint would make the next recovery trust segments written after the
 	// truncation that were never flushed.
 	OnTruncate func()
+	// OnStorageError, if set, is called once, on a goroutine of its own, when a disk
+	// error takes the log offline for writes.
+	OnStorageError func(err error)
 }
 
 // Log is one partition's log (Kafka UnifiedLog + LocalLog): a list of segments, the
@@ -48,6 +51,8 @@ type Log struct {
 	logger     *slog.Logger     // immutable
 	now        func() time.Time // immutable
 	onTruncate func()           // immutable, may be nil
+	// onStorageError is Options.OnStorageError (immutable, may be nil).
+	onStorageError func(error)
 
 	config atomic.Pointer[Config]
 	// segments is the sorted, never empty list of segments, replaced (copy on write)
@@ -111,7 +116,7 @@ func Open(o Options) (*Log, error) {
 	}
 	cfg := o.Config.sanitized()
 	l := &Log{
-		fs: o.FS, dir: o.Dir, tp: o.TP, now: o.Now, onTruncate: o.OnTruncate,
+		fs: o.FS, dir: o.Dir, tp: o.TP, now: o.Now, onTruncate: o.OnTruncate, onStorageError: o.OnStorageError,
 		logger:    o.Logger.With("topic", o.TP.Topic, "partition", o.TP.Partition),
 		epochs:    newLeaderEpochCache(o.Dir),
 		producers: newProducerState(),
@@ -255,6 +260,9 @@ func (l *Log) failLocked(op string, err error) error {
 	if l.storageErr == nil {
 		l.storageErr = err
 		l.logger.Error("log offline for writes after a disk error", "dir", l.dir, "op", op, "err", err)
+		if l.onStorageError != nil {
+			go l.onStorageError(fmt.Errorf("%s %s: %w", op, l.dir, err))
+		}
 	}
 	return fmt.Errorf("%w: %s %s: %v", ErrKafkaStorage, op, l.dir, err)
 }

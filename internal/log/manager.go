@@ -30,6 +30,10 @@ type ManagerOptions struct {
 
 	// Cleaner configures the log cleaner.
 	Cleaner CleanerOptions
+
+	// OnStorageError, if set, is called (on a goroutine of its own) when a disk error
+	// takes a partition's log offline for writes, once per log.
+	OnStorageError func(tp TopicPartition, err error)
 }
 
 // CleanerOptions configure the log cleaner, which compacts the logs whose
@@ -203,7 +207,16 @@ func (m *Manager) openExisting(tp TopicPartition, rp, start int64) error {
 
 func (m *Manager) logOptions(tp TopicPartition, cfg Config, rp, start int64) Options {
 	return Options{FS: m.o.FS, Dir: filepath.Join(m.o.DataDir, PartitionDirName(tp)), TP: tp, Config: cfg,
-		RecoveryPoint: rp, LogStartOffset: start, Logger: m.o.Logger, Now: m.o.Now, OnTruncate: m.checkpointAfterTruncate}
+		RecoveryPoint: rp, LogStartOffset: start, Logger: m.o.Logger, Now: m.o.Now, OnTruncate: m.checkpointAfterTruncate,
+		OnStorageError: m.storageErrorHook(tp)}
+}
+
+// storageErrorHook is the OnStorageError of tp's log (nil without a manager hook).
+func (m *Manager) storageErrorHook(tp TopicPartition) func(error) {
+	if m.o.OnStorageError == nil {
+		return nil
+	}
+	return func(err error) { m.o.OnStorageError(tp, err) }
 }
 
 // checkpointAfterTruncate rewrites the checkpoints after a truncation lowered a

@@ -67,7 +67,7 @@ func Start(ctx context.Context, cfg *config.Broker, o Options) (*Node, error) {
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 60 * time.Second
 	}
-	n := &Node{cfg: cfg, logger: o.Logger.With("node", cfg.NodeID), done: make(chan error, 1), txnAbort: o.TxnAbortInterval}
+	n := &Node{cfg: cfg, logger: o.Logger.With("node", cfg.NodeID), done: make(chan error, 2), txnAbort: o.TxnAbortInterval}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
 	}
@@ -105,6 +105,7 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 		FlushCheckInterval:     time.Duration(cfg.LogFlushSchedulerIntervalMs) * time.Millisecond,
 		CheckpointInterval:     time.Duration(cfg.LogFlushOffsetCheckpointIntervalMs) * time.Millisecond,
 		Cleaner:                log.CleanerOptionsFor(cfg),
+		OnStorageError:         n.storageFailed,
 	})
 	if err != nil {
 		return fmt.Errorf("open logs in %s: %w", cfg.DataDir, err)

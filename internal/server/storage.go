@@ -1,0 +1,33 @@
+package server
+
+import (
+	"fmt"
+
+	"github.com/runnel-io/runnel/internal/log"
+)
+
+// storageFailed reacts to a disk error that took a partition's log offline for
+// writes (a full or failing disk).
+//
+// In a cluster the node stops, as Kafka halts a broker whose log directory failed:
+// the controller fences it and the other replicas take over its partitions. A node
+// that stayed up would keep leading partitions it cannot write (producers would get
+// KAFKA_STORAGE_ERROR until someone restarted it) and, as a follower, hold back
+// acks=all until it left the ISR. Its logs are not flushed and no clean-shutdown
+// marker is written (closing an offline log fails), so the next start recovers them.
+//
+// A single node stays up: nobody could take over, reads still work, and partitions
+// whose logs are fine keep accepting writes while the disk has room.
+func (n *Node) storageFailed(tp log.TopicPartition, err error) {
+	if n.admin == nil || len(n.admin.Image().Brokers) <= 1 {
+		n.logger.Error("disk error; this is the only node, so it stays up for reads and for the partitions that can still write",
+			"topic", tp.Topic, "partition", tp.Partition, "err", err)
+		return
+	}
+	n.logger.Error("disk error: stopping this node so that the other replicas take over its partitions; fix the disk, then restart it",
+		"topic", tp.Topic, "partition", tp.Partition, "data_dir", n.cfg.DataDir, "err", err)
+	select {
+	case n.done <- fmt.Errorf("disk error on %s-%d: %w", tp.Topic, tp.Partition, err):
+	default: // already stopping
+	}
+}
