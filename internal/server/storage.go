@@ -19,7 +19,9 @@ import (
 // A single node stays up: nobody could take over, reads still work, and partitions
 // whose logs are fine keep accepting writes while the disk has room.
 func (n *Node) storageFailed(tp log.TopicPartition, err error) {
-	if n.admin == nil || len(n.admin.Image().Brokers) <= 1 {
+	// The quorum's image (n.ctrl is set before the logs open, so this never races
+	// with start-up), not the applied one, which is empty until the first apply.
+	if len(n.ctrl.Image().Brokers) <= 1 {
 		n.logger.Error("disk error; this is the only node, so it stays up for reads and for the partitions that can still write",
 			"topic", tp.Topic, "partition", tp.Partition, "err", err)
 		return
