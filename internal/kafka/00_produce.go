@@ -126,7 +126,7 @@ func (s *Server) appendPart(ctx context.Context, txnID *string, version, acks in
 	}
 	if txnID != nil {
 		if err := s.verifyTxnProduce(ctx, *txnID, version, pp.tp, pp.records); err != nil {
-			pp.resp.ErrorCode, pp.resp.ErrorMessage = txnErrorCode(err, false), pp.errorMessage(err)
+			pp.resp.ErrorCode, pp.resp.ErrorMessage = produceVerifyErrorCode(err, version), pp.errorMessage(err)
 			return
 		}
 	}

@@ -71,6 +71,25 @@ func txnErrorCode(err error, fencedAsEpoch bool) int16 {
 	return errorCode(err)
 }
 
+// produceVerifyErrorCode is the produce error code for a failed transaction check.
+// Up to Produce v11 the coordinator's retriable errors become NOT_ENOUGH_REPLICAS,
+// with the real error in the message, as Kafka answers (KAFKA-15459): those versions
+// predate KIP-890, and many clients (librdkafka, sarama, ...) treat a produce error
+// code they do not expect there as fatal, though a retry would succeed. From v12
+// (transaction version 2) clients know these codes (KAFKA-18662).
+func produceVerifyErrorCode(err error, version int16) int16 {
+	code := txnErrorCode(err, false)
+	if version >= 12 {
+		return code
+	}
+	switch code {
+	case kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorLoadInProgress.Code, kerr.NotCoordinator.Code,
+		kerr.ConcurrentTransactions.Code, kerr.NetworkException.Code, kerr.RequestTimedOut.Code:
+		return kerr.NotEnoughReplicas.Code
+	}
+	return code
+}
+
 // verifyTxnProduce checks a transactional produce with the coordinator (KIP-890):
 // up to v11 the partition must already be in the producer's ongoing transaction;
 // from v12 (transaction version 2) the write adds it implicitly. A fenced producer
