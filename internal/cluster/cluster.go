@@ -88,9 +88,16 @@ func Start(t testing.TB, o Options) *Cluster {
 		c.net = newNetwork(t, o.Nodes)
 	}
 	bin := binary(t, o)
+	// The temporary directory before the shutdown hook: cleanups run last-in first-out,
+	// and shutdown prints the nodes' logs from it.
+	root := t.TempDir()
 	t.Cleanup(c.shutdown)
 	for attempt := 1; ; attempt++ {
-		c.nodes = makeNodes(t, bin, o, c.net)
+		dir := root
+		if attempt > 1 {
+			dir = filepath.Join(root, fmt.Sprintf("attempt-%d", attempt))
+		}
+		c.nodes = makeNodes(t, dir, bin, o, c.net)
 		c.probes = make([]*kgo.Client, o.Nodes)
 		if o.Prepare != nil {
 			for _, n := range c.nodes {
@@ -147,8 +154,7 @@ func (c *Cluster) portTaken() bool {
 
 // makeNodes chooses the addresses and directories of every node and builds their
 // arguments: free loopback ports, or fixed ports in the node's namespace of w.
-func makeNodes(t testing.TB, bin string, o Options, w *network) []*Node {
-	root := t.TempDir()
+func makeNodes(t testing.TB, root, bin string, o Options, w *network) []*Node {
 	nodes := make([]*Node, o.Nodes)
 	var voters []string
 	for i := range nodes {
