@@ -145,14 +145,7 @@ func (p *cleanPass) buildMap(c *cleanable) error {
 
 // mapSegment puts the keys of s's batches at or after firstDirty into the map.
 func (p *cleanPass) mapSegment(s *Segment) error {
-	size := s.size.Load()
-	valid, err := scanBatches(s.file, 0, size, true, func(b recordbatch.Batch, _ int64) error {
-		if err := p.checkDone(); err != nil {
-			return err
-		}
-		if err := p.read(len(b)); err != nil {
-			return err
-		}
+	return p.scanSegment(s, func(b recordbatch.Batch) error {
 		if b.LastOffset() < p.firstDirty || b.IsControl() || b.IsTransactional() {
 			return nil // see filter
 		}
@@ -164,6 +157,22 @@ func (p *cleanPass) mapSegment(s *Segment) error {
 		}
 		p.end = b.NextOffset()
 		return nil
+	})
+}
+
+// scanSegment calls fn on every batch of s, as both of the pass's reads of a segment
+// do: it stops once the pass is aborted, accounts (and throttles) the bytes read, and
+// classifies how the scan ended with scanError.
+func (p *cleanPass) scanSegment(s *Segment, fn func(b recordbatch.Batch) error) error {
+	size := s.size.Load()
+	valid, err := scanBatches(s.file, 0, size, true, func(b recordbatch.Batch, _ int64) error {
+		if err := p.checkDone(); err != nil {
+			return err
+		}
+		if err := p.read(len(b)); err != nil {
+			return err
+		}
+		return fn(b)
 	})
 	return scanError(s, valid, size, err)
 }

@@ -73,14 +73,7 @@ func (p *cleanPass) copyGroup(old []*Segment, w *cleanedWriter) (int64, error) {
 		if i == 1 {
 			p.hookf("copying")
 		}
-		size := s.size.Load()
-		valid, err := scanBatches(s.file, 0, size, true, func(b recordbatch.Batch, _ int64) error {
-			if err := p.checkDone(); err != nil {
-				return err
-			}
-			if err := p.read(len(b)); err != nil {
-				return err
-			}
+		err := p.scanSegment(s, func(b recordbatch.Batch) error {
 			out, err := p.filter(b)
 			if err != nil || out == nil {
 				return err
@@ -90,7 +83,7 @@ func (p *cleanPass) copyGroup(old []*Segment, w *cleanedWriter) (int64, error) {
 			}
 			return w.write(out)
 		})
-		if err := scanError(s, valid, size, err); err != nil {
+		if err != nil {
 			return 0, err
 		}
 	}
