@@ -137,8 +137,8 @@ func (p *cleanPass) buildMap(c *cleanable) error {
 		p.end = c.ends[i]
 	}
 	if p.end <= p.firstDirty {
-		return fmt.Errorf("log cleaner: a batch at offset %d has more keys than the offset map holds (%d): raise log.cleaner.dedupe.buffer.size",
-			p.firstDirty, p.r.offsets.maxEntries)
+		return fmt.Errorf("log cleaner: %s-%d: a batch at offset %d has more keys than the offset map holds (%d): raise log.cleaner.dedupe.buffer.size",
+			p.l.tp.Topic, p.l.tp.Partition, p.firstDirty, p.r.offsets.maxEntries)
 	}
 	return nil
 }

@@ -137,7 +137,7 @@ func (p *cleanPass) commitStateLocked() error {
 	}
 	s := p.l.cleaned.with(p.end, p.now.UnixMilli())
 	if err := writeCleanerState(p.l.fs, p.l.dir, s); err != nil {
-		return fmt.Errorf("%w: writing %s: %v", ErrKafkaStorage, cleanerCheckpointName, err)
+		return fmt.Errorf("%w: log cleaner writing %s: %v", ErrKafkaStorage, MakeFilename(p.l.dir, FileTypeCleanerCheckpoint, 0), err)
 	}
 	p.l.cleaned = s
 	p.l.cleanerEnd.Store(s.firstDirty())
