@@ -27,14 +27,13 @@ func init() { regKey(1, 4, 16, handleFetch) }
 
 // fetchPart is one partition to read in this request.
 type fetchPart struct {
-	sp    *sessionPartition
-	part  *replica.Partition
-	err   error
-	topic int // index in the response's topics
+	sp   *sessionPartition
+	part *replica.Partition
+	err  error
 	// sent is set when the latest read put this partition in the response, with the
 	// offsets it reported (committed to the session once the response is final).
-	sent                          bool
-	sentHW, sentLSO, sentLogStart int64
+	sent        bool
+	sentOffsets partitionOffsets
 }
 
 func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
@@ -54,7 +53,7 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 		defer session.mu.Unlock()
 		resp.SessionID = session.id
 	}
-	s.resolveParts(parts, replicaID)
+	s.resolveParts(parts)
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	read := func() int {
 		resp.Topics = resp.Topics[:0]
@@ -64,8 +63,7 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 	// As Kafka, a partition error (OFFSET_OUT_OF_RANGE, NOT_LEADER_OR_FOLLOWER, ...)
 	// answers at once: the client has to act on it, and waiting cannot fix it.
 	done := func(total int) bool {
-		return total >= int(req.MinBytes) || total > 0 && req.MinBytes <= 1 || !time.Now().Before(deadline) ||
-			hasErr(parts) || partitionErr(resp)
+		return total >= int(req.MinBytes) || !time.Now().Before(deadline) || partitionErr(resp)
 	}
 	// A follower fetch also ends when this node takes on new leaderships, and does not
 	// park long while it names fewer partitions than its node follows here: either way
@@ -173,7 +171,7 @@ func partsFrom(sps []sessionPartition) []*fetchPart {
 	out := make([]*fetchPart, len(sps))
 	for i := range sps {
 		sp := sps[i]
-		sp.lastHW, sp.lastLSO, sp.lastLogStart = -1, -1, -1
+		sp.last = noOffsets
 		out[i] = &fetchPart{sp: &sp}
 	}
 	return out
@@ -187,7 +185,7 @@ func partsFromSession(fs *fetchSession) []*fetchPart {
 	return out
 }
 
-func (s *Server) resolveParts(parts []*fetchPart, replicaID int32) {
+func (s *Server) resolveParts(parts []*fetchPart) {
 	for _, fp := range parts {
 		if fp.sp.tp.Topic == "" {
 			fp.err = errUnknownTopicID
@@ -197,16 +195,9 @@ func (s *Server) resolveParts(parts []*fetchPart, replicaID int32) {
 	}
 }
 
-func hasErr(parts []*fetchPart) bool {
-	for _, fp := range parts {
-		if fp.err != nil {
-			return true
-		}
-	}
-	return false
-}
-
-// partitionErr reports whether any partition of resp carries an error code.
+// partitionErr reports whether any partition of resp carries an error code. A
+// partition that could not be resolved (fetchPart.err) is always in the response with
+// its code, so this covers those too.
 func partitionErr(resp *kmsg.FetchResponse) bool {
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {

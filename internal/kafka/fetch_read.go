@@ -39,12 +39,12 @@ func (s *Server) readParts(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchR
 			// clients (librdkafka) reject; an empty record set is 0.
 			rp.RecordBatches = []byte{}
 		}
-		fp.sent = false
-		if incremental && rp.ErrorCode == 0 && len(rp.RecordBatches) == 0 &&
-			rp.HighWatermark == fp.sp.lastHW && rp.LastStableOffset == fp.sp.lastLSO && rp.LogStartOffset == fp.sp.lastLogStart {
+		offsets := partitionOffsets{rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset}
+		fp.sent = !incremental || rp.ErrorCode != 0 || len(rp.RecordBatches) > 0 || offsets != fp.sp.last
+		if !fp.sent {
 			continue
 		}
-		fp.sent, fp.sentHW, fp.sentLSO, fp.sentLogStart = true, rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset
+		fp.sentOffsets = offsets
 		appendFetchPartition(resp, topicIdx, fp, rp)
 	}
 	return total
@@ -57,7 +57,7 @@ func (s *Server) readParts(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchR
 func commitSession(parts []*fetchPart) {
 	for _, fp := range parts {
 		if fp.sent {
-			fp.sp.lastHW, fp.sp.lastLSO, fp.sp.lastLogStart = fp.sentHW, fp.sentLSO, fp.sentLogStart
+			fp.sp.last = fp.sentOffsets
 		}
 	}
 }

@@ -22,9 +22,16 @@ type sessionPartition struct {
 	fetchOffset        int64
 	maxBytes           int32
 	currentLeaderEpoch int32
-	// What the last response reported, to decide whether the partition has news.
-	lastHW, lastLSO, lastLogStart int64
+	// last is what the last response reported, to decide whether the partition has
+	// news for an incremental fetch.
+	last partitionOffsets
 }
+
+// partitionOffsets are the offsets a fetch response reports for a partition.
+type partitionOffsets struct{ hw, lso, logStart int64 }
+
+// noOffsets is what a session has reported for a partition before its first response.
+var noOffsets = partitionOffsets{-1, -1, -1}
 
 type fetchSession struct {
 	id    int32
@@ -41,7 +48,7 @@ func (fs *fetchSession) upsert(sp sessionPartition) {
 		return
 	}
 	n := sp
-	n.lastHW, n.lastLSO, n.lastLogStart = -1, -1, -1
+	n.last = noOffsets
 	fs.order = append(fs.order, &n)
 	fs.index[sp.tp] = &n
 }
