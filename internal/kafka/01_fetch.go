@@ -57,7 +57,7 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	read := func() int {
 		resp.Topics = resp.Topics[:0]
-		r.releasePooled() // what an earlier pass read is dropped from the response
+		r.releaseRecords() // what an earlier pass read is dropped from the response
 		return s.readParts(r, req, resp, parts, replicaID, incremental)
 	}
 	// As Kafka, a partition error (OFFSET_OUT_OF_RANGE, NOT_LEADER_OR_FOLLOWER, ...)

@@ -46,8 +46,10 @@ type request struct {
 	splices []*splice
 }
 
-// releasePooled gives back the buffers in r.pooled; nothing may refer to them after.
-func (r *request) releasePooled() {
+// releaseRecords drops what a fetch response's records refer to: the buffers in
+// r.pooled go back to the pool (nothing may refer to them after) and the spliced file
+// ranges are forgotten.
+func (r *request) releaseRecords() {
 	for _, b := range r.pooled {
 		putBuf(b)
 	}
@@ -257,7 +259,7 @@ func (c *conn) handle(p *pending) {
 	defer close(p.done)
 	r := p.req
 	defer r.releaseFrame()
-	defer r.releasePooled()
+	defer r.releaseRecords()
 	defer r.appendDone()
 	name := kmsg.NameForKey(r.key)
 	reg, ok := handlers[r.key]

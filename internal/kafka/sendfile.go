@@ -72,7 +72,7 @@ func splicePlan(frame []byte, splices []*splice, flexible bool) ([]outPart, erro
 	for _, sp := range splices {
 		i := bytes.Index(frame[from:], sp.token)
 		if i < 0 {
-			return nil, fmt.Errorf("fetch response: records token of %d bytes at %d not found", sp.size, sp.pos)
+			return nil, fmt.Errorf("fetch response: the token of %d record bytes at position %d of %s is not in the encoded response", sp.size, sp.pos, sp.file.Name())
 		}
 		at := from + i
 		// The token's own length prefix: 17 as a one-byte uvarint (flexible), or the
@@ -82,7 +82,7 @@ func splicePlan(frame []byte, splices []*splice, flexible bool) ([]outPart, erro
 			oldPrefix = 1
 		}
 		if at-oldPrefix < from {
-			return nil, fmt.Errorf("fetch response: records token at %d has no length before it", at)
+			return nil, fmt.Errorf("fetch response: the token of %d record bytes at position %d of %s has no length before it", sp.size, sp.pos, sp.file.Name())
 		}
 		n := len(prefixes)
 		if flexible {
