@@ -26,7 +26,7 @@ func TestNewPartitionFirstAck(t *testing.T) {
 	for round := range 3 {
 		topic := fmt.Sprintf("%s-%d", topicName(t), round)
 		createTopic(t, c, topic, 1, 3)
-		leader := everyNodeKnowsLeader(t, c, topic)
+		leader, _ := c.WaitLeader(t, topic, 0, waitTimeout) // the request goes straight to it
 		req := kmsg.NewPtrProduceRequest()
 		req.Acks, req.TimeoutMillis = -1, 15000
 		rt := kmsg.NewProduceRequestTopic()
@@ -51,32 +51,5 @@ func TestNewPartitionFirstAck(t *testing.T) {
 			t.Errorf("round %d: the first acks=all write to new partition %s-0 took %v: a follower waited out its parked fetch (5 s)",
 				round, topic, took.Round(time.Millisecond))
 		}
-	}
-}
-
-// everyNodeKnowsLeader waits until every node's metadata has the same leader for
-// topic's partition 0, and returns it.
-func everyNodeKnowsLeader(t *testing.T, c *cluster.Cluster, topic string) int32 {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		leader, agreed := int32(-1), true
-		for i := 1; i <= c.Size(); i++ {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			st, err := c.PartitionFrom(ctx, i, topic, 0)
-			cancel()
-			if err != nil || st.Err != nil || st.Leader < 0 || (leader >= 0 && st.Leader != leader) {
-				agreed = false
-				break
-			}
-			leader = st.Leader
-		}
-		if agreed {
-			return leader
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the nodes do not agree on a leader of %s-0 after %v", topic, waitTimeout)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
