@@ -22,6 +22,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"time"
 
@@ -225,31 +226,27 @@ func (g *groupMetadata) hasPendingTxnOffset(tp TopicPartition) bool {
 
 // completeTxn applies producer pid's marker to its pending offsets.
 func (g *groupMetadata) completeTxn(pid int64, commit bool) {
-	pending, ok := g.txnOffsets[pid]
-	if !ok {
-		return
-	}
-	delete(g.txnOffsets, pid)
-	if commit {
-		for tp, o := range pending {
-			g.offsets[tp] = o
-		}
-	}
+	applyTxnMarker(g.txnOffsets, g.offsets, pid, commit)
 }
 
 // replayTxnMarker applies a marker met in replay to the loaded groups.
 func replayTxnMarker(groups map[string]*loadedGroup, pid int64, commit bool) {
 	for _, lg := range groups {
-		pending, ok := lg.txnOffsets[pid]
-		if !ok {
-			continue
-		}
-		delete(lg.txnOffsets, pid)
-		if commit {
-			for tp, o := range pending {
-				lg.offsets[tp] = o
-			}
-		}
+		applyTxnMarker(lg.txnOffsets, lg.offsets, pid, commit)
+	}
+}
+
+// applyTxnMarker applies producer pid's marker to a group's pending offsets
+// (txnOffsets): a commit makes them committed (offsets), and either marker drops
+// them. The live group and the replay share it, so that they agree.
+func applyTxnMarker(txnOffsets map[int64]map[TopicPartition]offsetAndMetadata, offsets map[TopicPartition]offsetAndMetadata, pid int64, commit bool) {
+	pending, ok := txnOffsets[pid]
+	if !ok {
+		return
+	}
+	delete(txnOffsets, pid)
+	if commit {
+		maps.Copy(offsets, pending)
 	}
 }
 
