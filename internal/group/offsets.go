@@ -74,27 +74,15 @@ func (g *groupMetadata) validateCommit(memberID string, instanceID *string, gene
 // commit handles an OffsetCommit: the offsets are written and, once durable, become
 // the group's committed offsets. reply gets one error per offset, in request order.
 func (g *groupMetadata) commit(now time.Time, req CommitRequest, reply func([]error)) {
-	errs := make([]error, len(req.Offsets))
 	if err := g.validateCommit(req.MemberID, req.InstanceID, req.Generation); err != nil {
-		for i := range errs {
-			errs[i] = err
-		}
-		reply(errs)
+		reply(sameError(len(req.Offsets), err))
 		return
 	}
 	if m := g.members[req.MemberID]; m != nil {
 		m.lastHeartbeat = now
 	}
-	var records []kv
-	var accepted []int
-	for i, o := range req.Offsets {
-		if o.Metadata != nil && len(*o.Metadata) > g.lim.maxMetadataBytes {
-			errs[i] = ErrOffsetMetadataTooLarge
-			continue
-		}
-		records = append(records, kv{offsetCommitKey(g.id, o.Topic, o.Partition), offsetCommitValue(toOffset(o, now))})
-		accepted = append(accepted, i)
-	}
+	errs := make([]error, len(req.Offsets))
+	records, accepted := g.offsetRecords(req.Offsets, now, errs)
 	if len(records) == 0 {
 		reply(errs)
 		return
@@ -109,6 +97,31 @@ func (g *groupMetadata) commit(now time.Time, req CommitRequest, reply func([]er
 		}
 		reply(errs)
 	})
+}
+
+// offsetRecords encodes the offset records of a commit (plain or transactional):
+// offsets whose metadata is over offset.metadata.max.bytes get
+// ErrOffsetMetadataTooLarge in errs and no record; accepted are the indexes of the
+// others, in order.
+func (g *groupMetadata) offsetRecords(offsets []OffsetCommit, now time.Time, errs []error) (records []kv, accepted []int) {
+	for i, o := range offsets {
+		if o.Metadata != nil && len(*o.Metadata) > g.lim.maxMetadataBytes {
+			errs[i] = ErrOffsetMetadataTooLarge
+			continue
+		}
+		records = append(records, kv{offsetCommitKey(g.id, o.Topic, o.Partition), offsetCommitValue(toOffset(o, now))})
+		accepted = append(accepted, i)
+	}
+	return records, accepted
+}
+
+// sameError is n times err: the answer of a commit refused as a whole.
+func sameError(n int, err error) []error {
+	errs := make([]error, n)
+	for i := range errs {
+		errs[i] = err
+	}
+	return errs
 }
 
 func toOffset(o OffsetCommit, now time.Time) offsetAndMetadata {

@@ -91,10 +91,7 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req CommitRequest) []er
 		err = ErrIllegalGeneration
 	}
 	if err != nil {
-		errs = make([]error, len(req.Offsets))
-		for i := range errs {
-			errs[i] = err
-		}
+		errs = sameError(len(req.Offsets), err)
 	}
 	return errs
 }

@@ -76,10 +76,7 @@ func (c *Coordinator) CommitTxnOffsets(ctx context.Context, req TxnCommitRequest
 		})
 	}
 	if err != nil {
-		errs = make([]error, len(req.Offsets))
-		for i := range errs {
-			errs[i] = err
-		}
+		errs = sameError(len(req.Offsets), err)
 	}
 	return errs
 }
@@ -158,24 +155,12 @@ func (g *groupMetadata) validateTxnCommit(memberID string, instanceID *string, g
 // write is issued (so that a marker racing the append finds them) and dropped again
 // if the append fails.
 func (g *groupMetadata) txnCommit(now time.Time, req TxnCommitRequest, reply func([]error)) {
-	errs := make([]error, len(req.Offsets))
 	if err := g.validateTxnCommit(req.MemberID, req.InstanceID, req.Generation); err != nil {
-		for i := range errs {
-			errs[i] = err
-		}
-		reply(errs)
+		reply(sameError(len(req.Offsets), err))
 		return
 	}
-	var records []kv
-	var accepted []int
-	for i, o := range req.Offsets {
-		if o.Metadata != nil && len(*o.Metadata) > g.lim.maxMetadataBytes {
-			errs[i] = ErrOffsetMetadataTooLarge
-			continue
-		}
-		records = append(records, kv{offsetCommitKey(g.id, o.Topic, o.Partition), offsetCommitValue(toOffset(o, now))})
-		accepted = append(accepted, i)
-	}
+	errs := make([]error, len(req.Offsets))
+	records, accepted := g.offsetRecords(req.Offsets, now, errs)
 	if len(records) == 0 {
 		reply(errs)
 		return
