@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runnel-io/runnel/internal/config"
+	"github.com/runnel-io/runnel/internal/coordshard"
 	"github.com/runnel-io/runnel/internal/replica"
 )
 
@@ -59,13 +60,10 @@ type Coordinator struct {
 	lim    limits
 	logger *slog.Logger
 
-	// mu guards shards and closed. Lock order: Coordinator.mu -> shard.mu.
-	mu     sync.RWMutex
-	shards map[int32]*shard
-	closed bool
-	// wg tracks every goroutine (group owners, loads, appends); Add only under mu
-	// with closed false, so Close's Wait sees them all.
-	wg sync.WaitGroup
+	// shards are the __consumer_offsets partitions this node leads; it also tracks
+	// every goroutine (group owners, loads, appends). Lock order: shard.mu -> the
+	// Set's lock (a leaf: startGroup calls goFunc under shard.mu).
+	shards *coordshard.Set[*shard]
 }
 
 // shard is one loaded (or loading) __consumer_offsets partition.
@@ -77,8 +75,7 @@ type shard struct {
 	source any
 	// ctx ends when the shard is unloaded or the coordinator closes; it stops the load,
 	// the group goroutines and their appends.
-	ctx    context.Context
-	cancel context.CancelFunc
+	ctx context.Context
 	// loaded is closed once the partition has been replayed.
 	loaded chan struct{}
 
@@ -123,7 +120,7 @@ func NewCoordinator(cfg Config) *Coordinator {
 	if cfg.OffsetsRetention != 0 {
 		lim.offsetsRetention = max(cfg.OffsetsRetention, 0)
 	}
-	return &Coordinator{cfg: cfg, lim: lim, logger: cfg.Logger.With("component", "group-coordinator"), shards: map[int32]*shard{}}
+	return &Coordinator{cfg: cfg, lim: lim, logger: cfg.Logger.With("component", "group-coordinator"), shards: coordshard.New[*shard]()}
 }
 
 // NumPartitions is the partition count of __consumer_offsets groups are mapped over.
@@ -153,79 +150,36 @@ func (c *Coordinator) OnLeadershipChange(p *replica.Partition, leader bool, lead
 // background; requests meanwhile get ErrCoordinatorLoadInProgress. A repeated call for
 // the same source is ignored.
 func (c *Coordinator) Load(partition int32, log PartitionLog, source any, leaderEpoch int32) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return
-	}
-	if old := c.shards[partition]; old != nil {
-		if old.source == source {
-			return
-		}
-		old.cancel()
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	sh := &shard{partition: partition, log: log, source: source, ctx: ctx, cancel: cancel,
-		loaded: make(chan struct{}), groups: map[string]*group{}}
-	c.shards[partition] = sh
-	c.logger.Debug("loading groups", "partition", partition, "leader_epoch", leaderEpoch)
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		c.loadShard(sh)
-	}()
+	c.shards.Load(partition, func(old *shard) bool { return old.source == source }, func(ctx context.Context) *shard {
+		c.logger.Debug("loading groups", "partition", partition, "leader_epoch", leaderEpoch)
+		return &shard{partition: partition, log: log, source: source, ctx: ctx,
+			loaded: make(chan struct{}), groups: map[string]*group{}}
+	}, c.loadShard)
 }
 
 // Unload stops coordinating partition's groups: waiting requests get ErrNotCoordinator.
 func (c *Coordinator) Unload(partition int32) {
-	c.mu.Lock()
-	sh := c.shards[partition]
-	delete(c.shards, partition)
-	c.mu.Unlock()
-	if sh != nil {
+	if _, ok := c.shards.Unload(partition); ok {
 		c.logger.Info("unloading groups", "partition", partition)
-		sh.cancel()
 	}
 }
 
 // Close unloads every shard and waits for every goroutine of the coordinator.
 func (c *Coordinator) Close() error {
-	c.mu.Lock()
-	c.closed = true
-	shards := c.shards
-	c.shards = map[int32]*shard{}
-	c.mu.Unlock()
-	for _, sh := range shards {
-		sh.cancel()
-	}
-	c.wg.Wait()
+	c.shards.Close()
 	return nil
 }
 
 // goFunc runs fn on a tracked goroutine; false when the coordinator is closed.
-func (c *Coordinator) goFunc(fn func()) bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.closed {
-		return false
-	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		fn()
-	}()
-	return true
-}
+func (c *Coordinator) goFunc(fn func()) bool { return c.shards.Go(fn) }
 
 // shardFor returns the loaded shard coordinating groupID.
 func (c *Coordinator) shardFor(groupID string) (*shard, error) {
 	if groupID == "" {
 		return nil, ErrInvalidGroupID
 	}
-	c.mu.RLock()
-	sh := c.shards[c.PartitionFor(groupID)]
-	c.mu.RUnlock()
-	if sh == nil || sh.ctx.Err() != nil {
+	sh, ok := c.shards.Get(c.PartitionFor(groupID))
+	if !ok || sh.ctx.Err() != nil {
 		return nil, ErrNotCoordinator
 	}
 	select {

@@ -158,14 +158,8 @@ func (c *Coordinator) DescribeGroup(ctx context.Context, groupID string) (GroupD
 // (case-insensitive; all when empty). While some partition is still loading it
 // returns ErrCoordinatorLoadInProgress, as Kafka does.
 func (c *Coordinator) ListGroups(states []string) ([]GroupListing, error) {
-	c.mu.RLock()
-	shards := make([]*shard, 0, len(c.shards))
-	for _, sh := range c.shards {
-		shards = append(shards, sh)
-	}
-	c.mu.RUnlock()
 	var out []GroupListing
-	for _, sh := range shards {
+	for _, sh := range c.shards.All() {
 		select {
 		case <-sh.loaded:
 		default:

@@ -101,10 +101,8 @@ func (sh *shard) trackTxnGroup(pid int64, groupID string) {
 // group could not apply it yet: the marker should be written again (a repeated
 // marker changes nothing in the log), which calls CompleteTxn again.
 func (c *Coordinator) CompleteTxn(ctx context.Context, partition int32, pid int64, commit bool) error {
-	c.mu.RLock()
-	sh := c.shards[partition]
-	c.mu.RUnlock()
-	if sh == nil {
+	sh, ok := c.shards.Get(partition)
+	if !ok {
 		return nil
 	}
 	sh.mu.Lock()

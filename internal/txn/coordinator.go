@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/coordshard"
 	"github.com/runnel-io/runnel/internal/group"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/recordbatch"
@@ -56,13 +57,9 @@ type Coordinator struct {
 	cfg    Config
 	logger *slog.Logger
 
-	// mu guards shards and closed.
-	mu     sync.Mutex
-	shards map[int32]*shard
-	closed bool
-	// wg tracks every goroutine; Add only under mu with closed false.
-	wg   sync.WaitGroup
-	stop chan struct{}
+	// shards are the __transaction_state partitions this node leads; it also tracks
+	// every goroutine (loads, completion retries, abortLoop, which ends at its Done).
+	shards *coordshard.Set[*shard]
 }
 
 // shard is one loaded (or loading) __transaction_state partition.
@@ -73,8 +70,7 @@ type shard struct {
 	// coordinatorEpoch is the partition's leader epoch when this node took it.
 	coordinatorEpoch int32
 	ctx              context.Context // ends at unload
-	cancel           context.CancelFunc
-	loaded           chan struct{} // closed once replayed
+	loaded           chan struct{}   // closed once replayed
 
 	mu   sync.Mutex // guards txns
 	txns map[string]*txnEntry
@@ -111,7 +107,7 @@ func NewCoordinator(cfg Config) *Coordinator {
 		cfg.Now = time.Now
 	}
 	c := &Coordinator{cfg: cfg, logger: cfg.Logger.With("component", "txn-coordinator"),
-		shards: map[int32]*shard{}, stop: make(chan struct{})}
+		shards: coordshard.New[*shard]()}
 	c.goFunc(c.abortLoop)
 	return c
 }
@@ -140,79 +136,29 @@ func (c *Coordinator) OnLeadershipChange(p *replica.Partition, leader bool, lead
 
 // Load starts coordinating the ids of partition from log, replayed in the background.
 func (c *Coordinator) Load(partition int32, log group.PartitionLog, source any, leaderEpoch int32) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return
-	}
-	if old := c.shards[partition]; old != nil {
-		if old.source == source && old.coordinatorEpoch == leaderEpoch {
-			return
-		}
-		old.cancel()
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	sh := &shard{partition: partition, log: log, source: source, coordinatorEpoch: leaderEpoch,
-		ctx: ctx, cancel: cancel, loaded: make(chan struct{}), txns: map[string]*txnEntry{}}
-	c.shards[partition] = sh
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		c.loadShard(sh)
-	}()
+	current := func(old *shard) bool { return old.source == source && old.coordinatorEpoch == leaderEpoch }
+	c.shards.Load(partition, current, func(ctx context.Context) *shard {
+		return &shard{partition: partition, log: log, source: source, coordinatorEpoch: leaderEpoch,
+			ctx: ctx, loaded: make(chan struct{}), txns: map[string]*txnEntry{}}
+	}, c.loadShard)
 }
 
 // Unload stops coordinating partition's ids.
-func (c *Coordinator) Unload(partition int32) {
-	c.mu.Lock()
-	sh := c.shards[partition]
-	delete(c.shards, partition)
-	c.mu.Unlock()
-	if sh != nil {
-		sh.cancel()
-	}
-}
+func (c *Coordinator) Unload(partition int32) { c.shards.Unload(partition) }
 
 // Close unloads everything and waits for every goroutine.
 func (c *Coordinator) Close() error {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return nil
-	}
-	c.closed = true
-	shards := c.shards
-	c.shards = map[int32]*shard{}
-	close(c.stop)
-	c.mu.Unlock()
-	for _, sh := range shards {
-		sh.cancel()
-	}
-	c.wg.Wait()
+	c.shards.Close()
 	return nil
 }
 
 // goFunc runs fn on a tracked goroutine; false when closed.
-func (c *Coordinator) goFunc(fn func()) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return false
-	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		fn()
-	}()
-	return true
-}
+func (c *Coordinator) goFunc(fn func()) bool { return c.shards.Go(fn) }
 
 // shardFor returns the loaded shard of txnID.
 func (c *Coordinator) shardFor(txnID string) (*shard, error) {
-	c.mu.Lock()
-	sh := c.shards[c.PartitionFor(txnID)]
-	c.mu.Unlock()
-	if sh == nil {
+	sh, ok := c.shards.Get(c.PartitionFor(txnID))
+	if !ok {
 		return nil, ErrNotCoordinator
 	}
 	select {

@@ -300,7 +300,7 @@ func (c *Coordinator) abortLoop() {
 	defer t.Stop()
 	for {
 		select {
-		case <-c.stop:
+		case <-c.shards.Done():
 			return
 		case <-t.C:
 			c.abortTimedOut()
@@ -328,10 +328,8 @@ func (c *Coordinator) abortTimedOut() {
 
 // loadedShards returns the shards done loading.
 func (c *Coordinator) loadedShards() []*shard {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	var out []*shard
-	for _, sh := range c.shards {
+	for _, sh := range c.shards.All() {
 		select {
 		case <-sh.loaded:
 			out = append(out, sh)
