@@ -10,22 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/runnel-io/runnel/internal/benchfmt"
 )
-
-// report is the part of a `runnel bench` / natsbench JSON report the table uses.
-type report struct {
-	RecordsPerSec float64  `json:"records_per_sec"`
-	MBPerSec      float64  `json:"mb_per_sec"`
-	Produce       *latency `json:"produce_latency_ms"`
-	EndToEnd      *latency `json:"e2e_latency_ms"`
-}
-
-type latency struct {
-	P50  float64 `json:"p50"`
-	P99  float64 `json:"p99"`
-	P999 float64 `json:"p99_9"`
-	Max  float64 `json:"max"`
-}
 
 // runWorkload runs one repetition of w on s and records its metrics.
 func runWorkload(e *env, o options, s system, r *running, w workload, run int, res *results) error {
@@ -97,7 +84,7 @@ const benchTimeout = 10 * time.Minute
 // bench runs one bench command of s's client against addr with --json, appending its stderr to
 // logName, and decodes the report. A command that fails (a lost record, a timeout)
 // returns its last stderr line.
-func bench(e *env, s system, addr, logName, mode string, args ...string) (*report, error) {
+func bench(e *env, s system, addr, logName, mode string, args ...string) (*benchfmt.Report, error) {
 	var argv []string
 	if s.client == "nats" {
 		argv = append([]string{filepath.Join(e.bin, "natsbench"), mode, "-url", addr, "-json"}, args...)
@@ -115,7 +102,7 @@ func bench(e *env, s system, addr, logName, mode string, args ...string) (*repor
 	if err != nil {
 		return nil, fmt.Errorf("%v: %s", err, lastLine(stderr.String()))
 	}
-	var rep report
+	var rep benchfmt.Report
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		return nil, fmt.Errorf("bad report %q: %w", stdout.String(), err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/runnel-io/runnel/internal/benchfmt"
 )
 
 // publisher publishes bench messages asynchronously and records, in the ack handler
@@ -21,11 +22,11 @@ type publisher struct {
 	js       jetstream.JetStream
 	nc       *nats.Conn
 	template []byte
-	stall    jetstream.PublishOpt // waits out a full window of unacknowledged publishes
-	hist     *latencies           // written by the ack handler only
-	acked    atomic.Int64         // only grows
-	sent     int64                // used by the publishing goroutine only
-	mu       sync.Mutex           // guards firstErr
+	stall    jetstream.PublishOpt  // waits out a full window of unacknowledged publishes
+	hist     *benchfmt.LatencyHist // written by the ack handler only
+	acked    atomic.Int64          // only grows
+	sent     int64                 // used by the publishing goroutine only
+	mu       sync.Mutex            // guards firstErr
 	firstErr error
 }
 
@@ -34,7 +35,7 @@ func newPublisher(c *config) (*publisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &publisher{c: c, nc: nc, hist: newLatencies(), template: make([]byte, c.size),
+	p := &publisher{c: c, nc: nc, hist: benchfmt.NewLatencyHist(), template: make([]byte, c.size),
 		stall: jetstream.WithStallWait(c.timeout)}
 	for i := range p.template {
 		p.template[i] = 'A' + byte(rand.IntN(26))
@@ -49,8 +50,8 @@ func newPublisher(c *config) (*publisher, error) {
 }
 
 func (p *publisher) onAck(_ jetstream.JetStream, m *nats.Msg, _ *jetstream.PubAck) {
-	if _, ts, ok := parseHeader(m.Data); ok {
-		p.hist.record(time.Duration(time.Now().UnixNano() - ts))
+	if _, _, ts, ok := benchfmt.ParseHeader(m.Data); ok {
+		p.hist.Record(time.Duration(time.Now().UnixNano() - ts))
 	}
 	p.acked.Add(1)
 }
@@ -88,7 +89,7 @@ func (p *publisher) publish(n int64, rate float64, stop *atomic.Bool) error {
 		}
 		v := make([]byte, p.c.size) // the client keeps the message until it is acknowledged
 		copy(v, p.template)
-		putHeader(v, uint64(p.sent), time.Now().UnixNano())
+		benchfmt.PutHeader(v, 0, uint64(p.sent), time.Now().UnixNano())
 		if _, err := p.js.PublishAsync(p.c.stream, v, p.stall); err != nil {
 			return fmt.Errorf("publish: %w", err)
 		}
@@ -104,7 +105,7 @@ func (p *publisher) publish(n int64, rate float64, stop *atomic.Bool) error {
 	return nil
 }
 
-func produce(c *config) (*report, error) {
+func produce(c *config) (*benchfmt.Report, error) {
 	p, err := newPublisher(c)
 	if err != nil {
 		return nil, err
@@ -121,24 +122,24 @@ func produce(c *config) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &report{Mode: "produce", Topic: c.stream, Partitions: 1, Producers: 1, RecordSize: c.size, Produce: p.hist.summary()}
-	rep.setRate(p.acked.Load(), p.acked.Load()*int64(c.size), took)
+	rep := &benchfmt.Report{Mode: "produce", Topic: c.stream, Partitions: 1, Producers: 1, RecordSize: c.size, Produce: p.hist.Summary()}
+	rep.SetRate(p.acked.Load(), p.acked.Load()*int64(c.size), took)
 	return rep, nil
 }
 
 // receiver counts and checks the messages an ordered consumer delivers.
 type receiver struct {
-	seqs     seqSet       // used by the consume callback only
-	hist     *latencies   // nil unless e2e
-	received atomic.Int64 // only grows
+	seqs     seqSet                // used by the consume callback only
+	hist     *benchfmt.LatencyHist // nil unless e2e
+	received atomic.Int64          // only grows
 	bytes    atomic.Int64
 }
 
 func (r *receiver) handle(m jetstream.Msg) {
 	data := m.Data()
 	r.seqs.add(data)
-	if _, ts, ok := parseHeader(data); ok && r.hist != nil {
-		r.hist.record(time.Duration(time.Now().UnixNano() - ts))
+	if _, _, ts, ok := benchfmt.ParseHeader(data); ok && r.hist != nil {
+		r.hist.Record(time.Duration(time.Now().UnixNano() - ts))
 	}
 	r.bytes.Add(int64(len(data)))
 	r.received.Add(1)
@@ -170,7 +171,7 @@ func (r *receiver) waitFor(want int64, timeout time.Duration) error {
 	}
 }
 
-func consume(c *config) (*report, error) {
+func consume(c *config) (*benchfmt.Report, error) {
 	nc, err := nats.Connect(c.url)
 	if err != nil {
 		return nil, err
@@ -208,12 +209,12 @@ func consume(c *config) (*report, error) {
 		return nil, err
 	}
 	_ = js.DeleteStream(ctx, c.stream) // keep the servers' disks small across runs
-	rep := &report{Mode: "consume", Topic: c.stream, Partitions: 1, Duplicates: r.seqs.duplicates}
-	rep.setRate(r.received.Load(), r.bytes.Load(), took)
+	rep := &benchfmt.Report{Mode: "consume", Topic: c.stream, Partitions: 1, Duplicates: r.seqs.duplicates}
+	rep.SetRate(r.received.Load(), r.bytes.Load(), took)
 	return rep, nil
 }
 
-func e2e(c *config) (*report, error) {
+func e2e(c *config) (*benchfmt.Report, error) {
 	p, err := newPublisher(c)
 	if err != nil {
 		return nil, err
@@ -223,7 +224,7 @@ func e2e(c *config) (*report, error) {
 	if err := ensureStream(ctx, p.js, c); err != nil {
 		return nil, err
 	}
-	r := &receiver{hist: newLatencies()}
+	r := &receiver{hist: benchfmt.NewLatencyHist()}
 	cc, err := startReceiver(ctx, p.js, c, jetstream.DeliverNewPolicy, r)
 	if err != nil {
 		return nil, err
@@ -247,9 +248,9 @@ func e2e(c *config) (*report, error) {
 		return nil, err
 	}
 	_ = p.js.DeleteStream(ctx, c.stream)
-	rep := &report{Mode: "e2e", Topic: c.stream, Partitions: 1, Producers: 1, RecordSize: c.size,
-		Consumed: r.received.Load(), Duplicates: r.seqs.duplicates, Produce: p.hist.summary(), EndToEnd: r.hist.summary()}
-	rep.setRate(p.acked.Load(), p.acked.Load()*int64(c.size), took)
+	rep := &benchfmt.Report{Mode: "e2e", Topic: c.stream, Partitions: 1, Producers: 1, RecordSize: c.size,
+		Consumed: r.received.Load(), Duplicates: r.seqs.duplicates, Produce: p.hist.Summary(), EndToEnd: r.hist.Summary()}
+	rep.SetRate(p.acked.Load(), p.acked.Load()*int64(c.size), took)
 	return rep, nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/benchfmt"
 	"github.com/runnel-io/runnel/internal/gcfloor"
 )
 
@@ -87,10 +88,10 @@ func runClient(cmd string, args []string) error {
 	fs.DurationVar(&c.timeout, "timeout", time.Minute, "fail after this long without progress")
 	fs.BoolVar(&c.json, "json", false, "print the result as one JSON object")
 	_ = fs.Parse(args)
-	if c.size < headerSize {
-		return fmt.Errorf("-record-size must be at least %d", headerSize)
+	if c.size < benchfmt.HeaderSize {
+		return fmt.Errorf("-record-size must be at least %d", benchfmt.HeaderSize)
 	}
-	var rep *report
+	var rep *benchfmt.Report
 	var err error
 	switch cmd {
 	case "produce":
@@ -103,5 +104,5 @@ func runClient(cmd string, args []string) error {
 	if err != nil {
 		return err
 	}
-	return rep.write(os.Stdout, c.json)
+	return rep.Write(os.Stdout, c.json)
 }

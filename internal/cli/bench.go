@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/benchfmt"
 	"github.com/runnel-io/runnel/internal/gcfloor"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -151,10 +152,10 @@ func (f *benchFlags) validate(producing bool) error {
 		return usageErrorf("--timeout must be positive")
 	case !producing:
 		return nil
-	case f.recordSize < benchHeaderSize:
-		return usageErrorf("--record-size must be at least %d (the bench header)", benchHeaderSize)
-	case f.producers < 1 || f.producers > maxBenchProducers:
-		return usageErrorf("--producers must be between 1 and %d", maxBenchProducers)
+	case f.recordSize < benchfmt.HeaderSize:
+		return usageErrorf("--record-size must be at least %d (the bench header)", benchfmt.HeaderSize)
+	case f.producers < 1 || f.producers > benchfmt.MaxProducers:
+		return usageErrorf("--producers must be between 1 and %d", benchfmt.MaxProducers)
 	case f.batchMaxBytes < int32(f.recordSize)+100:
 		return usageErrorf("--batch-max-bytes %d cannot hold one record of --record-size %d", f.batchMaxBytes, f.recordSize)
 	}

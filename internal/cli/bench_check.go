@@ -1,24 +1,11 @@
 package cli
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/bits"
-)
 
-// A bench record's value starts with a header the consumer checks:
-//
-//	| producer (4B, big endian) | seq (8B) | produce time, Unix ns (8B) | filler ... |
-//
-// seq counts from 0 within each producer, so the records of one producer are
-// exactly the seqs 0..n-1 and any missing one shows as a hole.
-const (
-	benchHeaderSize = 20
-	// maxBenchProducers and maxBenchSeq bound the header fields a consumer accepts,
-	// so a foreign record cannot make it allocate a huge bitmap.
-	maxBenchProducers = 1 << 12
-	maxBenchSeq       = 1 << 36
+	"github.com/runnel-io/runnel/internal/benchfmt"
 )
 
 // errLostRecords is returned by a bench run that did not get back every record it
@@ -30,23 +17,6 @@ var errLostRecords = errors.New("records lost")
 // write (too short, or header fields out of range), which makes the check
 // meaningless.
 var errForeignRecords = errors.New("records not written by runnel bench")
-
-func putBenchHeader(v []byte, producer uint32, seq uint64, unixNano int64) {
-	binary.BigEndian.PutUint32(v[0:4], producer)
-	binary.BigEndian.PutUint64(v[4:12], seq)
-	binary.BigEndian.PutUint64(v[12:20], uint64(unixNano))
-}
-
-// parseBenchHeader reads a record value's header; ok is false for a foreign record.
-func parseBenchHeader(v []byte) (producer uint32, seq uint64, unixNano int64, ok bool) {
-	if len(v) < benchHeaderSize {
-		return 0, 0, 0, false
-	}
-	producer = binary.BigEndian.Uint32(v[0:4])
-	seq = binary.BigEndian.Uint64(v[4:12])
-	unixNano = int64(binary.BigEndian.Uint64(v[12:20]))
-	return producer, seq, unixNano, producer < maxBenchProducers && seq < maxBenchSeq
-}
 
 // seqTracker records which (producer, seq) pairs a consumer has seen. It is used by
 // one goroutine.
@@ -60,7 +30,7 @@ type seqTracker struct {
 
 // add records one record value's header.
 func (t *seqTracker) add(v []byte) {
-	producer, seq, _, ok := parseBenchHeader(v)
+	producer, seq, _, ok := benchfmt.ParseHeader(v)
 	if !ok {
 		t.foreign++
 		return

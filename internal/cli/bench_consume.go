@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/benchfmt"
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -34,7 +35,7 @@ type benchConsumer struct {
 	// Used by the consuming goroutine only (read by others after run returns).
 	parts map[int32]*partitionCount
 	seqs  seqTracker
-	e2e   *latencyHist // nil unless end-to-end latency is measured
+	e2e   *benchfmt.LatencyHist // nil unless end-to-end latency is measured
 }
 
 // newBenchConsumer starts consuming topic from starts (partition → offset).
@@ -148,8 +149,8 @@ func (c *benchConsumer) record(r *kgo.Record, now int64) {
 	c.bytes.Add(int64(len(r.Value)))
 	c.seqs.add(r.Value)
 	if c.e2e != nil {
-		if _, _, sent, ok := parseBenchHeader(r.Value); ok {
-			c.e2e.record(time.Duration(now - sent))
+		if _, _, sent, ok := benchfmt.ParseHeader(r.Value); ok {
+			c.e2e.Record(time.Duration(now - sent))
 		}
 	}
 }
@@ -268,7 +269,7 @@ func reportConsume(cmd *cobra.Command, c *benchConsumer, f *benchFlags, parts in
 	if err := c.seqs.checkTotal(f.records); err != nil {
 		return err
 	}
-	rep := &benchReport{Mode: "consume", Topic: f.topic, Partitions: parts, Duplicates: c.seqs.duplicates}
-	rep.setRate(c.counted(), c.bytes.Load(), took)
-	return rep.write(cmd.OutOrStdout(), f.json)
+	rep := &benchfmt.Report{Mode: "consume", Topic: f.topic, Partitions: parts, Duplicates: c.seqs.duplicates}
+	rep.SetRate(c.counted(), c.bytes.Load(), took)
+	return rep.Write(cmd.OutOrStdout(), f.json)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/benchfmt"
 	"github.com/spf13/cobra"
 )
 
@@ -54,7 +55,7 @@ func startE2E(ctx context.Context, conn *connFlags, f *benchFlags) (*e2eRun, err
 	if err != nil {
 		return nil, err
 	}
-	c.e2e = newLatencyHist()
+	c.e2e = benchfmt.NewLatencyHist()
 	g, err := newProducerGroup(conn, f, topic)
 	if err != nil {
 		c.close()
@@ -111,10 +112,10 @@ func (r *e2eRun) report(cmd *cobra.Command, took time.Duration) error {
 	if err := r.c.seqs.checkAcked(acked, sent); err != nil {
 		return err
 	}
-	rep := &benchReport{Mode: "e2e", Topic: r.topic, Partitions: r.parts, Producers: r.f.producers,
+	rep := &benchfmt.Report{Mode: "e2e", Topic: r.topic, Partitions: r.parts, Producers: r.f.producers,
 		RecordSize: r.f.recordSize, Consumed: r.c.counted(), Dropped: r.g.dropped(),
-		Duplicates: r.c.seqs.duplicates, Produce: r.g.latency().summary(), EndToEnd: r.c.e2e.summary()}
+		Duplicates: r.c.seqs.duplicates, Produce: r.g.latency().Summary(), EndToEnd: r.c.e2e.Summary()}
 	total := r.g.acked.Load()
-	rep.setRate(total, total*int64(r.f.recordSize), took)
-	return rep.write(cmd.OutOrStdout(), r.f.json)
+	rep.SetRate(total, total*int64(r.f.recordSize), took)
+	return rep.Write(cmd.OutOrStdout(), r.f.json)
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/benchfmt"
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -20,7 +21,7 @@ type benchProducer struct {
 	policy   *overloadPolicy
 	id       uint32
 	topic    string
-	size     int    // bytes per value; >= benchHeaderSize
+	size     int    // bytes per value; >= benchfmt.HeaderSize
 	template []byte // size bytes of filler copied into each slab slot
 
 	// Used by the producing goroutine only.
@@ -28,7 +29,7 @@ type benchProducer struct {
 	slab []byte       // the unused rest of the current value slab
 	sent int64        // records handed to the client (seqs 0..sent-1); only grows
 
-	hist      *latencyHist             // written only by the promise (kgo runs promises serially per client)
+	hist      *benchfmt.LatencyHist    // written only by the promise (kgo runs promises serially per client)
 	promiseFn func(*kgo.Record, error) // p.promise, stored once: no method value per record
 	acked     *atomic.Int64            // acknowledged records of the whole run; only grows
 	ownAcked  atomic.Int64             // this producer's acknowledged records; only grows
@@ -43,7 +44,7 @@ const slabBytes = 256 << 10
 
 func newBenchProducer(cl *kgo.Client, policy *overloadPolicy, id int, topic string, size int, acked *atomic.Int64) *benchProducer {
 	p := &benchProducer{cl: cl, policy: policy, id: uint32(id), topic: topic, size: size,
-		template: benchFiller(size), hist: newLatencyHist(), acked: acked}
+		template: benchFiller(size), hist: benchfmt.NewLatencyHist(), acked: acked}
 	p.promiseFn = p.promise
 	return p
 }
@@ -73,7 +74,7 @@ func (p *benchProducer) next(seq uint64) *kgo.Record {
 	v := p.slab[:p.size:p.size]
 	p.slab = p.slab[p.size:]
 	now := time.Now()
-	putBenchHeader(v, p.id, seq, now.UnixNano())
+	benchfmt.PutHeader(v, p.id, seq, now.UnixNano())
 	r.Topic, r.Value, r.Timestamp = p.topic, v, now
 	return r
 }
@@ -106,7 +107,7 @@ func (p *benchProducer) promise(r *kgo.Record, err error) {
 		p.fail(recordError(r, err))
 		return
 	}
-	p.hist.record(time.Since(r.Timestamp))
+	p.hist.Record(time.Since(r.Timestamp))
 	p.ownAcked.Add(1)
 	p.acked.Add(1)
 }
@@ -186,10 +187,10 @@ func (g *producerGroup) run(ctx context.Context, total int64) error {
 }
 
 // latency merges the producers' histograms.
-func (g *producerGroup) latency() *latencyHist {
-	h := newLatencyHist()
+func (g *producerGroup) latency() *benchfmt.LatencyHist {
+	h := benchfmt.NewLatencyHist()
 	for _, p := range g.ps {
-		h.merge(p.hist)
+		h.Merge(p.hist)
 	}
 	return h
 }
@@ -233,14 +234,14 @@ func runBenchProduce(cmd *cobra.Command, conn *connFlags, f *benchFlags) error {
 	if err != nil {
 		return err
 	}
-	rep := &benchReport{Mode: "produce", Topic: topic, Partitions: parts, Producers: f.producers,
-		RecordSize: f.recordSize, Dropped: g.dropped(), Produce: g.latency().summary()}
+	rep := &benchfmt.Report{Mode: "produce", Topic: topic, Partitions: parts, Producers: f.producers,
+		RecordSize: f.recordSize, Dropped: g.dropped(), Produce: g.latency().Summary()}
 	acked := g.acked.Load()
-	rep.setRate(acked, acked*int64(f.recordSize), took)
+	rep.SetRate(acked, acked*int64(f.recordSize), took)
 	if f.acks != "0" && acked+rep.Dropped < f.records {
 		return fmt.Errorf("%w: only %d of %d records acknowledged", errLostRecords, acked, f.records)
 	}
-	return rep.write(cmd.OutOrStdout(), f.json)
+	return rep.Write(cmd.OutOrStdout(), f.json)
 }
 
 // prepareTopic picks the topic (--topic or a random name) and creates it if missing.

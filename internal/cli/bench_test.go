@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/runnel-io/runnel/internal/benchfmt"
 )
 
 func TestBenchUsageErrors(t *testing.T) {
@@ -61,10 +63,10 @@ func TestBenchFlagDefaults(t *testing.T) {
 // tracker returns a seqTracker that saw the given seqs of each producer.
 func tracker(seqs ...[]int64) *seqTracker {
 	t := &seqTracker{}
-	v := make([]byte, benchHeaderSize)
+	v := make([]byte, benchfmt.HeaderSize)
 	for p, ss := range seqs {
 		for _, s := range ss {
-			putBenchHeader(v, uint32(p), uint64(s), 0)
+			benchfmt.PutHeader(v, uint32(p), uint64(s), 0)
 			t.add(v)
 		}
 	}
@@ -134,15 +136,15 @@ func TestCheckPartitions(t *testing.T) {
 }
 
 func TestLatencySummary(t *testing.T) {
-	h := newLatencyHist()
-	if h.summary() != nil {
+	h := benchfmt.NewLatencyHist()
+	if h.Summary() != nil {
 		t.Fatal("an empty histogram has no summary")
 	}
 	for i := 1; i <= 10000; i++ {
-		h.record(time.Duration(i) * 100 * time.Microsecond) // 0.1 ms .. 1000 ms
+		h.Record(time.Duration(i) * 100 * time.Microsecond) // 0.1 ms .. 1000 ms
 	}
-	h.record(-time.Second) // clamped to 1 µs, not an error
-	s := h.summary()
+	h.Record(-time.Second) // clamped to 1 µs, not an error
+	s := h.Summary()
 	near := func(name string, got, want float64) {
 		if math.Abs(got-want) > want*0.002 {
 			t.Errorf("%s = %v ms, want %v ms ±0.2%%", name, got, want)
@@ -156,35 +158,35 @@ func TestLatencySummary(t *testing.T) {
 	if s.Count != 10001 {
 		t.Errorf("count %d, want 10001", s.Count)
 	}
-	other := newLatencyHist()
-	other.record(2 * time.Hour) // clamped to the histogram's hour
-	h.merge(other)
-	if got := h.summary().Max; got < 3590000 || got > 3610000 {
+	other := benchfmt.NewLatencyHist()
+	other.Record(2 * time.Hour) // clamped to the histogram's hour
+	h.Merge(other)
+	if got := h.Summary().Max; got < 3590000 || got > 3610000 {
 		t.Errorf("merged max %v ms, want about an hour", got)
 	}
 }
 
 func TestBenchHeaderRoundTrip(t *testing.T) {
 	v := make([]byte, 100)
-	putBenchHeader(v, 7, 1<<33, -42)
-	p, s, ts, ok := parseBenchHeader(v)
+	benchfmt.PutHeader(v, 7, 1<<33, -42)
+	p, s, ts, ok := benchfmt.ParseHeader(v)
 	if !ok || p != 7 || s != 1<<33 || ts != -42 {
 		t.Fatalf("got %d %d %d %v", p, s, ts, ok)
 	}
-	if _, _, _, ok := parseBenchHeader(v[:19]); ok {
+	if _, _, _, ok := benchfmt.ParseHeader(v[:19]); ok {
 		t.Fatal("a 19-byte value has no header")
 	}
-	putBenchHeader(v, maxBenchProducers, 0, 0)
-	if _, _, _, ok := parseBenchHeader(v); ok {
+	benchfmt.PutHeader(v, benchfmt.MaxProducers, 0, 0)
+	if _, _, _, ok := benchfmt.ParseHeader(v); ok {
 		t.Fatal("producer out of range accepted")
 	}
 }
 
 // benchJSON runs a bench command that must succeed and decodes its --json report.
-func benchJSON(t *testing.T, args ...string) benchReport {
+func benchJSON(t *testing.T, args ...string) benchfmt.Report {
 	t.Helper()
 	r := mustRun(t, "", append(args, "--json")...)
-	var rep benchReport
+	var rep benchfmt.Report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("runnel %s: %v in %q", strings.Join(args, " "), err, r.stdout)
 	}
@@ -250,7 +252,7 @@ func TestBenchRecordAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per record, want 0 (amortized)", allocs)
 	}
 	r := p.next(seq)
-	if prod, s, _, ok := parseBenchHeader(r.Value); !ok || prod != 0 || s != seq {
+	if prod, s, _, ok := benchfmt.ParseHeader(r.Value); !ok || prod != 0 || s != seq {
 		t.Fatalf("header: producer %d seq %d ok %v, want seq %d", prod, s, ok, seq)
 	}
 }
