@@ -103,12 +103,10 @@ func checkProducerLocked(m *txnMetadata, pid int64, epoch int16) error {
 	return nil
 }
 
-// AddPartitions adds partitions to txnID's transaction, starting it if needed.
-func (c *Coordinator) AddPartitions(txnID string, pid int64, epoch int16, tps []metadata.TopicPartition) error {
-	sh, err := c.shardFor(txnID)
-	if err != nil {
-		return err
-	}
+// withProducer runs fn with txnID's entry in sh locked, once pid and epoch are
+// checked to be its current producer; an id sh does not know has no producer
+// (ErrInvalidProducerIDMapping).
+func withProducer(sh *shard, txnID string, pid int64, epoch int16, fn func(e *txnEntry) error) error {
 	e := sh.entry(txnID, false)
 	if e == nil {
 		return ErrInvalidProducerIDMapping
@@ -118,6 +116,22 @@ func (c *Coordinator) AddPartitions(txnID string, pid int64, epoch int16, tps []
 	if err := checkProducerLocked(&e.meta, pid, epoch); err != nil {
 		return err
 	}
+	return fn(e)
+}
+
+// AddPartitions adds partitions to txnID's transaction, starting it if needed.
+func (c *Coordinator) AddPartitions(txnID string, pid int64, epoch int16, tps []metadata.TopicPartition) error {
+	sh, err := c.shardFor(txnID)
+	if err != nil {
+		return err
+	}
+	return withProducer(sh, txnID, pid, epoch, func(e *txnEntry) error {
+		return c.addPartitionsLocked(sh, e, tps)
+	})
+}
+
+// addPartitionsLocked is AddPartitions once the producer is checked.
+func (c *Coordinator) addPartitionsLocked(sh *shard, e *txnEntry, tps []metadata.TopicPartition) error {
 	switch e.meta.state {
 	case PrepareCommit, PrepareAbort:
 		return ErrConcurrentTransactions
@@ -164,19 +178,12 @@ func (c *Coordinator) Verify(ctx context.Context, txnID string, pid int64, epoch
 	if err != nil {
 		return err
 	}
-	e := sh.entry(txnID, false)
-	if e == nil {
-		return ErrInvalidProducerIDMapping
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err := checkProducerLocked(&e.meta, pid, epoch); err != nil {
-		return err
-	}
-	if _, ok := e.meta.partitions[tp]; !ok || e.meta.state != Ongoing {
-		return ErrInvalidTxnState
-	}
-	return nil
+	return withProducer(sh, txnID, pid, epoch, func(e *txnEntry) error {
+		if _, ok := e.meta.partitions[tp]; !ok || e.meta.state != Ongoing {
+			return ErrInvalidTxnState
+		}
+		return nil
+	})
 }
 
 // EndTxn commits or aborts txnID's transaction: it returns once the decision is
