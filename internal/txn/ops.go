@@ -79,9 +79,7 @@ func (c *Coordinator) settleLocked(sh *shard, e *txnEntry, ownEpoch int16) error
 		if ownEpoch >= 0 {
 			e.meta.lastEpoch = ownEpoch
 		}
-		if err := c.completeLocked(sh, e); err != nil {
-			c.logger.Warn("transaction markers not written yet; retrying in the background", "transactional_id", e.meta.id, "err", err)
-			c.goFunc(func() { c.retryComplete(sh, e) })
+		if err := c.completeOrRetryLocked(sh, e); err != nil {
 			return ErrConcurrentTransactions
 		}
 	case PrepareCommit, PrepareAbort:
@@ -233,12 +231,14 @@ func (c *Coordinator) endTxnV1Locked(sh *shard, e *txnEntry, pid int64, epoch in
 }
 
 // completeOrRetryLocked completes a prepared transaction, or leaves it to a
-// background retry when a marker cannot be written now.
-func (c *Coordinator) completeOrRetryLocked(sh *shard, e *txnEntry) {
-	if err := c.completeLocked(sh, e); err != nil {
+// background retry when a marker cannot be written now (the error says why).
+func (c *Coordinator) completeOrRetryLocked(sh *shard, e *txnEntry) error {
+	err := c.completeLocked(sh, e)
+	if err != nil {
 		c.logger.Warn("transaction markers not written yet; retrying in the background", "transactional_id", e.meta.id, "err", err)
 		c.goFunc(func() { c.retryComplete(sh, e) })
 	}
+	return err
 }
 
 // prepareLocked persists PrepareCommit or PrepareAbort; bump (timeouts and fencing)
