@@ -58,9 +58,13 @@ func (c *rawConn) roundTrip(frame []byte) ([]byte, error) {
 	return c.buf[4:n], nil
 }
 
-// encodeFrame encodes req (at its set version) as a request frame with kmsg.
-func encodeFrame(req kmsg.Request) []byte {
-	return kmsg.NewRequestFormatter(kmsg.FormatterClientID("allocs")).AppendRequest(nil, req, 1)
+// encodeFrame encodes req (at its set version) as a request frame with kmsg, with
+// correlation id 1.
+func encodeFrame(req kmsg.Request) []byte { return encodeFrameWith(1, req) }
+
+// encodeFrameWith encodes req as a request frame with correlation id corr.
+func encodeFrameWith(corr int32, req kmsg.Request) []byte {
+	return kmsg.NewRequestFormatter(kmsg.FormatterClientID("interop")).AppendRequest(nil, req, corr)
 }
 
 // decodeResponse parses a response body read by roundTrip for the version of req.
