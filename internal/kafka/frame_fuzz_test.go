@@ -1,25 +1,16 @@
 package kafka
 
 import (
-	"encoding/binary"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// frame encodes a request as the server reads it after the 4-byte size: header v1/v2
-// then the body.
+// frame encodes a request with kmsg (correlation id 7) as the server reads it after
+// the 4-byte size: header v1/v2 then the body.
 func frame(req kmsg.Request, version int16, clientID string) []byte {
 	req.SetVersion(version)
-	b := binary.BigEndian.AppendUint16(nil, uint16(req.Key()))
-	b = binary.BigEndian.AppendUint16(b, uint16(version))
-	b = binary.BigEndian.AppendUint32(b, 7)
-	b = binary.BigEndian.AppendUint16(b, uint16(len(clientID)))
-	b = append(b, clientID...)
-	if req.IsFlexible() {
-		b = append(b, 0)
-	}
-	return req.AppendTo(b)
+	return kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)).AppendRequest(nil, req, 7)[4:]
 }
 
 func TestParseFrame(t *testing.T) {
