@@ -2,6 +2,7 @@ package txn
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"time"
 
@@ -266,7 +267,7 @@ func (c *Coordinator) completeLocked(sh *shard, e *txnEntry) error {
 	defer cancel()
 	for _, tp := range m.sortedPartitions() {
 		if err := c.cfg.Markers.WriteMarker(ctx, tp, m.pid, m.epoch, sh.coordinatorEpoch, commit); err != nil {
-			return err
+			return fmt.Errorf("marker of transactional id %q (producer %d, epoch %d) to %s-%d: %w", m.id, m.pid, m.epoch, tp.Topic, tp.Partition, err)
 		}
 	}
 	m.state = CompleteAbort
