@@ -68,11 +68,16 @@ func handleOffsetCommit(ctx context.Context, s *Server, r *request) (kmsg.Respon
 func commitOffsets(ctx context.Context, s *Server, cr group.CommitRequest) []error {
 	gc := s.groupCoordinator()
 	if gc == nil {
-		errs := make([]error, len(cr.Offsets))
-		for i := range errs {
-			errs[i] = errNoCoordinator
-		}
-		return errs
+		return sameError(len(cr.Offsets), errNoCoordinator)
 	}
 	return gc.CommitOffsets(ctx, cr)
+}
+
+// sameError is n times err: the per-offset answer of a commit that fails as a whole.
+func sameError(n int, err error) []error {
+	errs := make([]error, n)
+	for i := range errs {
+		errs[i] = err
+	}
+	return errs
 }

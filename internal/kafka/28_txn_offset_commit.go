@@ -86,13 +86,7 @@ func handleTxnOffsetCommit(ctx context.Context, s *Server, r *request) (kmsg.Res
 // commitTxnOffsets verifies the producer's transaction (or, with implicitAdd, adds
 // the offsets partition to it), then commits; one error per offset.
 func commitTxnOffsets(ctx context.Context, s *Server, tr group.TxnCommitRequest, implicitAdd bool) []error {
-	fail := func(err error) []error {
-		errs := make([]error, len(tr.Offsets))
-		for i := range errs {
-			errs[i] = err
-		}
-		return errs
-	}
+	fail := func(err error) []error { return sameError(len(tr.Offsets), err) }
 	gc, ok := s.groupCoordinator().(TxnOffsetCoordinator)
 	if !ok {
 		return fail(errNoCoordinator)
