@@ -295,7 +295,7 @@ func (ch *controllerChannel) alterPartitionRemote(ctx context.Context, tp metada
 		return metadata.Partition{}, err
 	}
 	if len(ar.Topics) != 1 || len(ar.Topics[0].Partitions) != 1 {
-		return metadata.Partition{}, fmt.Errorf("%w: AlterPartition answer without the partition", kerr.UnknownServerError)
+		return metadata.Partition{}, fmt.Errorf("%w: AlterPartition answer without %s-%d", kerr.UnknownServerError, tp.Topic, tp.Partition)
 	}
 	sp := ar.Topics[0].Partitions[0]
 	if err := kerr.ErrorForCode(sp.ErrorCode); err != nil {
