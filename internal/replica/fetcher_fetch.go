@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/runnel-io/runnel/internal/log"
@@ -55,17 +56,72 @@ func (f *Fetcher) fetchOnce(ctx context.Context, parts []*fetchState) error {
 	if resp.ErrorCode != 0 {
 		return kerr.ErrorForCode(resp.ErrorCode)
 	}
+	// Append every partition first, then make them durable together: concurrent fsyncs
+	// of several files cost the disk about one journal commit, where one after another
+	// each paid its own, and the next fetch (which reports our new log ends to the
+	// leader) waits for all of them.
 	var firstErr error
+	applied := make([]appliedPart, 0, len(byKey))
 	for _, t := range resp.Topics {
 		for _, rp := range t.Partitions {
 			s := f.match(byKey, t, rp.Partition)
 			if s == nil {
 				continue
 			}
-			if err := f.applyFetched(s, rp); err != nil && firstErr == nil {
+			a, err := f.applyFetched(s, rp)
+			if err != nil && firstErr == nil {
 				firstErr = err
 			}
+			if a.p != nil {
+				applied = append(applied, a)
+			}
 		}
+	}
+	if err := flushFetched(applied); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	return firstErr
+}
+
+// appliedPart is a partition whose fetched records were appended: it adopts leaderHW
+// once flushTo (0: nothing to flush) is durable.
+type appliedPart struct {
+	p        *Partition
+	flushTo  int64
+	leaderHW int64
+}
+
+// flushFetched makes the appended partitions durable per their flush policy, all at
+// once, and then adopts each one's high watermark. A partition whose fsync failed keeps
+// its old high watermark; its log is offline (log.Flush failed it).
+func flushFetched(applied []appliedPart) error {
+	errs := make([]error, len(applied))
+	var wg sync.WaitGroup
+	for i, a := range applied {
+		if a.flushTo == 0 {
+			continue
+		}
+		if len(applied) == 1 {
+			// One partition: no goroutine to pay for.
+			errs[i] = a.p.log.Flush(a.flushTo)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = a.p.log.Flush(a.flushTo)
+		}()
+	}
+	wg.Wait()
+	var firstErr error
+	for i, a := range applied {
+		if errs[i] != nil {
+			if firstErr == nil {
+				firstErr = errs[i]
+			}
+			continue
+		}
+		a.p.setFollowerHW(a.leaderHW)
 	}
 	return firstErr
 }
@@ -83,34 +139,33 @@ func (f *Fetcher) match(byKey map[metadata.TopicPartition]*fetchState, t kmsg.Fe
 	return nil
 }
 
-// applyFetched appends one partition's records as follower, makes them durable per the
-// flush policy, and adopts the leader's high watermark (capped by our log end).
-func (f *Fetcher) applyFetched(s *fetchState, rp kmsg.FetchResponseTopicPartition) error {
+// applyFetched appends one partition's records as follower and says up to where the
+// flush policy wants them fsynced before the partition adopts the leader's high
+// watermark (capped by our log end). A partition it returns with p nil is done.
+func (f *Fetcher) applyFetched(s *fetchState, rp kmsg.FetchResponseTopicPartition) (appliedPart, error) {
 	p := s.p
 	switch err := kerr.ErrorForCode(rp.ErrorCode); {
 	case err == nil:
 	case errors.Is(err, kerr.OffsetOutOfRange):
-		return f.handleOutOfRange(s, rp)
+		return appliedPart{}, f.handleOutOfRange(s, rp)
 	default:
 		// NOT_LEADER, FENCED/UNKNOWN_LEADER_EPOCH...: the next metadata image tells us
 		// whom to follow; until then, back off.
-		return err
+		return appliedPart{}, err
 	}
+	a := appliedPart{p: p, leaderHW: rp.HighWatermark}
 	if len(rp.RecordBatches) > 0 {
 		info, err := p.log.AppendAsFollower(rp.RecordBatches)
 		if err != nil {
 			f.m.logger.Error("follower append failed", "topic", p.tp.Topic, "partition", p.tp.Partition,
 				"leader", f.source, "log_end_offset", p.log.LogEndOffset(), "err", err)
-			return err
+			return appliedPart{}, err
 		}
 		if p.log.NeedsFlush(info) {
-			if err := p.log.Flush(info.LastOffset + 1); err != nil {
-				return err
-			}
+			a.flushTo = info.LastOffset + 1
 		}
 	}
-	p.setFollowerHW(rp.HighWatermark)
-	return nil
+	return a, nil
 }
 
 // handleOutOfRange: our log end is below the leader's log start (we were away while it
