@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
-# Installs what Runnel's tests need on a fresh Debian machine with Go: kcat (librdkafka's
-# command-line client, used by the interop tests) from Debian's packages, the Go
+# Installs what Runnel's tests need on a fresh Debian machine with Go: from Debian's
+# packages kcat (librdkafka's command-line client) and the Python clients kafka-python
+# and confluent-kafka for /usr/bin/python3 (all used by the interop tests), the Go
 # modules, and KafkaJS from npm when node and npm are there. Safe to run twice.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v kcat >/dev/null 2>&1; then
+# Only what is missing. The Python clients are checked with /usr/bin/python3, where
+# Debian installs them (a python3 earlier on PATH, such as pyenv's, may lack them).
+apt=()
+if ! command -v kcat >/dev/null 2>&1; then apt+=(kcat); fi
+if ! /usr/bin/python3 -c 'import kafka' >/dev/null 2>&1; then apt+=(python3-kafka); fi
+if ! /usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1; then apt+=(python3-confluent-kafka); fi
+if [ ${#apt[@]} -gt 0 ]; then
   SUDO=""
   if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq >/dev/null || true
-  $SUDO apt-get install -y -qq kcat >/dev/null
+  $SUDO apt-get install -y -qq "${apt[@]}" >/dev/null
 fi
 go mod download
 
@@ -21,4 +28,5 @@ if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
   npm ci --prefix internal/interop/js --prefer-offline --no-audit --no-fund >/dev/null
   js=", node $(node --version), kafkajs $(node -p 'require("./internal/interop/js/node_modules/kafkajs/package.json").version')"
 fi
-echo "deps ok: $(go version), kcat $(kcat -V 2>/dev/null | head -1 | awk '{print $2}')$js"
+py=$(/usr/bin/python3 -c 'import kafka, confluent_kafka as ck; print("kafka-python %s, confluent-kafka %s (librdkafka %s)" % (kafka.__version__, ck.version()[0], ck.libversion()[0]))')
+echo "deps ok: $(go version), kcat $(kcat -V 2>/dev/null | awk '/^Version/ {print $2; exit}'), $py$js"

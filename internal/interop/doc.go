@@ -2,7 +2,9 @@
 // broker. Each test drives a real node (in-process through internal/server, or the
 // built `runnel` binary as a separate process) over real sockets with real clients:
 // franz-go (kgo, kadm and raw kmsg requests), sarama, segmentio/kafka-go, kcat
-// (librdkafka) and KafkaJS (js/, run by kafkajs_test.go when npm installed it).
+// (librdkafka), KafkaJS (js/, run by kafkajs_test.go when npm installed it) and the
+// Python clients kafka-python and confluent-kafka (py/, run by python_test.go when a
+// python3 can import them).
 //
 // The tests check exact contents: every record, its key, value, headers and
 // timestamp, its partition and offset, offsets contiguous from 0, and the Kafka error
