@@ -1,0 +1,719 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Environment variables of TestNemesis.
+const (
+	// nemesisSeedEnv replays a run: the seed of the fault sequence (logged by every run).
+	nemesisSeedEnv = "RUNNEL_NEMESIS_SEED"
+	// nemesisDurationEnv is how long faults are injected (a time.ParseDuration string).
+	nemesisDurationEnv = "RUNNEL_NEMESIS_DURATION"
+)
+
+const (
+	nemesisDefaultDuration = 25 * time.Second
+	nemesisParts           = 6
+	// maxMajorityStall is the longest a partition may go without an acknowledgement
+	// while a majority of the nodes runs and reaches each other. One faulty node costs
+	// a partition at most a short fault (up to nemesisMaxHold: an isolated leader keeps
+	// stale clients) or the failure detection (3 s) and a produce request timeout (5+3
+	// s, LoadDefaults), plus an election; 20 s is well above that.
+	maxMajorityStall = 20 * time.Second
+	// nemesisMaxHold bounds how long a short fault lasts before it is undone: most are
+	// shorter than the failure detection (3 s), some longer.
+	nemesisMaxHold = 6 * time.Second
+	// A long fault (a kill or a pause, at least one per run) lasts longLo to longHi,
+	// long enough that the majority must acknowledge writes while it lasts: the ISR
+	// drops the node after replica.lag.time.max.ms (3 s), a dead or paused leader is
+	// fenced after the session timeout (3 s), and a produce request stuck on a paused
+	// leader is given up after 5+3 s (LoadDefaults). Isolations stay short: an isolated
+	// leader keeps answering the test's clients, which reach it, with its stale
+	// metadata, so how soon they find the new leader is the client's luck.
+	longLo, longHi = 12 * time.Second, 16 * time.Second
+	// forceLongWithin: when no long fault has happened yet and less than this is left,
+	// the next single fault is long.
+	forceLongWithin = 20 * time.Second
+	// redundancyTimeout bounds the wait, before each fault, for every partition to have
+	// an ISR of two: a node that stays out of the ISR that long with every node up is a
+	// replica that never rejoins.
+	redundancyTimeout = 60 * time.Second
+	// inFlightGrace is how long after two nodes became faulty an acknowledgement may
+	// still arrive: the answer to a request the leader had completed before (and the
+	// client's promise running late on a busy machine).
+	inFlightGrace = time.Second
+)
+
+// TestNemesis mixes the faults of DESIGN.md's failure model at random under an acks=all
+// idempotent load: kill -9 and restart, SIGSTOP and SIGCONT, isolating a node, each of
+// a random node, the leader of a random partition or the active controller, every 1-4
+// s, one faulty node at a time (so that a majority always remains), and rarely two at
+// once, undone before the next step. Most faults last 0.5-6 s, around the failure
+// detection time (3 s); some kills and pauses, at least one per run, last 12-16 s, and
+// the majority must acknowledge writes meanwhile. The sequence comes from a seeded
+// math/rand: the seed is logged, and $RUNNEL_NEMESIS_SEED replays it
+// ($RUNNEL_NEMESIS_DURATION sets how long faults go on, 25 s by default). Only the
+// choices are replayed, not the nodes' timing, and a target named by its role (the
+// leader of a partition, the controller) may be another node on a replay.
+//
+// Afterwards every fault is undone and every partition must have a full ISR; then
+// every acknowledged record must be at its offset, once, in every ISR replica's files
+// (History.Check), a consumer that read along must have read every offset below the
+// high watermark in order, holding every acknowledged value, records must have been
+// acknowledged while faults were in force, and no partition may have gone
+// maxMajorityStall without an acknowledgement while a majority was up.
+func TestNemesis(t *testing.T) {
+	skipIfShort(t)
+	seed, duration := nemesisParams(t)
+	t.Logf("nemesis seed %d (replay with %s=%d), duration %v", seed, nemesisSeedEnv, seed, duration)
+	c := startNetns(t, 3)
+	topic := topicName(t)
+	createTopic(t, c, topic, nemesisParts, 3)
+	h := cluster.NewHistory()
+	load := c.StartLoad(t, h, cluster.LoadOptions{Topic: topic, Partitions: nemesisParts, Rate: 300})
+	reader := startReadAlong(t, c, topic, nemesisParts)
+	waitAcks(t, h, 300, "before the first fault")
+
+	n := &nemesis{t: t, c: c, topic: topic, rng: rand.New(rand.NewPCG(uint64(seed), 0)), start: time.Now()}
+	load.ResetStalls()
+	n.run(duration)
+
+	n.restoreAll()
+	n.checkNoCrash()
+	healed := time.Now()
+	n.logf("every fault undone; waiting for full ISRs")
+	full := n.waitISR(3, redundancyTimeout)
+	if full {
+		n.logf("every ISR full again %v after the last fault was undone", time.Since(healed).Round(time.Millisecond))
+		waitAcks(t, h, h.Len()+300, "after the last fault was undone")
+		waitEveryPartitionAcked(t, h, nemesisParts, healed)
+	}
+	loadEnd := time.Now()
+	stopLoad(t, load, h)
+	h.Check(t, c, topic)
+	reader.check(t, c, h, topic)
+	n.checkProgress(h, loadEnd)
+}
+
+// nemesisParams reads the seed and the duration from the environment.
+func nemesisParams(t *testing.T) (int64, time.Duration) {
+	t.Helper()
+	seed := time.Now().UnixNano()
+	if s := os.Getenv(nemesisSeedEnv); s != "" {
+		var err error
+		if seed, err = strconv.ParseInt(s, 10, 64); err != nil {
+			t.Fatalf("%s=%q: %v", nemesisSeedEnv, s, err)
+		}
+	}
+	duration := nemesisDefaultDuration
+	if s := os.Getenv(nemesisDurationEnv); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			t.Fatalf("%s=%q: want a positive duration such as 90s (%v)", nemesisDurationEnv, s, err)
+		}
+		duration = d
+	}
+	return seed, duration
+}
+
+// faultKind is one fault of a node.
+type faultKind int
+
+const (
+	faultKill    faultKind = iota // SIGKILL, undone by a restart on the same data
+	faultPause                    // SIGSTOP, undone by SIGCONT
+	faultIsolate                  // blackhole routes to every other node, undone by Heal
+)
+
+func (k faultKind) String() string {
+	return [...]string{"kill -9", "pause", "isolate"}[k]
+}
+
+type fault struct {
+	kind faultKind
+	node int32
+	why  string // how the node was chosen
+}
+
+// window is a span of time.
+type window struct{ from, to time.Time }
+
+// overlap is how much of [from, to) w covers.
+func (w window) overlap(from, to time.Time) time.Duration {
+	s, e := maxTime(w.from, from), minTime(w.to, to)
+	if e.After(s) {
+		return e.Sub(s)
+	}
+	return 0
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// step is one nemesis step: faults put in force together and undone together.
+type step struct {
+	faults []fault
+	// injected is when the first fault began, inForce when every fault was in force,
+	// restoring when the first was being undone, undone when every node was back.
+	injected, inForce, restoring, undone time.Time
+	// majorityLost: more than one node was faulty.
+	majorityLost bool
+	// long: one node was faulty for longLo or more, and the majority must have
+	// acknowledged writes meanwhile.
+	long bool
+	// acks counts the acknowledgements between injected and restoring.
+	acks int
+}
+
+// nemesis injects random faults into a cluster. Its methods run on the test
+// goroutine.
+type nemesis struct {
+	t     *testing.T
+	c     *cluster.Cluster
+	topic string
+	rng   *rand.Rand
+	start time.Time
+
+	steps   []*step
+	hadLong bool // a long fault has been injected
+	// active are the faults in force, undone by restoreAll should the loop stop early.
+	active []fault
+	// outages are the windows in which fewer than a majority of nodes were up and in
+	// touch: the two-fault steps.
+	outages []window
+}
+
+func (n *nemesis) logf(format string, args ...any) {
+	n.t.Helper()
+	n.t.Logf("nemesis +%7.3fs: %s", time.Since(n.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// between returns a random duration in [lo, hi).
+func (n *nemesis) between(lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(n.rng.Int64N(int64(hi-lo)))
+}
+
+// run injects faults until duration has passed.
+func (n *nemesis) run(duration time.Duration) {
+	deadline := n.start.Add(duration)
+	for time.Now().Before(deadline) && !n.t.Failed() {
+		time.Sleep(n.between(time.Second, 4*time.Second))
+		n.checkNoCrash()
+		if !n.waitRedundant() {
+			return
+		}
+		switch r := n.rng.IntN(10); {
+		case r == 0:
+			n.doubleFault()
+		case r == 1 || !n.hadLong && time.Until(deadline) < forceLongWithin:
+			n.longFault()
+		default:
+			n.singleFault()
+		}
+	}
+}
+
+// singleFault puts one node at fault for a while and undoes it.
+func (n *nemesis) singleFault() {
+	kind := faultKind(n.rng.IntN(3))
+	node, why := n.target()
+	n.inject(&step{faults: []fault{{kind: kind, node: node, why: why}}}, n.between(500*time.Millisecond, nemesisMaxHold))
+}
+
+// longFault kills or pauses one node for longLo to longHi.
+func (n *nemesis) longFault() {
+	kind := faultKind(n.rng.IntN(2))
+	node, why := n.target()
+	n.hadLong = true
+	n.inject(&step{long: true, faults: []fault{{kind: kind, node: node, why: why}}}, n.between(longLo, longHi))
+}
+
+// doubleFault puts two nodes at fault at once, so that the majority is lost, for a
+// short while, and undoes both.
+func (n *nemesis) doubleFault() {
+	a := int32(1 + n.rng.IntN(n.c.Size()))
+	b := int32(1 + n.rng.IntN(n.c.Size()-1))
+	if b >= a {
+		b++
+	}
+	s := &step{majorityLost: true, faults: []fault{
+		{kind: faultKind(n.rng.IntN(3)), node: a, why: "two faults"},
+		{kind: faultKind(n.rng.IntN(3)), node: b, why: "two faults"},
+	}}
+	n.inject(s, n.between(time.Second, 3*time.Second))
+}
+
+// target picks the node to fault: the leader of a random partition, the active
+// controller, or a random node.
+func (n *nemesis) target() (int32, string) {
+	switch r := n.rng.IntN(10); {
+	case r < 3:
+		p := int32(n.rng.IntN(nemesisParts))
+		if st, err := leaderView(n.c, n.topic, p); err == nil {
+			return st.Leader, fmt.Sprintf("leader of %s-%d", n.topic, p)
+		}
+	case r < 5:
+		if id, err := controllerOf(n.c); err == nil {
+			return id, "the active controller"
+		}
+	}
+	return int32(1 + n.rng.IntN(n.c.Size())), "a random node"
+}
+
+// inject puts the faults of s in force, holds them for hold, and undoes them.
+func (n *nemesis) inject(s *step, hold time.Duration) {
+	n.logf("state: %s", n.snapshot())
+	s.injected = time.Now()
+	for _, f := range s.faults {
+		n.logf("%s node %d (%s), for %v", f.kind, f.node, f.why, hold.Round(time.Millisecond))
+		switch f.kind {
+		case faultKill:
+			n.c.Kill(int(f.node))
+		case faultPause:
+			n.c.Pause(int(f.node))
+		case faultIsolate:
+			n.c.Isolate(int(f.node))
+		}
+		n.active = append(n.active, f)
+	}
+	s.inForce = time.Now()
+	n.steps = append(n.steps, s)
+	time.Sleep(hold)
+	s.restoring = time.Now()
+	n.restoreAll()
+	s.undone = time.Now()
+	if s.majorityLost {
+		n.outages = append(n.outages, window{s.injected, s.undone})
+	}
+}
+
+// restoreAll undoes every fault in force: heals and resumes first (instant), then
+// restarts, so that a restarted node finds a majority to join.
+func (n *nemesis) restoreAll() {
+	healed := false
+	for _, f := range n.active {
+		switch f.kind {
+		case faultPause:
+			n.c.Resume(int(f.node))
+			n.logf("resumed node %d", f.node)
+		case faultIsolate:
+			if !healed {
+				n.c.Heal()
+				healed = true
+			}
+			n.logf("healed node %d", f.node)
+		}
+	}
+	for _, f := range n.active {
+		if f.kind == faultKill {
+			start := time.Now()
+			n.c.Restart(int(f.node))
+			n.logf("restarted node %d (ready after %v)", f.node, time.Since(start).Round(time.Millisecond))
+		}
+	}
+	n.active = nil
+}
+
+// checkNoCrash fails the test for a node that exited without being killed (a panic,
+// a fatal error), and starts it again so that the run goes on: the next kill would
+// otherwise hide the exit from the harness.
+func (n *nemesis) checkNoCrash() {
+	for i := 1; i <= n.c.Size(); i++ {
+		if n.c.Node(i).Running() {
+			continue
+		}
+		exited, err := n.c.WaitExit(i, 100*time.Millisecond)
+		n.t.Errorf("nemesis +%.3fs: node %d exited on its own (exited %v: %v); its output is printed at the end",
+			time.Since(n.start).Seconds(), i, exited, err)
+		n.c.Restart(i)
+	}
+}
+
+// waitRedundant waits until every partition has an ISR of at least two, so that the
+// next single fault leaves every partition an in-sync replica to lead it. It fails the
+// test and returns false if that takes redundancyTimeout.
+func (n *nemesis) waitRedundant() bool {
+	start := time.Now()
+	if !n.waitISR(2, redundancyTimeout) {
+		return false
+	}
+	if d := time.Since(start); d > time.Second {
+		n.logf("waited %v for an ISR of two on every partition", d.Round(time.Millisecond))
+	}
+	return true
+}
+
+// waitISR waits until every partition's leader reports an ISR of at least want
+// members; after timeout it fails the test naming the partitions that had fewer.
+func (n *nemesis) waitISR(want int, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		var short []string
+		for p := range int32(nemesisParts) {
+			st, err := leaderView(n.c, n.topic, p)
+			switch {
+			case err != nil:
+				short = append(short, err.Error())
+			case len(st.ISR) < want:
+				short = append(short, fmt.Sprintf("%s-%d: leader %d epoch %d reports ISR %v", n.topic, p, st.Leader, st.LeaderEpoch, st.ISR))
+			}
+		}
+		if len(short) == 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			n.t.Errorf("nemesis +%.3fs: no ISR of %d members after %v with every node up: %s",
+				time.Since(n.start).Seconds(), want, timeout, strings.Join(short, "; "))
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// snapshot describes the leaders, ISRs and controller as one live node sees them.
+func (n *nemesis) snapshot() string {
+	for _, id := range n.c.LiveIDs() {
+		resp, err := n.c.MetadataFrom(context.Background(), int(id), n.topic)
+		if err != nil || len(resp.Topics) != 1 {
+			continue
+		}
+		parts := resp.Topics[0].Partitions
+		slices.SortFunc(parts, func(a, b kmsg.MetadataResponseTopicPartition) int { return int(a.Partition - b.Partition) })
+		var ps []string
+		for _, p := range parts {
+			ps = append(ps, fmt.Sprintf("p%d:%d@%d%v", p.Partition, p.Leader, p.LeaderEpoch, p.ISR))
+		}
+		return fmt.Sprintf("node %d sees controller %d, leader@epoch[ISR] %s", id, resp.ControllerID, strings.Join(ps, " "))
+	}
+	return "no live node answered Metadata"
+}
+
+// checkProgress demands acknowledgements while faults were in force, none in a step
+// with two faulty nodes (past inFlightGrace), and that no partition stalled
+// maxMajorityStall while a majority was up, from the first fault to end.
+func (n *nemesis) checkProgress(h *cluster.History, end time.Time) {
+	acks := h.Acks()
+	during := 0
+	var summary []string
+	for i, s := range n.steps {
+		var lone []cluster.Ack
+		for _, a := range acks {
+			if !a.At.Before(s.injected) && a.At.Before(s.restoring) {
+				s.acks++
+			}
+			if s.majorityLost && a.At.After(s.inForce.Add(inFlightGrace)) && a.At.Before(s.restoring) {
+				lone = append(lone, a)
+			}
+		}
+		during += s.acks
+		if s.long && s.acks == 0 {
+			n.t.Errorf("nemesis step %d: nothing acknowledged in the %v from +%.3fs that one node (%s %d) was faulty and a majority up",
+				i+1, s.restoring.Sub(s.injected).Round(time.Millisecond), s.injected.Sub(n.start).Seconds(), s.faults[0].kind, s.faults[0].node)
+		}
+		var fs []string
+		for _, f := range s.faults {
+			fs = append(fs, fmt.Sprintf("%s %d", f.kind, f.node))
+		}
+		long := ""
+		if s.long {
+			long = " long"
+		}
+		summary = append(summary, fmt.Sprintf("%d:[%s]%s %v, %d acks", i+1, strings.Join(fs, ", "), long, s.restoring.Sub(s.injected).Round(100*time.Millisecond), s.acks))
+		for j, a := range lone {
+			if j == 5 {
+				n.t.Errorf("... and %d more", len(lone)-j)
+				break
+			}
+			n.t.Errorf("%s-%d offset %d %q acknowledged at nemesis +%.3fs, while step %d had two of three nodes faulty (%s) since +%.3fs: one node cannot satisfy min.insync.replicas=2",
+				n.topic, a.Partition, a.Offset, a.Value, a.At.Sub(n.start).Seconds(), i+1, strings.Join(fs, ", "), s.inForce.Sub(n.start).Seconds())
+		}
+	}
+	n.t.Logf("nemesis: %d steps (%d with the majority lost), %d acks while faults were in force: %s",
+		len(n.steps), len(n.outages), during, strings.Join(summary, "; "))
+	if len(n.steps) == 0 {
+		n.t.Errorf("nemesis: no fault was injected")
+	}
+	if during == 0 {
+		n.t.Errorf("nemesis: nothing was acknowledged while a fault was in force (%d steps)", len(n.steps))
+	}
+	times := map[int32][]time.Time{}
+	for _, a := range acks {
+		times[a.Partition] = append(times[a.Partition], a.At)
+	}
+	for p := range int32(nemesisParts) {
+		stall, from := majorityStall(times[p], n.start, end, n.outages)
+		n.t.Logf("%s-%d: longest stall with a majority up %v, from +%.3fs", n.topic, p, stall.Round(time.Millisecond), from.Sub(n.start).Seconds())
+		if stall > maxMajorityStall {
+			n.t.Errorf("%s-%d: no acknowledgement for %v (not counting lost-majority windows) from nemesis +%.3fs, with a majority of nodes up: more than %v",
+				n.topic, p, stall.Round(time.Millisecond), from.Sub(n.start).Seconds(), maxMajorityStall)
+		}
+	}
+}
+
+// majorityStall returns the longest gap between acknowledgements in times (from start
+// to end, which bound the gaps at both sides), less the parts of it in outages, and
+// where it began.
+func majorityStall(times []time.Time, start, end time.Time, outages []window) (time.Duration, time.Time) {
+	points := []time.Time{start}
+	for _, at := range times {
+		if at.After(start) && at.Before(end) {
+			points = append(points, at)
+		}
+	}
+	points = append(points, end)
+	slices.SortFunc(points, func(a, b time.Time) int { return a.Compare(b) })
+	var worst time.Duration
+	var from time.Time
+	for i := 1; i < len(points); i++ {
+		gap := points[i].Sub(points[i-1])
+		for _, w := range outages {
+			gap -= w.overlap(points[i-1], points[i])
+		}
+		if gap > worst {
+			worst, from = gap, points[i-1]
+		}
+	}
+	return worst, from
+}
+
+// waitEveryPartitionAcked waits until every partition has an acknowledgement after
+// since: the load made progress everywhere once the faults were undone.
+func waitEveryPartitionAcked(t *testing.T, h *cluster.History, parts int32, since time.Time) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		acked := map[int32]bool{}
+		for _, a := range h.Acks() {
+			if a.At.After(since) {
+				acked[a.Partition] = true
+			}
+		}
+		var missing []int32
+		for p := range parts {
+			if !acked[p] {
+				missing = append(missing, p)
+			}
+		}
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("partitions %v acknowledged nothing in the %v after every fault was undone (failures: %s)", missing, waitTimeout, h.Failures())
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// leaderView returns the partition's state as its leader reports it, asking the live
+// nodes who leads; an error if no live node names a live leader that agrees.
+func leaderView(c *cluster.Cluster, topic string, p int32) (cluster.PartitionState, error) {
+	live := c.LiveIDs()
+	var errs []string
+	for _, id := range live {
+		st, err := c.PartitionFrom(context.Background(), int(id), topic, p)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		if !slices.Contains(live, st.Leader) {
+			errs = append(errs, fmt.Sprintf("node %d names leader %d of %s-%d, not a live node", id, st.Leader, topic, p))
+			continue
+		}
+		own, err := c.PartitionFrom(context.Background(), int(st.Leader), topic, p)
+		if err == nil && own.Leader == st.Leader {
+			return own, nil
+		}
+		errs = append(errs, fmt.Sprintf("node %d names leader %d of %s-%d, which says %+v (%v)", id, st.Leader, topic, p, own, err))
+	}
+	return cluster.PartitionState{}, fmt.Errorf("%s-%d has no live leader: %s", topic, p, strings.Join(errs, "; "))
+}
+
+// controllerOf returns the active controller as a live node names it.
+func controllerOf(c *cluster.Cluster) (int32, error) {
+	for _, id := range c.LiveIDs() {
+		resp, err := c.MetadataFrom(context.Background(), int(id))
+		if err == nil && resp.ControllerID > 0 {
+			return resp.ControllerID, nil
+		}
+	}
+	return 0, fmt.Errorf("no live node names a controller")
+}
+
+// readAlong is a consumer reading every partition of a topic from offset 0 while the
+// faults go on. It keeps what it read by offset and notes every record out of order
+// (a gap), every offset read twice with different values and every value read at two
+// offsets.
+type readAlong struct {
+	cl     *kgo.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu       sync.Mutex // guards the fields below
+	read     map[int32]map[int64]string
+	next     map[int32]int64 // the offset after the highest read
+	where    map[string]string
+	problems []string
+	rereads  int
+	errs     map[string]int
+}
+
+func startReadAlong(t *testing.T, c *cluster.Cluster, topic string, parts int32) *readAlong {
+	t.Helper()
+	offsets := map[int32]kgo.Offset{}
+	for p := range parts {
+		offsets[p] = kgo.NewOffset().AtStart()
+	}
+	r := &readAlong{done: make(chan struct{}), read: map[int32]map[int64]string{}, next: map[int32]int64{},
+		where: map[string]string{}, errs: map[string]int{}}
+	for p := range parts {
+		r.read[p] = map[int64]string{}
+	}
+	r.cl = c.Client(t, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
+		kgo.FetchMaxWait(500*time.Millisecond))
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go r.run(ctx)
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *readAlong) run(ctx context.Context) {
+	defer close(r.done)
+	for ctx.Err() == nil {
+		fs := r.cl.PollFetches(ctx)
+		r.mu.Lock()
+		fs.EachError(func(topic string, p int32, err error) {
+			if ctx.Err() == nil {
+				r.errs[fmt.Sprintf("%s-%d: %v", topic, p, err)]++
+			}
+		})
+		fs.EachRecord(r.add)
+		r.mu.Unlock()
+	}
+}
+
+// add notes one record; r.mu is held.
+func (r *readAlong) add(rec *kgo.Record) {
+	p, o, v := rec.Partition, rec.Offset, string(rec.Value)
+	if prev, ok := r.read[p][o]; ok {
+		r.rereads++
+		if prev != v {
+			r.problems = append(r.problems, fmt.Sprintf("%s-%d offset %d read as %q, later as %q", rec.Topic, p, o, prev, v))
+		}
+		return
+	}
+	if o != r.next[p] {
+		r.problems = append(r.problems, fmt.Sprintf("%s-%d: read offset %d after offset %d (offsets [%d,%d) skipped)", rec.Topic, p, o, r.next[p]-1, r.next[p], o))
+	}
+	loc := fmt.Sprintf("%s-%d offset %d", rec.Topic, p, o)
+	if other, ok := r.where[v]; ok {
+		r.problems = append(r.problems, fmt.Sprintf("value %q read at %s and at %s", v, other, loc))
+	}
+	r.where[v] = loc
+	r.read[p][o] = v
+	r.next[p] = max(r.next[p], o+1)
+}
+
+func (r *readAlong) stop() {
+	r.cancel()
+	<-r.done
+}
+
+// check waits until the consumer has read up to every partition's high watermark and
+// demands that it read every offset below it, in order, with every acknowledged value
+// at its offset.
+func (r *readAlong) check(t *testing.T, c *cluster.Cluster, h *cluster.History, topic string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	ends, err := c.Admin(t).ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		t.Errorf("consumer: listing the high watermarks of %s: %v", topic, err)
+		return
+	}
+	hw := map[int32]int64{}
+	ends.Each(func(lo kadm.ListedOffset) { hw[lo.Partition] = lo.Offset })
+	deadline := time.Now().Add(waitTimeout)
+	for !r.caughtUp(hw) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	r.stop()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var errs []string
+	for e, k := range r.errs {
+		errs = append(errs, fmt.Sprintf("%d× %s", k, e))
+	}
+	slices.Sort(errs)
+	t.Logf("consumer: %d records read, %d read again after a reset; fetch errors: %v", len(r.where), r.rereads, errs)
+	problems := slices.Clone(r.problems)
+	for p := range int32(len(r.read)) {
+		if r.next[p] != hw[p] || int64(len(r.read[p])) != hw[p] {
+			problems = append(problems, fmt.Sprintf("%s-%d: read %d records up to offset %d, high watermark %d", topic, p, len(r.read[p]), r.next[p], hw[p]))
+		}
+	}
+	for _, a := range h.Acks() {
+		got, ok := r.read[a.Partition][a.Offset]
+		switch {
+		case a.Offset >= hw[a.Partition]:
+			problems = append(problems, fmt.Sprintf("%s-%d: acknowledged %q at offset %d, at or above the high watermark %d", topic, a.Partition, a.Value, a.Offset, hw[a.Partition]))
+		case !ok:
+			problems = append(problems, fmt.Sprintf("%s-%d: acknowledged %q at offset %d never read", topic, a.Partition, a.Value, a.Offset))
+		case got != a.Value:
+			at := r.where[a.Value]
+			if at == "" {
+				at = "nowhere"
+			}
+			problems = append(problems, fmt.Sprintf("%s-%d: offset %d read as %q, acknowledged was %q (read at %s)", topic, a.Partition, a.Offset, got, a.Value, at))
+		}
+	}
+	for i, s := range problems {
+		if i == 20 {
+			t.Errorf("consumer: ... and %d more problems", len(problems)-i)
+			break
+		}
+		t.Errorf("consumer: %s", s)
+	}
+}
+
+// caughtUp reports whether the consumer has read up to hw on every partition.
+func (r *readAlong) caughtUp(hw map[int32]int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for p, end := range hw {
+		if r.next[p] < end {
+			return false
+		}
+	}
+	return true
+}
