@@ -42,7 +42,12 @@ func freeAddrs(t *testing.T) processAddrs {
 // taken between finding it free and the server binding it; then it tries other ports.
 func startFresh(t *testing.T) (*process, processAddrs) {
 	t.Helper()
-	dir := t.TempDir()
+	return startFreshIn(t, t.TempDir())
+}
+
+// startFreshIn is startFresh with the data in dir.
+func startFreshIn(t *testing.T, dir string) (*process, processAddrs) {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
 		addrs := freeAddrs(t)
 		p, err := tryStart(t, dir, addrs)

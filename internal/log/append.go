@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"syscall"
 	"time"
 
 	"github.com/runnel-io/runnel/internal/recordbatch"
@@ -221,9 +222,17 @@ func (l *Log) appendLocked(records []byte, first, last int64, cfg *Config, now t
 	pos := seg.size.Load()
 	if _, err := seg.file.WriteAt(records, pos); err != nil {
 		// Readers never see the partial write (size is not published); drop it so
-		// that a reopen does not have to.
-		_ = seg.file.Truncate(pos)
+		// that a reopen does not have to. Once it is dropped, a full disk leaves
+		// nothing behind and the log can go on when space is freed; any other write
+		// error, or a failed cut, takes the log offline.
+		if terr := seg.file.Truncate(pos); terr == nil && errors.Is(err, syscall.ENOSPC) {
+			return l.noSpaceLocked(err)
+		}
 		return l.failLocked("write", err)
+	}
+	if l.noSpace {
+		l.noSpace = false
+		l.logger.Info("disk has room again: appends resumed", "dir", l.dir)
 	}
 	p := pos
 	for rest := records; len(rest) > 0; {

@@ -31,6 +31,8 @@ var (
 	// ErrKafkaStorage wraps disk errors (ENOSPC, EIO...). After a failed write,
 	// truncate or fsync the log goes offline for writes: appends, flushes and
 	// truncations return ErrKafkaStorage until the log is reopened. Reads keep serving
-	// what was stored before the failure.
+	// what was stored before the failure. The exception is an append that finds the
+	// disk full: its write is cut back, the log stays writable, and appends succeed
+	// again once there is room.
 	ErrKafkaStorage = errors.New("kafka storage error")
 )

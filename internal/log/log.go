@@ -34,8 +34,9 @@ type Options struct {
 	// checkpoint would make the next recovery trust segments written after the
 	// truncation that were never flushed.
 	OnTruncate func()
-	// OnStorageError, if set, is called once, on a goroutine of its own, when a disk
-	// error takes the log offline for writes.
+	// OnStorageError, if set, is called on a goroutine of its own when a disk error
+	// takes the log offline for writes (once), and when an append finds the disk full
+	// (once per episode: again only after an append has succeeded in between).
 	OnStorageError func(err error)
 }
 
@@ -98,6 +99,9 @@ type Log struct {
 	epochs     *LeaderEpochCache
 	producers  *producerState
 	storageErr error // non-nil once a disk operation failed: the log is offline for writes
+	// noSpace is set while appends find the disk full (ENOSPC), which unlike other disk
+	// errors leaves the log writable; the first append that fits clears it.
+	noSpace bool
 }
 
 // pendingDelete is a segment renamed *.deleted, removed after file.delete.delay.ms.
@@ -265,6 +269,22 @@ func (l *Log) failLocked(op string, err error) error {
 		}
 	}
 	return fmt.Errorf("%w: %s %s: %v", ErrKafkaStorage, op, l.dir, err)
+}
+
+// noSpaceLocked answers an append that found the disk full. The write was cut back to
+// where it started, so the log is exactly as it was before: unlike after other disk
+// errors it stays writable, and a producer's retry succeeds once space is freed. The
+// node hears of it once per episode (in a cluster it stops, so that replicas on other
+// disks take over, as for any disk error).
+func (l *Log) noSpaceLocked(err error) error {
+	if !l.noSpace {
+		l.noSpace = true
+		l.logger.Error("disk full: appends to this partition fail until space is freed", "dir", l.dir, "err", err)
+		if l.onStorageError != nil {
+			go l.onStorageError(fmt.Errorf("write %s: %w", l.dir, err))
+		}
+	}
+	return fmt.Errorf("%w: write %s: %v", ErrKafkaStorage, l.dir, err)
 }
 
 func (l *Log) fail(op string, err error) error {

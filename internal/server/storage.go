@@ -1,7 +1,9 @@
 package server
 
 import (
+	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/runnel-io/runnel/internal/log"
 )
@@ -17,11 +19,18 @@ import (
 // marker is written (closing an offline log fails), so the next start recovers them.
 //
 // A single node stays up: nobody could take over, reads still work, and partitions
-// whose logs are fine keep accepting writes while the disk has room.
+// whose logs are fine keep accepting writes while the disk has room. A full disk does
+// not take a log offline (the failed write is cut back), so there writes resume by
+// themselves once space is freed.
 func (n *Node) storageFailed(tp log.TopicPartition, err error) {
 	// The quorum's image (n.ctrl is set before the logs open, so this never races
 	// with start-up), not the applied one, which is empty until the first apply.
 	if len(n.ctrl.Image().Brokers) <= 1 {
+		if errors.Is(err, syscall.ENOSPC) {
+			n.logger.Error("disk full; this is the only node, so it stays up: reads go on, and writes resume once space is freed",
+				"topic", tp.Topic, "partition", tp.Partition, "data_dir", n.cfg.DataDir, "err", err)
+			return
+		}
 		n.logger.Error("disk error; this is the only node, so it stays up for reads and for the partitions that can still write",
 			"topic", tp.Topic, "partition", tp.Partition, "err", err)
 		return
