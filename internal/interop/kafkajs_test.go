@@ -64,28 +64,36 @@ func kafkajsDir(t *testing.T) string {
 	return dir
 }
 
-// runKafkaJS runs `node <dir>/<script>.js <bootstrap> <topic>` under kafkajsTimeout and
-// fails the test with the script's output unless it exits 0. The output is logged
-// either way (seen with -v).
+// runKafkaJS runs `node <dir>/<script>.js <bootstrap> <topic>` with runScript.
 func runKafkaJS(t *testing.T, dir, script, bootstrap, topic string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), kafkajsTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, script+".js"), bootstrap, topic)
-	cmd.Dir = dir
 	// KafkaJS warns once per process about its v2 partitioner change; the scripts
 	// choose the partitioner explicitly.
-	cmd.Env = append(os.Environ(), "KAFKAJS_NO_PARTITIONER_WARNING=1")
+	runScript(t, kafkajsTimeout, dir, []string{"KAFKAJS_NO_PARTITIONER_WARNING=1"},
+		"node", filepath.Join(dir, script+".js"), bootstrap, topic)
+}
+
+// runScript runs a client scenario (a script that checks its own results) in dir under
+// timeout, with env added to the environment, and fails the test with the script's
+// output unless it exits 0. The output is logged either way (seen with -v).
+func runScript(t *testing.T, timeout time.Duration, dir string, env []string, name string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
 	err := cmd.Run()
 	elapsed := time.Since(start).Round(time.Millisecond)
+	line := name + " " + strings.Join(args, " ")
 	if err != nil {
-		t.Fatalf("node %s.js %s %s: %v after %v (context: %v)\noutput:\n%s", script, bootstrap, topic, err, elapsed, ctx.Err(),
+		t.Fatalf("%s: %v after %v (context: %v)\noutput:\n%s", line, err, elapsed, ctx.Err(),
 			strings.TrimRight(out.String(), "\n"))
 	}
-	t.Logf("node %s.js passed in %v; output:\n%s", script, elapsed, strings.TrimRight(out.String(), "\n"))
+	t.Logf("%s passed in %v; output:\n%s", line, elapsed, strings.TrimRight(out.String(), "\n"))
 }
 
 // checkCodecs reads what groups.js wrote with franz-go: the same records, some in

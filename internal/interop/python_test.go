@@ -1,9 +1,7 @@
 package interop_test
 
 import (
-	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -87,25 +85,10 @@ func lastLine(out string, err error) string {
 	return out[strings.LastIndex(out, "\n")+1:]
 }
 
-// runPython runs `python <dir>/<script>.py <bootstrap> <topic> <rf>` under pythonTimeout
-// and fails the test with the script's output unless it exits 0. The output is logged
-// either way (seen with -v).
+// runPython runs `python <dir>/<script>.py <bootstrap> <topic> <rf>` with runScript.
 func runPython(t *testing.T, python, dir, script, bootstrap, topic string, rf int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), pythonTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, python, filepath.Join(dir, script+".py"), bootstrap, topic, strconv.Itoa(rf))
-	cmd.Dir = dir
 	// No __pycache__ in the source tree.
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	err := cmd.Run()
-	elapsed := time.Since(start).Round(time.Millisecond)
-	if err != nil {
-		t.Fatalf("%s %s.py %s %s %d: %v after %v (context: %v)\noutput:\n%s", python, script, bootstrap, topic, rf, err, elapsed,
-			ctx.Err(), strings.TrimRight(out.String(), "\n"))
-	}
-	t.Logf("%s.py passed in %v; output:\n%s", script, elapsed, strings.TrimRight(out.String(), "\n"))
+	runScript(t, pythonTimeout, dir, []string{"PYTHONDONTWRITEBYTECODE=1"},
+		python, filepath.Join(dir, script+".py"), bootstrap, topic, strconv.Itoa(rf))
 }
