@@ -102,6 +102,10 @@ type Manager struct {
 	// view is what followers should fetch from this node (see leaderView).
 	view *leaderView
 
+	// hwCheckpointFailing is set while writing the high watermark checkpoint fails
+	// (a full disk), so that the failure is logged once rather than at every interval.
+	hwCheckpointFailing atomic.Bool
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -290,8 +294,13 @@ func (m *Manager) checkpointHighWatermarks() {
 	for _, p := range m.Partitions() {
 		hws[p.tp] = p.HighWatermark()
 	}
-	if err := m.opts.Logs.WriteHighWatermarks(hws); err != nil {
-		m.logger.Error("write high watermark checkpoint", "err", err)
+	err := m.opts.Logs.WriteHighWatermarks(hws)
+	switch {
+	case err != nil && !m.hwCheckpointFailing.Swap(true):
+		m.logger.Error("write high watermark checkpoint; retrying at every interval, logged again once it works",
+			"interval", m.opts.HWCheckpointInterval, "err", err)
+	case err == nil && m.hwCheckpointFailing.Swap(false):
+		m.logger.Info("high watermark checkpoint written again")
 	}
 }
 
