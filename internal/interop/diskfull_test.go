@@ -82,9 +82,12 @@ func TestSingleNodeDiskFull(t *testing.T) {
 	for i := before; i < before+after; i++ {
 		testutil.NoError(t, produce(cl, i), "record %d, after space was freed", i)
 	}
-	if !strings.Contains(p.output.String(), "disk has room again: appends resumed") {
-		t.Errorf("the node did not log that appends resumed")
-	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if !strings.Contains(p.output.String(), "disk has room again: appends resumed") {
+			return errors.New("the node has not logged that appends resumed")
+		}
+		return nil
+	})
 	got := consumePartitions(t, p.kafka, topic, map[int32]int{0: before + after})
 	checkContiguous(t, got, 0)
 	checkValues(t, got[0], 0, before+after)

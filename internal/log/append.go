@@ -225,8 +225,12 @@ func (l *Log) appendLocked(records []byte, first, last int64, cfg *Config, now t
 		// that a reopen does not have to. Once it is dropped, a full disk leaves
 		// nothing behind and the log can go on when space is freed; any other write
 		// error, or a failed cut, takes the log offline.
-		if terr := seg.file.Truncate(pos); terr == nil && errors.Is(err, syscall.ENOSPC) {
+		terr := seg.file.Truncate(pos)
+		if terr == nil && (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) {
 			return l.noSpaceLocked(err)
+		}
+		if terr != nil {
+			err = errors.Join(err, fmt.Errorf("cutting the failed write back to %d bytes: %w", pos, terr))
 		}
 		return l.failLocked("write", err)
 	}

@@ -31,8 +31,12 @@ var (
 	// ErrKafkaStorage wraps disk errors (ENOSPC, EIO...). After a failed write,
 	// truncate or fsync the log goes offline for writes: appends, flushes and
 	// truncations return ErrKafkaStorage until the log is reopened. Reads keep serving
-	// what was stored before the failure. The exception is an append that finds the
-	// disk full: its write is cut back, the log stays writable, and appends succeed
-	// again once there is room.
+	// what was stored before the failure. The exception is ErrDiskFull.
 	ErrKafkaStorage = errors.New("kafka storage error")
+	// ErrDiskFull (with ErrKafkaStorage) is an append whose data write found the disk
+	// full (ENOSPC, or EDQUOT for a quota) and was cut back off the segment: the log
+	// stays writable, and appends succeed again once there is room. A full disk met
+	// anywhere else (rolling a segment, an fsync, a checkpoint) takes the log offline
+	// like any disk error.
+	ErrDiskFull = errors.New("disk full")
 )

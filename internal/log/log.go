@@ -36,7 +36,8 @@ type Options struct {
 	OnTruncate func()
 	// OnStorageError, if set, is called on a goroutine of its own when a disk error
 	// takes the log offline for writes (once), and when an append finds the disk full
-	// (once per episode: again only after an append has succeeded in between).
+	// (an error wrapping ErrDiskFull; once per episode: again only after an append has
+	// succeeded in between).
 	OnStorageError func(err error)
 }
 
@@ -281,10 +282,10 @@ func (l *Log) noSpaceLocked(err error) error {
 		l.noSpace = true
 		l.logger.Error("disk full: appends to this partition fail until space is freed", "dir", l.dir, "err", err)
 		if l.onStorageError != nil {
-			go l.onStorageError(fmt.Errorf("write %s: %w", l.dir, err))
+			go l.onStorageError(fmt.Errorf("%w: write %s: %w", ErrDiskFull, l.dir, err))
 		}
 	}
-	return fmt.Errorf("%w: write %s: %v", ErrKafkaStorage, l.dir, err)
+	return fmt.Errorf("%w: %w: write %s: %v", ErrKafkaStorage, ErrDiskFull, l.dir, err)
 }
 
 func (l *Log) fail(op string, err error) error {

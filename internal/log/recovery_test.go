@@ -229,16 +229,24 @@ func TestDiskFullAppendsResumeWhenSpaceIsFreed(t *testing.T) {
 	if err := l.Flush(leo); err != nil {
 		t.Fatal(err)
 	}
-	// Two appends find the disk full (each fault fires once).
+	// Two appends find the disk full (each fault fires once): the first after storing
+	// part of its batch, which must be cut back off the segment; the second before
+	// storing anything.
+	size := logFileBytes(t, env)
+	env.mem.InjectShortWrite(env.dir+"/*.log", 100, syscall.ENOSPC)
+	env.mem.Inject(vfs.OpWrite, env.dir+"/*.log", syscall.ENOSPC)
 	for range 2 {
-		env.mem.Inject(vfs.OpWrite, env.dir+"/*.log", syscall.ENOSPC)
 		_, err := l.AppendAsLeader(logtest.Batch(3, 30), 1)
 		wantErr(t, err, ErrKafkaStorage)
+		wantErr(t, err, ErrDiskFull)
 		if !strings.Contains(err.Error(), "no space") {
 			t.Fatalf("error does not say why: %v", err)
 		}
 		if l.LogEndOffset() != leo {
 			t.Fatalf("log end moved to %d after a failed append", l.LogEndOffset())
+		}
+		if got := logFileBytes(t, env); got != size {
+			t.Fatalf("segment files hold %d bytes after a failed append, %d before it", got, size)
 		}
 	}
 	// Space freed: the next append goes in right after what was there, and is durable.
@@ -271,6 +279,27 @@ func TestDiskFullAppendsResumeWhenSpaceIsFreed(t *testing.T) {
 	checkContiguous(t, readAll(t, r, 0, leo+3, 1<<20), 0, leo+3)
 }
 
+// logFileBytes is the total size of the log's segment files.
+func logFileBytes(t *testing.T, env testEnv) int64 {
+	t.Helper()
+	names, err := env.fs.ReadDir(env.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, name := range names {
+		if !strings.HasSuffix(name, ".log") {
+			continue
+		}
+		fi, err := env.fs.Stat(filepath.Join(env.dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += fi.Size()
+	}
+	return n
+}
+
 func TestWriteErrorGoesOffline(t *testing.T) {
 	env := memEnv()
 	cfg := testConfigs()["tiny"]
@@ -282,6 +311,9 @@ func TestWriteErrorGoesOffline(t *testing.T) {
 	env.mem.Inject(vfs.OpWrite, env.dir+"/*.log", syscall.EIO)
 	_, err := l.AppendAsLeader(logtest.Batch(3, 30), 1)
 	wantErr(t, err, ErrKafkaStorage)
+	if errors.Is(err, ErrDiskFull) {
+		t.Fatalf("an I/O error reported as a full disk: %v", err)
+	}
 	_, err = l.AppendAsLeader(logtest.Batch(3, 30), 1)
 	wantErr(t, err, ErrKafkaStorage) // offline, although the disk "recovered"
 	wantErr(t, l.Flush(leo+1), ErrKafkaStorage)

@@ -183,8 +183,15 @@ func (f *Fetcher) handleOutOfRange(s *fetchState, rp kmsg.FetchResponseTopicPart
 	return log.ErrOffsetOutOfRange
 }
 
-// setFollowerHW adopts the leader's high watermark, capped by the local log end.
+// setFollowerHW adopts the leader's high watermark, capped by the local log end. A
+// fetch still in flight when this node became the partition's leader must not touch
+// the high watermark the new leader maintains, so it is ignored then.
 func (p *Partition) setFollowerHW(leaderHW int64) {
+	p.leaderIsrLock.RLock()
+	defer p.leaderIsrLock.RUnlock()
+	if p.leader == p.node {
+		return
+	}
 	hw := min(leaderHW, p.log.LogEndOffset())
 	if hw < 0 {
 		return

@@ -67,7 +67,19 @@ type fault struct {
 	op   Op
 	path string // "" matches every path; otherwise an exact path or a filepath.Match pattern
 	err  error
+	// short is how many bytes a failing write stores before it fails (a disk that
+	// fills part-way through a write); 0 stores none.
+	short int
 }
+
+// shortWrite is a write fault that stores the first n bytes before failing with err.
+type shortWrite struct {
+	n   int
+	err error
+}
+
+func (e *shortWrite) Error() string { return e.err.Error() }
+func (e *shortWrite) Unwrap() error { return e.err }
 
 // memNode is one file's content. Invariant: synced never aliases data.
 type memNode struct {
@@ -95,6 +107,14 @@ func (m *Mem) Inject(op Op, path string, err error) {
 	m.faults = append(m.faults, fault{op: op, path: path, err: err})
 }
 
+// InjectShortWrite makes the next write on a path matching path store its first n
+// bytes and then fail with err, as a disk that fills part-way through a write does.
+func (m *Mem) InjectShortWrite(path string, n int, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.faults = append(m.faults, fault{op: OpWrite, path: path, err: err, short: n})
+}
+
 // fault consumes and returns the first injected fault matching (op, name), wrapped in
 // an *os.PathError so that errors.Is(err, syscall.ENOSPC) works as with the OS.
 func (m *Mem) fault(op Op, name string) error {
@@ -109,7 +129,11 @@ func (m *Mem) faultLocked(op Op, name string) error {
 			continue
 		}
 		m.faults = append(m.faults[:i:i], m.faults[i+1:]...)
-		return &os.PathError{Op: op.String(), Path: name, Err: f.err}
+		pe := &os.PathError{Op: op.String(), Path: name, Err: f.err}
+		if f.short > 0 {
+			return &shortWrite{n: f.short, err: pe}
+		}
+		return pe
 	}
 	return nil
 }
@@ -508,6 +532,12 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 		return 0, errors.New("vfs: WriteAt with O_APPEND")
 	}
 	if err := f.check(OpWrite, true); err != nil {
+		var sw *shortWrite
+		if errors.As(err, &sw) && off >= 0 {
+			n := min(sw.n, len(p))
+			f.node.writeAt(p[:n], off)
+			return n, sw.err
+		}
 		return 0, err
 	}
 	if off < 0 {
