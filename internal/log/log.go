@@ -103,6 +103,9 @@ type Log struct {
 	// noSpace is set while appends find the disk full (ENOSPC), which unlike other disk
 	// errors leaves the log writable; the first append that fits clears it.
 	noSpace bool
+
+	// offline mirrors storageErr != nil for readers that do not take mu (Offline).
+	offline atomic.Bool
 }
 
 // pendingDelete is a segment renamed *.deleted, removed after file.delete.delay.ms.
@@ -264,6 +267,7 @@ func (l *Log) checkWritableLocked() error {
 func (l *Log) failLocked(op string, err error) error {
 	if l.storageErr == nil {
 		l.storageErr = err
+		l.offline.Store(true)
 		l.logger.Error("log offline for writes after a disk error", "dir", l.dir, "op", op, "err", err)
 		if l.onStorageError != nil {
 			go l.onStorageError(fmt.Errorf("%s %s: %w", op, l.dir, err))
@@ -271,6 +275,10 @@ func (l *Log) failLocked(op string, err error) error {
 	}
 	return fmt.Errorf("%w: %s %s: %v", ErrKafkaStorage, op, l.dir, err)
 }
+
+// Offline reports whether a disk error took the log offline for writes: its log end
+// may then include records that were never made durable.
+func (l *Log) Offline() bool { return l.offline.Load() }
 
 // noSpaceLocked answers an append that found the disk full. The write was cut back to
 // where it started, so the log is exactly as it was before: unlike after other disk

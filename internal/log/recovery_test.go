@@ -248,6 +248,9 @@ func TestDiskFullAppendsResumeWhenSpaceIsFreed(t *testing.T) {
 		if got := logFileBytes(t, env); got != size {
 			t.Fatalf("segment files hold %d bytes after a failed append, %d before it", got, size)
 		}
+		if l.Offline() {
+			t.Fatal("a full disk took the log offline")
+		}
 	}
 	// Space freed: the next append goes in right after what was there, and is durable.
 	info, err := l.AppendAsLeader(logtest.Batch(3, 30), 1)
@@ -313,6 +316,9 @@ func TestWriteErrorGoesOffline(t *testing.T) {
 	wantErr(t, err, ErrKafkaStorage)
 	if errors.Is(err, ErrDiskFull) {
 		t.Fatalf("an I/O error reported as a full disk: %v", err)
+	}
+	if !l.Offline() {
+		t.Fatal("Offline() is false after a write error")
 	}
 	_, err = l.AppendAsLeader(logtest.Batch(3, 30), 1)
 	wantErr(t, err, ErrKafkaStorage) // offline, although the disk "recovered"

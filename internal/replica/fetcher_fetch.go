@@ -25,7 +25,10 @@ func (f *Fetcher) fetchOnce(ctx context.Context, parts []*fetchState) error {
 	byTopic := map[string]int{}
 	byKey := map[metadata.TopicPartition]*fetchState{}
 	for _, s := range parts {
-		if !s.truncated {
+		// An offline log's end may include records whose fsync failed: fetching
+		// from there would report them to the leader as replicated. The node stops
+		// (in a cluster) and recovers the log on restart; until then it stays behind.
+		if !s.truncated || s.p.log.Offline() {
 			continue
 		}
 		i, ok := byTopic[s.p.tp.Topic]
