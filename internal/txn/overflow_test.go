@@ -66,20 +66,10 @@ func (m *markerLog) WriteMarker(_ context.Context, _ metadata.TopicPartition, pi
 func loadedCoordinator(t *testing.T, log *memLog, markers *markerLog, id string) *Coordinator {
 	t.Helper()
 	next := int64(100)
-	c := NewCoordinator(Config{Markers: markers, AllocateProducerID: func(context.Context) (int64, error) {
+	return startCoordinator(t, Config{Markers: markers, AllocateProducerID: func(context.Context) (int64, error) {
 		next++
 		return next, nil
-	}})
-	t.Cleanup(func() { c.Close() })
-	c.Load(c.PartitionFor(id), log, log, 1)
-	deadline := time.Now().Add(5 * time.Second)
-	for _, err := c.shardFor(id); err != nil; _, err = c.shardFor(id) {
-		if time.Now().After(deadline) {
-			t.Fatalf("shard not loaded: %v", err)
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return c
+	}}, log, id)
 }
 
 // At epoch exhaustion a version-2 EndTxn writes its markers at MaxInt16 (fencing the
@@ -94,15 +84,8 @@ func TestTV2EpochOverflowMovesToANewProducerID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sh, _ := c.shardFor(id)
-	e := sh.entry(id, false)
-	e.mu.Lock()
-	e.meta.epoch = math.MaxInt16 - 1 // as after 32766 transactions
-	e.mu.Unlock()
-	tp := metadata.TopicPartition{Topic: "t", Partition: 0}
-	if err := c.AddPartitions(id, first.ID, math.MaxInt16-1, []metadata.TopicPartition{tp}); err != nil {
-		t.Fatal(err)
-	}
+	withMeta(c, id, func(m *txnMetadata) { m.epoch = math.MaxInt16 - 1 }) // as after 32766 transactions
+	addTestPartition(t, c, id, first.ID, math.MaxInt16-1)
 	next, err := c.EndTxn(ctx, id, first.ID, math.MaxInt16-1, true, true)
 	if err != nil {
 		t.Fatal(err)

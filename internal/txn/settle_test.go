@@ -28,7 +28,14 @@ func (m *flakyMarkers) WriteMarker(ctx context.Context, tp metadata.TopicPartiti
 
 func flakyCoordinator(t *testing.T, log *memLog, markers *flakyMarkers, id string) *Coordinator {
 	t.Helper()
-	c := NewCoordinator(Config{Markers: markers, AllocateProducerID: func(context.Context) (int64, error) { return 7, nil }})
+	return startCoordinator(t, Config{Markers: markers, AllocateProducerID: func(context.Context) (int64, error) { return 7, nil }}, log, id)
+}
+
+// startCoordinator starts a coordinator with cfg, loads the state partition of id
+// from log, and waits until it serves id. It is closed when the test ends.
+func startCoordinator(t *testing.T, cfg Config, log *memLog, id string) *Coordinator {
+	t.Helper()
+	c := NewCoordinator(cfg)
 	t.Cleanup(func() { c.Close() })
 	c.Load(c.PartitionFor(id), log, log, 1)
 	deadline := time.Now().Add(5 * time.Second)
@@ -41,12 +48,30 @@ func flakyCoordinator(t *testing.T, log *memLog, markers *flakyMarkers, id strin
 	return c
 }
 
-func stateOf(c *Coordinator, id string) State {
+// withMeta runs fn on id's transaction metadata under its lock (tests that set up a
+// state the protocol takes too long to reach: an old epoch, an expired transaction).
+func withMeta(c *Coordinator, id string, fn func(m *txnMetadata)) {
 	sh, _ := c.shardFor(id)
 	e := sh.entry(id, false)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.meta.state
+	fn(&e.meta)
+}
+
+func stateOf(c *Coordinator, id string) (s State) {
+	withMeta(c, id, func(m *txnMetadata) { s = m.state })
+	return s
+}
+
+// testTP is the one data partition of these tests' transactions.
+var testTP = metadata.TopicPartition{Topic: "t", Partition: 0}
+
+// addTestPartition adds testTP to id's transaction as producer pid at epoch.
+func addTestPartition(t *testing.T, c *Coordinator, id string, pid int64, epoch int16) {
+	t.Helper()
+	if err := c.AddPartitions(id, pid, epoch, []metadata.TopicPartition{testTP}); err != nil {
+		t.Fatalf("AddPartitions %s as %d/%d: %v", id, pid, epoch, err)
+	}
 }
 
 // A KIP-360 InitProducerId that aborts the producer's own ongoing transaction while a
@@ -62,10 +87,7 @@ func TestInitProducerIDRetryWhileItsAbortWaitsForMarkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp := metadata.TopicPartition{Topic: "t", Partition: 0}
-	if err := c.AddPartitions(id, p.ID, p.Epoch, []metadata.TopicPartition{tp}); err != nil {
-		t.Fatal(err)
-	}
+	addTestPartition(t, c, id, p.ID, p.Epoch)
 	markers.fail.Store(true)
 	if _, err := c.InitProducerID(ctx, id, time.Minute, p.ID, p.Epoch); !errors.Is(err, ErrConcurrentTransactions) {
 		t.Fatalf("InitProducerId while the abort's marker fails: %v, want %v", err, ErrConcurrentTransactions)
@@ -99,15 +121,8 @@ func TestTV2OverflowPrepareReloadedRecognisesInitProducerIDRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sh, _ := c.shardFor(id)
-	e := sh.entry(id, false)
-	e.mu.Lock()
-	e.meta.epoch = math.MaxInt16 - 1
-	e.mu.Unlock()
-	tp := metadata.TopicPartition{Topic: "t", Partition: 0}
-	if err := c.AddPartitions(id, p.ID, math.MaxInt16-1, []metadata.TopicPartition{tp}); err != nil {
-		t.Fatal(err)
-	}
+	withMeta(c, id, func(m *txnMetadata) { m.epoch = math.MaxInt16 - 1 })
+	addTestPartition(t, c, id, p.ID, math.MaxInt16-1)
 	markers.fail.Store(true)
 	if _, err := c.EndTxn(ctx, id, p.ID, math.MaxInt16-1, true, true); err != nil {
 		t.Fatal(err)
@@ -135,15 +150,8 @@ func TestTV2CommitAfterTimeoutAbortIsFenced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp := metadata.TopicPartition{Topic: "t", Partition: 0}
-	if err := c.AddPartitions(id, p.ID, p.Epoch, []metadata.TopicPartition{tp}); err != nil {
-		t.Fatal(err)
-	}
-	sh, _ := c.shardFor(id)
-	e := sh.entry(id, false)
-	e.mu.Lock()
-	e.meta.start = time.Now().Add(-time.Minute)
-	e.mu.Unlock()
+	addTestPartition(t, c, id, p.ID, p.Epoch)
+	withMeta(c, id, func(m *txnMetadata) { m.start = time.Now().Add(-time.Minute) })
 	c.abortTimedOut()
 	if got := stateOf(c, id); got != CompleteAbort {
 		t.Fatalf("state after the timeout %v, want %v", got, CompleteAbort)
