@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -77,15 +76,10 @@ func checkerProducer(ctx context.Context, t *testing.T, seeds []string, id strin
 func TestTxnCheckerUnderNodeKill(t *testing.T) {
 	const producers, txns, perTxn = 3, 20, 4
 	nodes := startCluster(t, 3)
-	seeds := []string{nodes[0].node.KafkaAddr().String(), nodes[1].node.KafkaAddr().String(), nodes[2].node.KafkaAddr().String()}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second)
 	defer cancel()
-	adm := adminOf(t, nodes[0].node)
-	_, err := adm.CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, "chk")
-	testutil.NoError(t, err, "create topic")
-	found := adm.FindTxnCoordinators(ctx, "chk-0")["chk-0"]
-	testutil.NoError(t, found.Err, "find transaction coordinator")
-	victim := nodes[found.NodeID-1]
+	ck := newCheckerCluster(ctx, t, nodes, "chk")
+	seeds, victim := ck.seeds, ck.victim
 
 	var killOnce sync.Once
 	outcomes := make([][]txnOutcome, producers)
@@ -98,7 +92,7 @@ func TestTxnCheckerUnderNodeKill(t *testing.T) {
 				if i == 0 && j == txns/3 {
 					// In the background, so that transactions are under way meanwhile.
 					killOnce.Do(func() {
-						t.Logf("killing node %d, coordinator of chk-0", found.NodeID)
+						t.Logf("killing node %d, coordinator of chk-0", victim.cfg.NodeID)
 						wg.Add(1)
 						go func() {
 							defer wg.Done()
@@ -111,18 +105,8 @@ func TestTxnCheckerUnderNodeKill(t *testing.T) {
 	}
 	wg.Wait()
 
-	var survivors []string
-	for _, tn := range nodes {
-		if tn != victim {
-			survivors = append(survivors, tn.node.KafkaAddr().String())
-		}
-	}
 	// Transactions whose end failed are aborted by a fencing client or time out.
-	testutil.Eventually(t, 40*time.Second, func() error { return stableEverywhere(ctx, adminOf(t, nodes[found.NodeID%3].node), "chk") })
-	cons, err := kgo.NewClient(kgo.SeedBrokers(survivors...), kgo.ConsumeTopics("chk"),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	testutil.NoError(t, err, "consumer")
-	defer cons.Close()
+	testutil.Eventually(t, 40*time.Second, func() error { return stableEverywhere(ctx, ck.survivorAdmin(t), "chk") })
 	want := 0
 	for _, o := range outcomes {
 		for _, x := range o {
@@ -131,30 +115,75 @@ func TestTxnCheckerUnderNodeKill(t *testing.T) {
 			}
 		}
 	}
-	seen := map[string]int{} // records per transaction "chk-i-tj"
+	seen := readCommittedCounts(ctx, t, ck.survivors(), "chk")
 	got := 0
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		pctx, pcancel := context.WithDeadline(ctx, deadline)
-		cons.PollFetches(pctx).EachRecord(func(r *kgo.Record) {
-			v := string(r.Value)
-			seen[v[:strings.LastIndex(v, "-r")]]++
-			got++
-		})
-		pcancel()
-	}
 	for i, o := range outcomes {
 		for j, x := range o {
 			n := seen[fmt.Sprintf("chk-%d-t%d", i, j)]
-			switch {
-			case x == outcomeCommitted && n != perTxn:
-				t.Errorf("committed transaction chk-%d-t%d: %d of %d records visible", i, j, n, perTxn)
-			case x == outcomeAborted && n != 0:
-				t.Errorf("aborted transaction chk-%d-t%d: %d records visible", i, j, n)
-			case n != 0 && n != perTxn:
-				t.Errorf("transaction chk-%d-t%d with an unknown end: %d of %d records visible", i, j, n, perTxn)
-			}
+			checkTxnVisible(t, fmt.Sprintf("chk-%d-t%d", i, j), x, n, perTxn)
+			got += n
 		}
 	}
 	t.Logf("%d records visible, %d from transactions known committed; outcomes %v", got, want, outcomes)
+}
+
+// checkerCluster is the set-up of a transaction checker: a topic of 3 partitions on
+// the 3 nodes (min.insync.replicas 2), and the node coordinating the transactional
+// id topic+"-0", the one the checker kills.
+type checkerCluster struct {
+	nodes  []*testNode
+	seeds  []string
+	victim *testNode
+}
+
+func newCheckerCluster(ctx context.Context, t *testing.T, nodes []*testNode, topic string) *checkerCluster {
+	t.Helper()
+	ck := &checkerCluster{nodes: nodes}
+	for _, tn := range nodes {
+		ck.seeds = append(ck.seeds, tn.node.KafkaAddr().String())
+	}
+	adm := adminOf(t, nodes[0].node)
+	_, err := adm.CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic)
+	testutil.NoError(t, err, "create topic %s", topic)
+	found := adm.FindTxnCoordinators(ctx, topic+"-0")[topic+"-0"]
+	testutil.NoError(t, found.Err, "find the transaction coordinator of %s-0", topic)
+	ck.victim = nodes[found.NodeID-1]
+	return ck
+}
+
+// survivors are the Kafka addresses of the nodes other than the victim.
+func (ck *checkerCluster) survivors() []string {
+	var out []string
+	for _, tn := range ck.nodes {
+		if tn != ck.victim {
+			out = append(out, tn.node.KafkaAddr().String())
+		}
+	}
+	return out
+}
+
+// survivorAdmin is an admin client of a node other than the victim.
+func (ck *checkerCluster) survivorAdmin(t *testing.T) *kadm.Client {
+	for _, tn := range ck.nodes {
+		if tn != ck.victim {
+			return adminOf(t, tn.node)
+		}
+	}
+	t.Fatal("no node survives the victim")
+	return nil
+}
+
+// checkTxnVisible fails the test unless transaction name, of which the producer knows
+// outcome x, shows n of its perTxn records to read_committed consistently with x: all
+// if committed, none if aborted, all or none if unknown.
+func checkTxnVisible(t *testing.T, name string, x txnOutcome, n, perTxn int) {
+	t.Helper()
+	switch {
+	case x == outcomeCommitted && n != perTxn:
+		t.Errorf("committed transaction %s: %d of %d records visible", name, n, perTxn)
+	case x == outcomeAborted && n != 0:
+		t.Errorf("aborted transaction %s: %d records visible", name, n)
+	case n != 0 && n != perTxn:
+		t.Errorf("transaction %s with an unknown outcome: %d of %d records visible", name, n, perTxn)
+	}
 }
