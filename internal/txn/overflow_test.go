@@ -80,10 +80,7 @@ func TestTV2EpochOverflowMovesToANewProducerID(t *testing.T) {
 	log, markers := &memLog{}, &markerLog{}
 	c := loadedCoordinator(t, log, markers, id)
 	ctx := context.Background()
-	first, err := c.InitProducerID(ctx, id, time.Minute, -1, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := newProducer(t, c, id, time.Minute)
 	withMeta(c, id, func(m *txnMetadata) { m.epoch = math.MaxInt16 - 1 }) // as after 32766 transactions
 	addTestPartition(t, c, id, first.ID, math.MaxInt16-1)
 	next, err := c.EndTxn(ctx, id, first.ID, math.MaxInt16-1, true, true)

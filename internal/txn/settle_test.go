@@ -63,6 +63,16 @@ func stateOf(c *Coordinator, id string) (s State) {
 	return s
 }
 
+// newProducer is InitProducerId for a new transactional producer id with timeout.
+func newProducer(t *testing.T, c *Coordinator, id string, timeout time.Duration) ProducerIDAndEpoch {
+	t.Helper()
+	p, err := c.InitProducerID(context.Background(), id, timeout, -1, -1)
+	if err != nil {
+		t.Fatalf("InitProducerId %s: %v", id, err)
+	}
+	return p
+}
+
 // testTP is the one data partition of these tests' transactions.
 var testTP = metadata.TopicPartition{Topic: "t", Partition: 0}
 
@@ -83,10 +93,7 @@ func TestInitProducerIDRetryWhileItsAbortWaitsForMarkers(t *testing.T) {
 	log, markers := &memLog{}, &flakyMarkers{}
 	c := flakyCoordinator(t, log, markers, id)
 	ctx := context.Background()
-	p, err := c.InitProducerID(ctx, id, time.Minute, -1, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newProducer(t, c, id, time.Minute)
 	addTestPartition(t, c, id, p.ID, p.Epoch)
 	markers.fail.Store(true)
 	if _, err := c.InitProducerID(ctx, id, time.Minute, p.ID, p.Epoch); !errors.Is(err, ErrConcurrentTransactions) {
@@ -117,10 +124,7 @@ func TestTV2OverflowPrepareReloadedRecognisesInitProducerIDRetry(t *testing.T) {
 	log, markers := &memLog{}, &flakyMarkers{}
 	c := flakyCoordinator(t, log, markers, id)
 	ctx := context.Background()
-	p, err := c.InitProducerID(ctx, id, time.Minute, -1, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newProducer(t, c, id, time.Minute)
 	withMeta(c, id, func(m *txnMetadata) { m.epoch = math.MaxInt16 - 1 })
 	addTestPartition(t, c, id, p.ID, math.MaxInt16-1)
 	markers.fail.Store(true)
@@ -146,10 +150,7 @@ func TestTV2CommitAfterTimeoutAbortIsFenced(t *testing.T) {
 	log, markers := &memLog{}, &flakyMarkers{}
 	c := flakyCoordinator(t, log, markers, id)
 	ctx := context.Background()
-	p, err := c.InitProducerID(ctx, id, time.Second, -1, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newProducer(t, c, id, time.Second)
 	addTestPartition(t, c, id, p.ID, p.Epoch)
 	withMeta(c, id, func(m *txnMetadata) { m.start = time.Now().Add(-time.Minute) })
 	c.abortTimedOut()
