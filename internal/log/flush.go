@@ -30,11 +30,11 @@ func (l *Log) Flush(upTo int64) error {
 		return nil
 	}
 	// While another caller's fsync runs, get this append's pages on their way to the
-	// disk: the fsync that will cover them then has less left to write.
-	l.mu.Lock()
-	active := l.activeLocked()
-	l.mu.Unlock()
-	vfs.WriteBehind(active.file)
+	// disk: the fsync that will cover them then has less left to write. A hint only, so
+	// the segment list is read without the append lock: a segment rolled or closed
+	// meanwhile gets a harmless (or failing, ignored) write-back request.
+	ss := l.segs()
+	vfs.WriteBehind(ss[len(ss)-1].file)
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	return l.flushLocked(upTo)

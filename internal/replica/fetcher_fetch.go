@@ -99,21 +99,20 @@ type appliedPart struct {
 // its old high watermark; its log is offline (log.Flush failed it).
 func flushFetched(applied []appliedPart) error {
 	errs := make([]error, len(applied))
+	flush := func(i int) { errs[i] = applied[i].p.log.Flush(applied[i].flushTo) }
 	var wg sync.WaitGroup
+	last := -1 // the last partition to flush runs on this goroutine, the others beside it
 	for i, a := range applied {
 		if a.flushTo == 0 {
 			continue
 		}
-		if len(applied) == 1 {
-			// One partition: no goroutine to pay for.
-			errs[i] = a.p.log.Flush(a.flushTo)
-			continue
+		if prev := last; prev >= 0 {
+			wg.Go(func() { flush(prev) })
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = a.p.log.Flush(a.flushTo)
-		}()
+		last = i
+	}
+	if last >= 0 {
+		flush(last)
 	}
 	wg.Wait()
 	var firstErr error
