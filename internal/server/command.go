@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -61,6 +62,11 @@ func Run(cfg *config.Broker) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	n, err := Start(ctx, cfg, Options{})
+	if errors.Is(err, ErrStartInterrupted) {
+		// SIGTERM or SIGINT before the node was ready: stopping is what was asked for.
+		slog.Info("start-up interrupted by a signal; stopped", "node", cfg.NodeID)
+		return nil
+	}
 	if err != nil {
 		return err
 	}

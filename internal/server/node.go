@@ -34,6 +34,10 @@ type Options struct {
 	TxnAbortInterval time.Duration
 }
 
+// ErrStartInterrupted is returned (wrapped) by Start when its context ended (a signal)
+// before the node was ready.
+var ErrStartInterrupted = errors.New("start-up interrupted")
+
 // Node is one running Runnel node.
 type Node struct {
 	cfg    *config.Broker
@@ -50,6 +54,10 @@ type Node struct {
 	txnAbort time.Duration
 	// lifecycle registers and heartbeats to the controller; controlledShutdown takes it.
 	lifecycle atomic.Pointer[brokerLifecycle]
+
+	// dirLock is the exclusive lock on cfg.DataDir, taken before anything opens a file
+	// in it and released after everything closed them.
+	dirLock *dataDirLock
 
 	kafkaAddr net.Addr
 	ready     atomic.Bool
@@ -71,10 +79,19 @@ func Start(ctx context.Context, cfg *config.Broker, o Options) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
 	}
+	lock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	n.dirLock = lock
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := n.start(ctx, reg, o.StartTimeout); err != nil {
-		n.Close()
+		// The caller reports err; the parts started so far close quietly.
+		n.close(false)
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return nil, fmt.Errorf("%w: %w", ErrStartInterrupted, err)
+		}
 		return nil, err
 	}
 	n.ready.Store(true)
@@ -190,7 +207,11 @@ func (n *Node) Done() <-chan error { return n.done }
 // Close stops the node in reverse start order: controlled shutdown (leadership handed
 // over), stop serving clients, stop applying
 // metadata, checkpoint and close the logs (flushing them), leave the quorum.
-func (n *Node) Close() error {
+func (n *Node) Close() error { return n.close(true) }
+
+// close is Close; logged says whether to log the stop (not after a failed start,
+// whose error the caller reports).
+func (n *Node) close(logged bool) error {
 	n.closeOnce.Do(func() {
 		n.ready.Store(false)
 		var errs []error
@@ -214,8 +235,15 @@ func (n *Node) Close() error {
 		if n.http != nil {
 			errs = append(errs, n.http.Close())
 		}
+		errs = append(errs, n.dirLock.release())
 		n.closeErr = errors.Join(errs...)
-		n.logger.Info("runnel node stopped", "err", n.closeErr)
+		switch {
+		case !logged:
+		case n.closeErr != nil:
+			n.logger.Error("runnel node stopped with errors", "err", n.closeErr)
+		default:
+			n.logger.Info("runnel node stopped")
+		}
 	})
 	return n.closeErr
 }
