@@ -58,6 +58,9 @@ type Node struct {
 	// dirLock is the exclusive lock on cfg.DataDir, taken before anything opens a file
 	// in it and released after everything closed them.
 	dirLock *dataDirLock
+	// serving is set once every part the HTTP status page reads exists; handlers that
+	// run earlier (the HTTP listener starts first) must not touch them.
+	serving atomic.Bool
 
 	kafkaAddr net.Addr
 	ready     atomic.Bool
@@ -103,7 +106,7 @@ func Start(ctx context.Context, cfg *config.Broker, o Options) (*Node, error) {
 func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time.Duration) error {
 	cfg := n.cfg
 	var err error
-	n.http, err = httpd.Start(httpd.Options{Addr: cfg.HTTPListen, Registry: reg, Ready: n.readyErr, Status: n.status, Logger: n.logger})
+	n.http, err = httpd.Start(httpd.Options{Addr: cfg.HTTPListen, Registry: reg, Ready: n.readyErr, Status: n.statusPage, Logger: n.logger})
 	if err != nil {
 		return err
 	}
@@ -142,6 +145,7 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 		return err
 	}
 	n.unsub = n.ctrl.Subscribe(n.applyImage)
+	n.serving.Store(true)
 	reg.MustRegister(newPartitionCollector(n.replicas))
 	n.kafka = kafka.NewServer(kafka.Config{NodeID: metadata.NodeID(cfg.NodeID), Broker: cfg, Logger: n.logger},
 		n.replicas, n.admin, kafka.NewMetrics(reg))
@@ -189,6 +193,18 @@ func (n *Node) applyImage(_, cur *metadata.Image) {
 		n.logger.Error("applying metadata", "offset", cur.Offset, "err", err)
 	}
 	n.admin.setApplied(cur)
+}
+
+// statusPage is the HTTP status page: n.status once the parts it reads exist and the
+// first metadata image is applied, a line saying what the node waits for before.
+func (n *Node) statusPage() string {
+	switch {
+	case !n.serving.Load():
+		return fmt.Sprintf("Runnel node %d  starting: waiting for the metadata quorum\n", n.cfg.NodeID)
+	case n.admin.Image() == nil:
+		return fmt.Sprintf("Runnel node %d  starting: waiting for the first metadata image\n", n.cfg.NodeID)
+	}
+	return n.status()
 }
 
 func (n *Node) readyErr() error {

@@ -1,0 +1,93 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/runnel-io/runnel/internal/testutil"
+)
+
+// Every HTTP endpoint answers while the node starts (the listener comes up before the
+// metadata quorum): no handler touches a part of the node that does not exist yet.
+// net/http turns a handler's panic into a dropped connection, so any answer other than
+// a refused connection (not listening yet) or a whole HTTP response fails the test.
+func TestHTTPEndpointsDuringStartup(t *testing.T) {
+	httpAddr := testutil.FreeAddr(t)
+	cfg := nodeConfig(t, 1, testutil.FreeAddr(t), "", "http.listen="+httpAddr)
+	logs := &syncBuffer{}
+	paths := []string{"/", "/healthz", "/readyz", "/metrics", "/debug/pprof/"}
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex // guards answered and failures
+	answered := map[string]int{}
+	var failures []string
+	for _, path := range paths {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				status, err := get("http://" + httpAddr + path)
+				mu.Lock()
+				switch {
+				case err == nil:
+					answered[path]++
+				case !errors.Is(err, syscall.ECONNREFUSED) && len(failures) < 5:
+					failures = append(failures, fmt.Sprintf("GET %s: %v", path, err))
+				}
+				if err == nil && status != 200 && !(path == "/readyz" && status == 503) {
+					failures = append(failures, fmt.Sprintf("GET %s: status %d", path, status))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := Start(ctx, cfg, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err == nil {
+		// Keep polling a moment once ready, then through the shutdown.
+		time.Sleep(100 * time.Millisecond)
+		n.Close()
+	}
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("start: %v\n%s", err, logs)
+	}
+	for _, f := range failures {
+		t.Error(f)
+	}
+	for _, path := range paths {
+		if answered[path] == 0 {
+			t.Errorf("GET %s never answered during start-up", path)
+		}
+	}
+}
+
+// get fetches url and returns the status after reading the whole body.
+func get(url string) (int, error) {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return 0, err
+	}
+	return resp.StatusCode, nil
+}
