@@ -72,6 +72,22 @@ func (r *e2eRun) close() {
 // run produces for --duration while consuming, then consumes up to the end offsets
 // and every acknowledged record. It returns how long producing took.
 func (r *e2eRun) run(ctx context.Context, conn *connFlags) (time.Duration, error) {
+	ctx, stopWatch := watchStall(ctx, r.f.timeout,
+		progressCount{"acknowledged", &r.g.acked}, progressCount{"consumed", &r.c.received})
+	defer stopWatch()
+	took, err := r.runWatched(ctx, conn)
+	err = stallCause(ctx, err)
+	if errors.Is(err, errStalled) {
+		// A record acknowledged but never served: say which, not just "stalled".
+		acked, sent := r.g.counts()
+		if lerr := r.c.seqs.checkAcked(acked, sent); lerr != nil {
+			return took, lerr
+		}
+	}
+	return took, err
+}
+
+func (r *e2eRun) runWatched(ctx context.Context, conn *connFlags) (time.Duration, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cerr := make(chan error, 1)
@@ -92,15 +108,7 @@ func (r *e2eRun) run(ctx context.Context, conn *connFlags) (time.Duration, error
 		<-cerr
 		return took, err
 	}
-	err = <-cerr
-	if errors.Is(err, errStalled) {
-		// A record acknowledged but never served: say which, not just "stalled".
-		acked, sent := r.g.counts()
-		if lerr := r.c.seqs.checkAcked(acked, sent); lerr != nil {
-			return took, lerr
-		}
-	}
-	return took, err
+	return took, <-cerr
 }
 
 // report checks that every acknowledged record came back and prints the result.

@@ -228,7 +228,9 @@ func runBenchProduce(cmd *cobra.Command, conn *connFlags, f *benchFlags) error {
 	defer g.close()
 	prog := startProgress(cmd.ErrOrStderr(), "produce", progressCounter{"acked", &g.acked})
 	start := time.Now()
-	err = g.run(ctx, f.records)
+	wctx, stopWatch := watchStall(ctx, f.timeout, progressCount{"acknowledged", &g.acked})
+	err = stallCause(wctx, g.run(wctx, f.records))
+	stopWatch()
 	took := time.Since(start)
 	prog.stop()
 	if err != nil {

@@ -256,3 +256,34 @@ func TestBenchRecordAllocs(t *testing.T) {
 		t.Fatalf("header: producer %d seq %d ok %v, want seq %d", prod, s, ok, seq)
 	}
 }
+
+// --timeout ends bench e2e and bench produce when nothing is acknowledged or consumed
+// for that long: here the broker parks every Produce request.
+func TestBenchTimeoutFires(t *testing.T) {
+	for _, mode := range []string{"e2e", "produce"} {
+		t.Run(mode, func(t *testing.T) {
+			c, bs := newCluster(t)
+			release := holdProduce(c)
+			defer release()
+			args := []string{"bench", mode, "-b", bs, "--topic", "stall", "--timeout", "1s"}
+			want := "runnel: no record acknowledged for 1s (--timeout): 0 acknowledged so far\n"
+			if mode == "e2e" {
+				args = append(args, "--duration", "300ms")
+				want = "runnel: no record acknowledged or consumed for 1s (--timeout): 0 acknowledged, 0 consumed so far\n"
+			}
+			done := make(chan result, 1)
+			start := time.Now()
+			go func() { done <- run(t, "", args...) }()
+			select {
+			case r := <-done:
+				last := r.stderr[strings.LastIndex(strings.TrimSuffix(r.stderr, "\n"), "\n")+1:] // after the progress lines
+				if took := time.Since(start); r.code != exitFailure || last != want || took > 5*time.Second {
+					t.Fatalf("exit %d after %v, stderr %q; want exit 1 within 5s, stderr %q", r.code, took, r.stderr, want)
+				}
+			case <-time.After(15 * time.Second):
+				release()
+				t.Fatalf("bench %s --timeout 1s still runs after 15s with every Produce parked", mode)
+			}
+		})
+	}
+}
