@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -140,10 +141,48 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	return wrapUsage(cobra.NoArgs(cmd, args))
 }
 
+// exactArgs takes the names of the n arguments from cmd.Use (the upper-case words
+// after the command's name: "create NAME" under topic is a topic name), so that a
+// missing one reads "missing topic name", not cobra's "accepts 1 arg(s), received 0".
 func exactArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
+		names := argNames(cmd)
+		switch {
+		case len(args) < n && len(args) < len(names):
+			return usageErrorf("missing %s", names[len(args)])
+		case len(args) > n:
+			return usageErrorf("unexpected argument %q: %s takes %s", args[n], cmd.CommandPath(), describeArgs(names, n))
+		}
 		return wrapUsage(cobra.ExactArgs(n)(cmd, args))
 	}
+}
+
+// argNames reads the positional arguments from cmd.Use: NAME is the parent's kind of
+// name ("topic name" under topic), TOPIC "topic name", GROUP "group name".
+func argNames(cmd *cobra.Command) []string {
+	var names []string
+	for _, w := range strings.Fields(cmd.Use)[1:] {
+		w = strings.TrimSuffix(w, "...")
+		if w == "" || strings.ToUpper(w) != w || strings.HasPrefix(w, "-") || strings.ContainsAny(w, "[]|=") {
+			continue
+		}
+		kind := strings.ToLower(w)
+		if w == "NAME" && cmd.HasParent() {
+			kind = cmd.Parent().Name()
+		}
+		names = append(names, kind+" name")
+	}
+	return names
+}
+
+func describeArgs(names []string, n int) string {
+	if len(names) < n || n == 0 {
+		return fmt.Sprintf("%d argument(s)", n)
+	}
+	if n == 1 {
+		return "one " + names[0]
+	}
+	return strings.Join(names[:n], " and ")
 }
 
 func wrapUsage(err error) error {
@@ -219,13 +258,32 @@ func (c *connFlags) admin() (*kadm.Client, error) {
 	return kadm.NewClient(cl), nil
 }
 
-// withMessage adds the broker's error message, if any, to a Kafka error code.
+// withMessage adds the broker's error message, if any, to a Kafka error code: the
+// message is the cause (`invalid config: retention.ms: "abc" is not an integer`), the
+// code's name follows it in parentheses, and its generic description is left out.
 func withMessage(err error, msg string) error {
 	if err == nil || msg == "" || strings.Contains(err.Error(), msg) {
 		return err
 	}
-	return fmt.Errorf("%w: %s", err, msg)
+	var ke *kerr.Error
+	if !errors.As(err, &ke) {
+		return fmt.Errorf("%w: %s", err, msg)
+	}
+	// A broker that puts the code's own text in front of its message (older Runnel).
+	for _, prefix := range []string{ke.Error() + ": ", ke.Message + ": "} {
+		msg = strings.TrimPrefix(msg, prefix)
+	}
+	return &brokerError{code: ke, msg: msg}
 }
+
+// brokerError is a Kafka error code with the broker's message.
+type brokerError struct {
+	code *kerr.Error
+	msg  string
+}
+
+func (e *brokerError) Error() string { return e.msg + " (" + e.code.Message + ")" }
+func (e *brokerError) Unwrap() error { return e.code }
 
 // newTable returns a tabwriter for human tables; the caller flushes it.
 func newTable(w io.Writer) *tabwriter.Writer {

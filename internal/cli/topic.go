@@ -68,7 +68,7 @@ func newTopicCreate(conn *connFlags) *cobra.Command {
 
 func createTopic(cmd *cobra.Command, adm *kadm.Client, topic string, p int32, rf int16, cfg map[string]*string) error {
 	resp, err := adm.CreateTopic(cmd.Context(), p, rf, cfg, topic)
-	if err == nil {
+	if resp.Err != nil { // CreateTopic returns resp.Err as err too, without the message
 		err = withMessage(resp.Err, resp.ErrMessage)
 	}
 	if err != nil {
@@ -169,7 +169,7 @@ func newTopicDelete(conn *connFlags) *cobra.Command {
 			topic := args[0]
 			return withAdmin(conn, func(adm *kadm.Client) error {
 				resp, err := adm.DeleteTopic(cmd.Context(), topic)
-				if err == nil {
+				if resp.Err != nil { // as CreateTopic
 					err = withMessage(resp.Err, resp.ErrMessage)
 				}
 				if errors.Is(err, kerr.UnknownTopicOrPartition) {

@@ -133,3 +133,30 @@ func TestHelpExitsZero(t *testing.T) {
 		t.Errorf("help printed %q", r.stdout)
 	}
 }
+
+// A missing or extra positional argument names what is missing, not cobra's
+// "accepts 1 arg(s), received 0".
+func TestMissingArgumentMessages(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"topic", "create"}, "runnel: missing topic name\nRun 'runnel topic create --help' for usage.\n"},
+		{[]string{"topic", "describe"}, "runnel: missing topic name\nRun 'runnel topic describe --help' for usage.\n"},
+		{[]string{"topic", "delete"}, "runnel: missing topic name\nRun 'runnel topic delete --help' for usage.\n"},
+		{[]string{"topic", "alter"}, "runnel: missing topic name\nRun 'runnel topic alter --help' for usage.\n"},
+		{[]string{"topic", "add-partitions"}, "runnel: missing topic name\nRun 'runnel topic add-partitions --help' for usage.\n"},
+		{[]string{"produce"}, "runnel: missing topic name\nRun 'runnel produce --help' for usage.\n"},
+		{[]string{"consume"}, "runnel: missing topic name\nRun 'runnel consume --help' for usage.\n"},
+		{[]string{"group", "describe"}, "runnel: missing group name\nRun 'runnel group describe --help' for usage.\n"},
+		{[]string{"group", "delete"}, "runnel: missing group name\nRun 'runnel group delete --help' for usage.\n"},
+		{[]string{"group", "reset-offsets"}, "runnel: missing group name\nRun 'runnel group reset-offsets --help' for usage.\n"},
+		{[]string{"topic", "create", "a", "b"},
+			"runnel: unexpected argument \"b\": runnel topic create takes one topic name\nRun 'runnel topic create --help' for usage.\n"},
+	} {
+		r := run(t, "", tc.args...)
+		if r.code != exitUsage || r.stderr != tc.want {
+			t.Errorf("runnel %s: exit %d, stderr %q; want exit 2, stderr %q", strings.Join(tc.args, " "), r.code, r.stderr, tc.want)
+		}
+	}
+}

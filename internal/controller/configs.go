@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/runnel-io/runnel/internal/metadata"
 )
@@ -55,10 +56,29 @@ func validateConfig(validate func(k, v string) error, key string, value *string)
 		return nil
 	}
 	if err := validate(key, *value); err != nil {
-		return fmt.Errorf("%w: %s=%s: %w", ErrInvalidConfig, key, *value, err)
+		return &invalidConfigError{key: key, value: *value, err: err}
 	}
 	return nil
 }
+
+// invalidConfigError is ErrInvalidConfig wrapping the validator's error. It reads
+// `invalid config: retention.ms: "abc" is not an integer`: the validator's text, which
+// names the key, without config's own "config: " prefix; the key and value are added
+// when the validator's text does not name the key.
+type invalidConfigError struct {
+	key, value string
+	err        error
+}
+
+func (e *invalidConfigError) Error() string {
+	reason := strings.TrimPrefix(e.err.Error(), "config: ")
+	if !strings.Contains(reason, e.key) {
+		reason = fmt.Sprintf("%s=%s: %s", e.key, e.value, reason)
+	}
+	return ErrInvalidConfig.Error() + ": " + reason
+}
+
+func (e *invalidConfigError) Unwrap() []error { return []error{ErrInvalidConfig, e.err} }
 
 // configRecords returns the ConfigType records that turn current into the result of
 // set (see AlterTopicConfigs), one per changed key in key order; none if nothing

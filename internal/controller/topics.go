@@ -304,8 +304,8 @@ func (c *Controller) CreatePartitions(ctx context.Context, topic string, newTota
 		}
 		cur := int32(len(t.Partitions))
 		if newTotal <= cur || newTotal > maxPartitions {
-			return fmt.Errorf("%w: topic %q has %d partitions; the new total must be larger and at most %d, got %d",
-				ErrInvalidPartitions, topic, cur, maxPartitions, newTotal)
+			return fmt.Errorf("%w: topic %q has %d partitions; the new total must be more than %d and at most %d, got %d",
+				ErrInvalidPartitions, topic, cur, cur, maxPartitions, newTotal)
 		}
 		assign, err := c.newPartitionAssignment(im, t, newTotal, assignments)
 		if err != nil || validateOnly {

@@ -48,7 +48,7 @@ func handleCreateTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 	for i, rt := range req.Topics {
 		st := kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = rt.Topic
-		st.ErrorCode, st.ErrorMessage = errorCode(errs[i]), errorMessage(errs[i])
+		st.ErrorCode, st.ErrorMessage = errorCode(errs[i]), reasonMessage(errs[i])
 		st.NumPartitions, st.ReplicationFactor = -1, -1
 		switch t := im.Topics[rt.Topic]; {
 		case errs[i] != nil:

@@ -35,7 +35,7 @@ func handleAlterConfigs(ctx context.Context, s *Server, r *request) (kmsg.Respon
 		}
 		res := kmsg.NewAlterConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
-		res.ErrorCode, res.ErrorMessage = errorCode(err), errorMessage(err)
+		res.ErrorCode, res.ErrorMessage = errorCode(err), reasonMessage(err)
 		resp.Resources = append(resp.Resources, res)
 	}
 	return resp, nil

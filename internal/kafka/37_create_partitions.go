@@ -31,7 +31,7 @@ func handleCreatePartitions(ctx context.Context, s *Server, r *request) (kmsg.Re
 		}
 		err := s.admin.CreatePartitions(ctx, rt.Topic, rt.Count, assignments, req.ValidateOnly)
 		st := kmsg.NewCreatePartitionsResponseTopic()
-		st.Topic, st.ErrorCode, st.ErrorMessage = rt.Topic, errorCode(err), errorMessage(err)
+		st.Topic, st.ErrorCode, st.ErrorMessage = rt.Topic, errorCode(err), reasonMessage(err)
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil

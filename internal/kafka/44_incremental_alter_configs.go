@@ -45,7 +45,7 @@ func handleIncrementalAlterConfigs(ctx context.Context, s *Server, r *request) (
 		}
 		res := kmsg.NewIncrementalAlterConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
-		res.ErrorCode, res.ErrorMessage = errorCode(err), errorMessage(err)
+		res.ErrorCode, res.ErrorMessage = errorCode(err), reasonMessage(err)
 		resp.Resources = append(resp.Resources, res)
 	}
 	return resp, nil

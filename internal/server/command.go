@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/runnel-io/runnel/internal/config"
@@ -43,7 +44,7 @@ func NewCommand() *cobra.Command {
 			}
 			cfg, err := config.Load(configFile, append(all, sets...))
 			if err != nil {
-				return err
+				return blameFlag(cmd, err)
 			}
 			cmd.SilenceUsage = true
 			return withGCFloor(func() error { return Run(cfg) })
@@ -84,4 +85,22 @@ func Run(cfg *config.Broker) error {
 		return err
 	}
 	return nil
+}
+
+// blameFlag names the flag behind a rejected property: config.Load sees the flags as
+// --set properties, so its error would blame --set for a bad --node-id. A flag's bad
+// value is bad usage (the root's flag error function makes it exit 2).
+func blameFlag(cmd *cobra.Command, err error) error {
+	var ce *config.Error
+	if !errors.As(err, &ce) || ce.Origin != "--set" {
+		return err
+	}
+	for _, fp := range flagProperties {
+		f := cmd.Flags().Lookup(fp.flag)
+		if f.Changed && fp.property == ce.Key && strings.TrimSpace(f.Value.String()) == ce.Value {
+			return cmd.FlagErrorFunc()(cmd, fmt.Errorf("invalid --%s %q: %s", fp.flag, f.Value.String(),
+				strings.TrimPrefix(ce.Reason, "is ")))
+		}
+	}
+	return err
 }
