@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -31,6 +33,7 @@ type clusterStatus struct {
 	ClusterID       string             `json:"cluster_id"`
 	Controller      int32              `json:"controller"`
 	Nodes           []nodeRow          `json:"nodes"`
+	NodesDown       int                `json:"nodes_down"`
 	Partitions      int                `json:"partitions"`
 	UnderReplicated int                `json:"under_replicated"`
 	UnderMinISR     int                `json:"under_min_isr"` // -1 when min.insync.replicas could not be read
@@ -44,6 +47,9 @@ type nodeRow struct {
 	Port    int32  `json:"port"`
 	Rack    string `json:"rack,omitempty"`
 	Leaders int    `json:"leaders"`
+	// Down is a node that partitions name as a replica but that the cluster does not
+	// list among its live brokers: it was killed, stopped or fenced.
+	Down bool `json:"down"`
 }
 
 // partitionProblem is a partition that is offline, under-replicated or under its
@@ -140,13 +146,29 @@ func summarize(md kadm.Metadata, minISR map[string]int) *clusterStatus {
 			}
 		}
 	}
+	live := map[int32]bool{}
 	for _, b := range md.Brokers {
 		row := nodeRow{ID: b.NodeID, Host: b.Host, Port: b.Port, Leaders: leaders[b.NodeID]}
 		if b.Rack != nil {
 			row.Rack = *b.Rack
 		}
+		live[b.NodeID] = true
 		st.Nodes = append(st.Nodes, row)
 	}
+	// Metadata lists live brokers only (as Kafka's); a node that still holds replicas
+	// but is missing there is down.
+	for _, td := range md.Topics {
+		for _, p := range td.Partitions {
+			for _, id := range p.Replicas {
+				if !live[id] {
+					live[id] = true
+					st.Nodes = append(st.Nodes, nodeRow{ID: id, Down: true})
+					st.NodesDown++
+				}
+			}
+		}
+	}
+	slices.SortFunc(st.Nodes, func(a, b nodeRow) int { return cmp.Compare(a.ID, b.ID) })
 	return st
 }
 
@@ -175,12 +197,21 @@ func (st *clusterStatus) check(p kadm.PartitionDetail, minISR int) (partitionPro
 func printClusterStatus(w io.Writer, st *clusterStatus) error {
 	fmt.Fprintf(w, "Cluster ID: %s\nController: %s\n\n", orDash(st.ClusterID), dash(int64(st.Controller)))
 	tw := newTable(w)
-	fmt.Fprintln(tw, "NODE\tHOST:PORT\tRACK\tLEADERS")
+	fmt.Fprintln(tw, "NODE\tHOST:PORT\tRACK\tLEADERS\tSTATE")
 	for _, n := range st.Nodes {
-		fmt.Fprintf(tw, "%d\t%s:%d\t%s\t%d\n", n.ID, n.Host, n.Port, orDash(n.Rack), n.Leaders)
+		if n.Down {
+			fmt.Fprintf(tw, "%d\t-\t-\t%d\tdown (fenced or not registered; it still holds replicas)\n", n.ID, n.Leaders)
+			continue
+		}
+		fmt.Fprintf(tw, "%d\t%s:%d\t%s\t%d\tup\n", n.ID, n.Host, n.Port, orDash(n.Rack), n.Leaders)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if st.NodesDown > 0 {
+		fmt.Fprintf(w, "\n%d of %d nodes down\n", st.NodesDown, len(st.Nodes))
+	} else {
+		fmt.Fprintf(w, "\n%d of %d nodes up\n", len(st.Nodes), len(st.Nodes))
 	}
 	underMin := "unknown"
 	if st.UnderMinISR >= 0 {
