@@ -3,6 +3,7 @@ package controller
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -44,6 +45,7 @@ func slogLevel(l hclog.Level) slog.Level {
 }
 
 func (a *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
+	level = demote(level, msg, args)
 	if level == hclog.Off || level < a.GetLevel() {
 		return
 	}
@@ -122,3 +124,21 @@ func inferLevel(s string) hclog.Level {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// demote lowers the level of Raft's warnings that describe normal operation. A node
+// that never had a leader (a fresh start, or a single voter) logs "heartbeat timeout
+// reached, starting election" with an empty last-leader-id on every start; that is the
+// first election, not a lost leader, so it is Info.
+func demote(level hclog.Level, msg string, args []any) hclog.Level {
+	if level != hclog.Warn || msg != "heartbeat timeout reached, starting election" {
+		return level
+	}
+	for i := 0; i+1 < len(args); i += 2 {
+		if k, _ := args[i].(string); k == "last-leader-id" {
+			if v := fmt.Sprint(args[i+1]); v != "" {
+				return level
+			}
+		}
+	}
+	return hclog.Info
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -90,4 +91,25 @@ func get(url string) (int, error) {
 		return 0, err
 	}
 	return resp.StatusCode, nil
+}
+
+// A single node's clean start and stop log no warning, and no attribute twice
+// (component=controller component=controller).
+func TestSingleNodeLogsClean(t *testing.T) {
+	tn := &testNode{cfg: nodeConfig(t, 1, testutil.FreeAddr(t), "")}
+	testutil.NoError(t, tn.start(t), "start")
+	testutil.NoError(t, tn.node.Close(), "close")
+	for line := range strings.Lines(tn.logs.String()) {
+		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+			t.Errorf("a clean start and stop logged: %s", line)
+		}
+		seen := map[string]bool{}
+		for _, f := range strings.Fields(line) {
+			k, _, ok := strings.Cut(f, "=")
+			if ok && k == "component" && seen[f] {
+				t.Errorf("attribute %s twice: %s", f, line)
+			}
+			seen[f] = true
+		}
+	}
 }

@@ -74,4 +74,3 @@ func (p *runnelProc) wait(t *testing.T, d time.Duration) int {
 
 // lines returns the process's output so far.
 func (p *runnelProc) output() string { return p.out.String() }
-

@@ -172,7 +172,7 @@ func (n *Node) controllerConfig() controller.Config {
 	}
 	return controller.Config{
 		NodeID: metadata.NodeID(cfg.NodeID), DataDir: cfg.DataDir, Listen: cfg.ControllerListen,
-		Voters: voters, Logger: n.logger.With("component", "controller"),
+		Voters: voters, Logger: n.logger, // the controller adds component=controller, its Raft component=raft
 		ValidateTopicConfig:      config.ValidateTopicConfig,
 		DefaultPartitions:        cfg.NumPartitions,
 		DefaultReplicationFactor: cfg.DefaultReplicationFactor,

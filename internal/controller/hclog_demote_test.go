@@ -1,0 +1,25 @@
+package controller
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/raft"
+)
+
+// Raft's first election after a start (no leader known yet) is not a warning; losing a
+// known leader still is.
+func TestHclogDemotesFirstElection(t *testing.T) {
+	var buf bytes.Buffer
+	a := newHclogAdapter(slog.New(slog.NewTextHandler(&buf, nil)))
+	a.Warn("heartbeat timeout reached, starting election", "last-leader-addr", raft.ServerAddress(""), "last-leader-id", raft.ServerID(""))
+	if buf.Len() != 0 {
+		t.Fatalf("the first election was logged at Warn: %s", buf.String())
+	}
+	a.Warn("heartbeat timeout reached, starting election", "last-leader-addr", raft.ServerAddress("h:1"), "last-leader-id", raft.ServerID("2"))
+	if !strings.Contains(buf.String(), "level=WARN") || !strings.Contains(buf.String(), "last-leader-id=2") {
+		t.Fatalf("a lost leader is not a warning: %q", buf.String())
+	}
+}
