@@ -60,7 +60,8 @@ func NewRoot(extra ...*cobra.Command) *cobra.Command {
 	root.CompletionOptions.HiddenDefaultCmd = true
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newTopicCommand(), newProduceCommand(), newConsumeCommand(),
-		newGroupCommand(), newClusterCommand(), newBenchCommand())
+		newGroupCommand(), newClusterCommand(), newBenchCommand(), newVersionCommand())
+	setVersionFlag(root)
 	root.AddCommand(extra...)
 	return root
 }

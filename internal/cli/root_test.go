@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -44,5 +45,16 @@ func TestRootHelpListsCommands(t *testing.T) {
 		if !strings.Contains(r.stdout, c) {
 			t.Errorf("root help lacks %q", c)
 		}
+	}
+}
+
+func TestVersionCommand(t *testing.T) {
+	r := mustRun(t, "", "version")
+	if !strings.HasPrefix(r.stdout, "runnel ") || !strings.Contains(r.stdout, "\n  go:      "+runtime.Version()+" ") ||
+		!strings.Contains(r.stdout, "\n  commit:  ") || !strings.Contains(r.stdout, "\n  built:   ") {
+		t.Fatalf("runnel version printed %q", r.stdout)
+	}
+	if f := mustRun(t, "", "--version"); f.stdout != r.stdout {
+		t.Fatalf("runnel --version printed %q, runnel version %q", f.stdout, r.stdout)
 	}
 }
