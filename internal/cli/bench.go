@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // newBenchCommand is the `runnel bench` group: produce, consume and e2e load.
@@ -220,8 +219,10 @@ func randomTopic() string {
 	return fmt.Sprintf("bench-%08x", rand.Uint32())
 }
 
-// ensureTopic creates the topic unless it exists, waits until every partition has a
-// leader in every broker's metadata, and returns the number of partitions.
+// ensureTopic creates the topic unless it exists and returns its number of
+// partitions. It does not wait for the topic to spread: a node acknowledges
+// CreateTopics only once every live node serves the new topic, so the producers'
+// first metadata request finds its leaders wherever it lands.
 func ensureTopic(ctx context.Context, cl *kgo.Client, topic string, partitions int32, rf int16) (int, error) {
 	adm := kadm.NewClient(cl)
 	resp, err := adm.CreateTopic(ctx, partitions, rf, nil, topic)
@@ -231,56 +232,28 @@ func ensureTopic(ctx context.Context, cl *kgo.Client, topic string, partitions i
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return 0, fmt.Errorf("create topic %q: %w", topic, withMessage(err, resp.ErrMessage))
 	}
-	return waitLeaders(ctx, cl, adm, topic)
-}
-
-// waitLeaders polls the topic's metadata until every partition has a leader, as seen
-// by every broker. One broker's view is not enough: a partition's leader may apply
-// the new topic a few milliseconds after the broker asked, and a producer whose first
-// request lands there gets an error, then waits out its client's metadata refresh
-// interval (franz-go: up to 5 s), which the run would report as produce latency.
-func waitLeaders(ctx context.Context, cl *kgo.Client, adm *kadm.Client, topic string) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for {
-		tds, err := adm.ListTopics(ctx, topic)
-		if err == nil {
-			if td, ok := tds[topic]; ok && td.Err == nil && len(td.Partitions) > 0 && allLed(td) &&
-				everyBrokerLeads(ctx, cl, adm, topic, len(td.Partitions)) {
-				return len(td.Partitions), nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return 0, fmt.Errorf("topic %q: partitions have no leader after 30s", topic)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// everyBrokerLeads asks each broker for the topic's metadata and reports whether all
-// of them have a leader for every partition.
-func everyBrokerLeads(ctx context.Context, cl *kgo.Client, adm *kadm.Client, topic string, partitions int) bool {
-	brokers, err := adm.ListBrokers(ctx)
+	tds, err := adm.ListTopics(ctx, topic)
 	if err != nil {
-		return false
+		return 0, fmt.Errorf("describe topic %q: %w", topic, err)
 	}
-	for _, b := range brokers {
-		req := kmsg.NewPtrMetadataRequest()
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(topic)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl.Broker(int(b.NodeID)))
-		if err != nil || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) != partitions {
-			return false
-		}
-		for _, p := range resp.Topics[0].Partitions {
-			if p.ErrorCode != 0 || p.Leader < 0 {
-				return false
-			}
-		}
+	td, ok := tds[topic]
+	if !ok || td.Err != nil || len(td.Partitions) == 0 || !allLed(td) {
+		return 0, fmt.Errorf("topic %q was created but %s", topic, describeUnled(td, ok))
 	}
-	return true
+	return len(td.Partitions), nil
+}
+
+// describeUnled says what is wrong with a topic that ensureTopic cannot use.
+func describeUnled(td kadm.TopicDetail, ok bool) string {
+	switch {
+	case !ok:
+		return "metadata does not list it"
+	case td.Err != nil:
+		return fmt.Sprintf("its metadata answers %v", td.Err)
+	case len(td.Partitions) == 0:
+		return "metadata shows no partitions"
+	}
+	return "some partitions have no leader (are their replicas' nodes up?)"
 }
 
 func allLed(td kadm.TopicDetail) bool {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -31,15 +30,6 @@ const (
 	visibilityOp     = 15 * time.Second // bounds one admin request
 )
 
-// skipUntilIssue11 skips a test that fails on today's code, until the fix of issue 11
-// lands: RUNNEL_ISSUE11=1 runs it.
-func skipUntilIssue11(t *testing.T) {
-	t.Helper()
-	if os.Getenv("RUNNEL_ISSUE11") != "1" {
-		t.Skip("fails until issue 11 is fixed: set RUNNEL_ISSUE11=1 to run it")
-	}
-}
-
 // TestAdminVisibility changes topics through one node of three with franz-go (kadm),
 // sarama (ClusterAdmin) and kafka-go (kafka.Client), each bound to that one node, and
 // at once (no retry, no sleep) asks every node, through the same library bound to that
@@ -50,9 +40,8 @@ func skipUntilIssue11(t *testing.T) {
 // DeleteTopics Metadata no longer lists the topic. A fourth case is franz-go with its
 // default settings: kadm CreateTopic then ListTopics from the same client.
 //
-//	RUNNEL_ISSUE11=1 go test ./internal/cluster/ -run TestAdminVisibility -count=1 -v
+//	go test ./internal/cluster/ -run TestAdminVisibility -count=1 -v
 func TestAdminVisibility(t *testing.T) {
-	skipUntilIssue11(t)
 	c := cluster.Start(t, cluster.Options{Nodes: 3, Sets: []string{"auto.create.topics.enable=false"}, StartTimeout: startTimeout})
 	// A first topic through the retrying helper: the quorum has elected and every
 	// node has registered before the clients start.

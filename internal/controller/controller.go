@@ -78,6 +78,13 @@ type Config struct {
 	// (leader.imbalance.check.interval.seconds). Default DefaultLeaderImbalanceCheckInterval.
 	LeaderImbalanceCheckInterval time.Duration
 
+	// ProcessGone reports whether broker b's process is gone for certain (its Kafka
+	// listener refuses connections). When set, the active controller asks it as soon
+	// as its Raft heartbeats to b's node fail, and on a yes fences b at once instead
+	// of after SessionTimeout, so that a killed node's partitions get new leaders in
+	// tens of milliseconds. Nil: brokers are fenced when their session expires.
+	ProcessGone func(ctx context.Context, b metadata.Broker) bool
+
 	// SnapshotThreshold is how many applied entries trigger a Raft snapshot, checked
 	// every SnapshotInterval. Defaults DefaultSnapshotThreshold and DefaultSnapshotInterval.
 	SnapshotThreshold uint64
@@ -123,6 +130,8 @@ type Controller struct {
 	// sessions are the brokers' heartbeat sessions while this node leads; replaced
 	// when it becomes fresh in a new term. Never nil.
 	sessions *sessions
+	// applied is what each broker last reported as applied (applied.go); its own lock.
+	applied *appliedOffsets
 	// pidNext, pidEnd is the unused part of this node's producer id block.
 	// Invariant: pidNext <= pidEnd, and [pidNext, pidEnd) was granted by a committed
 	// ProducerIDs record to this node only.
@@ -150,7 +159,7 @@ func New(cfg Config) (*Controller, error) {
 		seen[v.ID] = true
 	}
 	c := &Controller{cfg: cfg, log: cfg.Logger.With("component", "controller"), done: make(chan struct{}),
-		sessions: newSessions(0, time.Now())}
+		sessions: newSessions(0, time.Now()), applied: newAppliedOffsets()}
 	c.prevLeader.Store(-1)
 	c.fsm = newFSM(c.log)
 	return c, nil

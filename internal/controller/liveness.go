@@ -46,6 +46,7 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, hb Heartbeat) (Heartbe
 		s := c.sessions.get(hb.ID, hb.Epoch)
 		s.lastContact = time.Now()
 		s.metadataOffset = max(s.metadataOffset, hb.MetadataOffset)
+		c.applied.report(hb.ID, hb.Epoch, hb.MetadataOffset)
 		reply.IsCaughtUp = hb.MetadataOffset >= b.RegisteredOffset
 		if hb.WantShutdown {
 			s.shuttingDown = true

@@ -58,7 +58,18 @@ func (c *Controller) proposeLocked(ctx context.Context, recs []metadata.Record) 
 	if !ok {
 		return applyResult{}, fmt.Errorf("controller: unexpected apply response %T", f.Response())
 	}
+	c.pushCommitIndex(ctx)
 	return res, res.err
+}
+
+// pushCommitIndex makes the followers learn at once that the entry just applied is
+// committed. hashicorp/raft tells a follower the leader's commit index only in its
+// next AppendEntries (its heartbeats do not carry it), which an idle leader sends
+// after a random 1-2x CommitTimeout; a Barrier appends an entry, so it is replicated
+// at once and carries the new commit index, and every node applies the change about
+// one round trip after this one. Nobody waits for the Barrier itself.
+func (c *Controller) pushCommitIndex(ctx context.Context) {
+	c.raft.Barrier(min(timeoutOf(ctx), commitTimeout))
 }
 
 // waitFuture waits for f, the context or Close. Raft answers every future by its

@@ -138,6 +138,7 @@ func (c *Controller) openRaft() (joining bool, err error) {
 		return false, fmt.Errorf("controller: start raft: %w", err)
 	}
 	c.observeLeaders()
+	c.watchFailedHeartbeats()
 	return joining, nil
 }
 

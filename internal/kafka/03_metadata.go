@@ -25,8 +25,18 @@ func init() { regKey(3, 0, 12, handleMetadata) }
 
 func handleMetadata(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.MetadataRequest)
-	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	im := s.admin.Image()
+	resp := s.metadataFor(ctx, req, im)
+	// Never name a leader whose process is gone while its partitions are about to get
+	// new ones: a client sent there keeps failing until its next refresh.
+	if newer := s.admin.AwaitLiveLeaders(ctx, im, leadersOf(resp, s.cfg.NodeID)); newer != im {
+		resp = s.metadataFor(ctx, req, newer)
+	}
+	return resp, nil
+}
+
+func (s *Server) metadataFor(ctx context.Context, req *kmsg.MetadataRequest, im *metadata.Image) *kmsg.MetadataResponse {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.ClusterID = &im.ClusterID
 	resp.ControllerID = int32(s.admin.ControllerID())
 	for _, id := range im.BrokerIDs() {
@@ -47,13 +57,28 @@ func handleMetadata(ctx context.Context, s *Server, r *request) (kmsg.Response, 
 		for _, name := range im.TopicNames() {
 			resp.Topics = append(resp.Topics, topicMetadata(im, im.Topics[name], req.Version))
 		}
-		return resp, nil
+		return resp
 	}
 	autoCreate := s.cfg.Broker.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
 	for _, rt := range req.Topics {
 		resp.Topics = append(resp.Topics, s.requestedTopic(ctx, im, rt, autoCreate, req.Version))
 	}
-	return resp, nil
+	return resp
+}
+
+// leadersOf returns the distinct leaders named in resp other than self.
+func leadersOf(resp *kmsg.MetadataResponse, self metadata.NodeID) []metadata.NodeID {
+	var out []metadata.NodeID
+	seen := map[int32]bool{int32(self): true, -1: true}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if !seen[p.Leader] {
+				seen[p.Leader] = true
+				out = append(out, metadata.NodeID(p.Leader))
+			}
+		}
+	}
+	return out
 }
 
 func (s *Server) requestedTopic(ctx context.Context, im *metadata.Image, rt kmsg.MetadataRequestTopic, autoCreate bool, version int16) kmsg.MetadataResponseTopic {

@@ -27,6 +27,12 @@ type Admin interface {
 	AlterTopicConfigs(ctx context.Context, topic string, set map[string]*string, replaceAll, validateOnly bool) error
 	AlterBrokerConfigs(ctx context.Context, set map[string]*string, validateOnly bool) error
 	AllocateProducerID(ctx context.Context) (int64, error)
+	// AwaitLiveLeaders returns im, unless one of leaders is a node whose process is
+	// gone (its Kafka listener refuses connections) and im does not show it fenced
+	// yet: it then waits, bounded, for the controller to fence it and returns the
+	// newer image, whose partitions have new leaders. A Metadata answer that named the
+	// dead leader would send the client to it until its next refresh.
+	AwaitLiveLeaders(ctx context.Context, im *metadata.Image, leaders []metadata.NodeID) *metadata.Image
 }
 
 // TopicSpec is one topic of a CreateTopics request.

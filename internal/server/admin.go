@@ -11,6 +11,7 @@ import (
 	"github.com/runnel-io/runnel/internal/controller"
 	"github.com/runnel-io/runnel/internal/kafka"
 	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/reach"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -28,6 +29,11 @@ type admin struct {
 	mu      sync.Mutex // guards applied and cond
 	cond    *sync.Cond
 	applied *metadata.Image // the last image applied to the replicas
+
+	// probe tells whether a node's process is gone (AwaitLiveLeaders); nil never waits.
+	probe *reach.Prober
+	// sessionTimeout is broker.session.timeout.ms, the longest AwaitLiveLeaders waits.
+	sessionTimeout time.Duration
 
 	pidMu sync.Mutex // guards pidNext and pidEnd
 	// pidNext, pidEnd is the unused part of the producer id block this node got from
@@ -91,9 +97,37 @@ func (a *admin) ControllerID() metadata.NodeID {
 	return -1
 }
 
-func (a *admin) settle(ctx context.Context) {
-	if err := a.waitLocal(ctx, a.ctrl.Image().Offset); err != nil {
-		a.logger.Warn("metadata change not yet applied locally", "err", err)
+// settle runs after a change this node's controller committed: it waits until the
+// change is applied to the replicas of this node and of every other live, unfenced
+// node (they report it in their heartbeats), so that whichever node a client asks
+// next answers with the change. A timeout (the request's) is returned, wrapping
+// REQUEST_TIMED_OUT and naming the nodes behind: the change is committed and will
+// show everywhere, but not yet.
+func (a *admin) settle(ctx context.Context) error {
+	offset := a.ctrl.Image().Offset
+	if err := a.waitLocal(ctx, offset); err != nil {
+		return fmt.Errorf("%w: the change is committed but not yet applied on this node (metadata offset %d): %w",
+			kerr.RequestTimedOut, offset, err)
+	}
+	err := a.ctrl.WaitBrokersApplied(ctx, offset)
+	switch {
+	case err == nil, notController(err), errors.Is(err, controller.ErrClosed):
+		// A controller that lost its role mid-wait no longer hears the heartbeats; the
+		// change is committed, so say so rather than fail it.
+		return nil
+	default:
+		return kafkaError(fmt.Errorf("the change is committed but not yet visible on every node: %w", err))
+	}
+}
+
+// settleAll is settle for a request of several items: items that succeeded get the
+// settle error.
+func (a *admin) settleAll(ctx context.Context, errs []error) {
+	err := a.settle(ctx)
+	for i := range errs {
+		if errs[i] == nil {
+			errs[i] = err
+		}
 	}
 }
 
@@ -138,10 +172,10 @@ func (a *admin) CreateTopics(ctx context.Context, specs []kafka.TopicSpec, valid
 		}
 		return errs
 	}
-	a.settle(ctx)
 	for i := range errs {
 		errs[i] = kafkaError(errs[i])
 	}
+	a.settleAll(ctx, errs)
 	return errs
 }
 
@@ -159,10 +193,10 @@ func (a *admin) DeleteTopics(ctx context.Context, names []string) []error {
 		})
 		return errs
 	}
-	a.settle(ctx)
 	for i := range errs {
 		errs[i] = kafkaError(errs[i])
 	}
+	a.settleAll(ctx, errs)
 	return errs
 }
 
@@ -178,8 +212,10 @@ func (a *admin) CreatePartitions(ctx context.Context, topic string, total int32,
 		}
 		return err
 	}
-	a.settle(ctx)
-	return kafkaError(err)
+	if err != nil || validateOnly {
+		return kafkaError(err)
+	}
+	return a.settle(ctx)
 }
 
 func (a *admin) AlterTopicConfigs(ctx context.Context, topic string, set map[string]*string, replaceAll, validateOnly bool) error {
@@ -194,8 +230,10 @@ func (a *admin) AlterTopicConfigs(ctx context.Context, topic string, set map[str
 		}
 		return err
 	}
-	a.settle(ctx)
-	return kafkaError(err)
+	if err != nil || validateOnly {
+		return kafkaError(err)
+	}
+	return a.settle(ctx)
 }
 
 func (a *admin) AlterBrokerConfigs(ctx context.Context, set map[string]*string, validateOnly bool) error {
@@ -207,8 +245,10 @@ func (a *admin) AlterBrokerConfigs(ctx context.Context, set map[string]*string, 
 		}
 		return err
 	}
-	a.settle(ctx)
-	return kafkaError(err)
+	if err != nil || validateOnly {
+		return kafkaError(err)
+	}
+	return a.settle(ctx)
 }
 
 // configsApplied reports whether have reflects set (nil values deleted; with

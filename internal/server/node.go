@@ -20,6 +20,7 @@ import (
 	"github.com/runnel-io/runnel/internal/kafka"
 	"github.com/runnel-io/runnel/internal/log"
 	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/reach"
 	"github.com/runnel-io/runnel/internal/replica"
 	"github.com/runnel-io/runnel/internal/vfs"
 )
@@ -54,6 +55,9 @@ type Node struct {
 	txnAbort time.Duration
 	// lifecycle registers and heartbeats to the controller; controlledShutdown takes it.
 	lifecycle atomic.Pointer[brokerLifecycle]
+	// probe tells whether another node's process is gone, for the controller's fast
+	// fencing and the Metadata answers (reach.Prober).
+	probe *reach.Prober
 
 	// dirLock is the exclusive lock on cfg.DataDir, taken before anything opens a file
 	// in it and released after everything closed them.
@@ -78,7 +82,8 @@ func Start(ctx context.Context, cfg *config.Broker, o Options) (*Node, error) {
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 60 * time.Second
 	}
-	n := &Node{cfg: cfg, logger: o.Logger.With("node", cfg.NodeID), done: make(chan error, 2), txnAbort: o.TxnAbortInterval}
+	n := &Node{cfg: cfg, logger: o.Logger.With("node", cfg.NodeID), done: make(chan error, 2), txnAbort: o.TxnAbortInterval,
+		probe: reach.New()}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
 	}
@@ -132,6 +137,7 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 	}
 	n.logs.Start()
 	n.admin = newAdmin(n.ctrl, n.logger)
+	n.admin.probe, n.admin.sessionTimeout = n.probe, time.Duration(cfg.BrokerSessionTimeoutMs)*time.Millisecond
 	n.replicas, err = replica.NewManager(replica.Options{
 		IsrChanger: n.admin.ch,
 		Node:       metadata.NodeID(cfg.NodeID), Logs: n.logs, Logger: n.logger, Resolve: n.resolveTopic,
@@ -184,6 +190,9 @@ func (n *Node) controllerConfig() controller.Config {
 		UncleanLeaderElection:        cfg.UncleanLeaderElection,
 		DisableAutoLeaderRebalance:   !cfg.AutoLeaderRebalance,
 		LeaderImbalanceCheckInterval: time.Duration(cfg.LeaderImbalanceCheckIntervalSec) * time.Second,
+		ProcessGone: func(ctx context.Context, b metadata.Broker) bool {
+			return n.probe.Gone(ctx, brokerAddr(b))
+		},
 	}
 }
 
@@ -193,6 +202,11 @@ func (n *Node) applyImage(_, cur *metadata.Image) {
 		n.logger.Error("applying metadata", "offset", cur.Offset, "err", err)
 	}
 	n.admin.setApplied(cur)
+	// Report the new offset to the controller now rather than at the next interval:
+	// an admin change is acknowledged only once every live node has reported it.
+	if l := n.lifecycle.Load(); l != nil {
+		l.nudge()
+	}
 }
 
 // statusPage is the HTTP status page: n.status once the parts it reads exist and the

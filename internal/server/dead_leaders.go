@@ -1,0 +1,57 @@
+package server
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/runnel-io/runnel/internal/metadata"
+)
+
+// AwaitLiveLeaders implements kafka.Admin: it probes each leader's Kafka listener
+// (reach.Prober, answers cached for a few milliseconds) and, if one refuses
+// connections while im still shows it unfenced, waits until this node's image shows
+// it fenced or registered anew, at most the session timeout (by then the controller
+// has fenced it, or cannot) and at most ctx. The active controller probes a node as
+// soon as its Raft heartbeats to it fail and fences it on a refusal, so the wait is
+// that long: a few tens of milliseconds after a kill.
+func (a *admin) AwaitLiveLeaders(ctx context.Context, im *metadata.Image, leaders []metadata.NodeID) *metadata.Image {
+	if a.probe == nil {
+		return im
+	}
+	var gone []metadata.Broker
+	for _, id := range leaders {
+		b, ok := im.Brokers[id]
+		if !ok || b.Fenced || id == a.ctrl.NodeID() {
+			continue
+		}
+		if a.probe.Gone(ctx, brokerAddr(b)) {
+			gone = append(gone, b)
+		}
+	}
+	if len(gone) == 0 {
+		return im
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.sessionTimeout)
+	defer cancel()
+	start := time.Now()
+	err := a.waitFor(ctx, func(cur *metadata.Image) bool {
+		for _, b := range gone {
+			if now, ok := cur.Brokers[b.ID]; ok && !now.Fenced && now.Epoch == b.Epoch {
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		a.logger.Warn("a leader's node refuses connections but the controller has not fenced it; answering metadata that names it",
+			"node", gone[0].ID, "addr", brokerAddr(gone[0]), "waited", time.Since(start))
+	}
+	return a.Image()
+}
+
+// brokerAddr is b's advertised Kafka address.
+func brokerAddr(b metadata.Broker) string {
+	return net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+}
