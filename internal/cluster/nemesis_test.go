@@ -76,7 +76,9 @@ const (
 // (History.Check), a consumer that read along must have read every offset below the
 // high watermark in order, holding every acknowledged value, records must have been
 // acknowledged while faults were in force, and no partition may have gone
-// maxMajorityStall without an acknowledgement while a majority was up.
+// maxMajorityStall without an acknowledgement while a majority was up; and a group's
+// committed offsets, committed and read back all along, must never have gone
+// backwards.
 func TestNemesis(t *testing.T) {
 	skipIfShort(t)
 	seed, duration := nemesisParams(t)
@@ -87,6 +89,7 @@ func TestNemesis(t *testing.T) {
 	h := cluster.NewHistory()
 	load := c.StartLoad(t, h, cluster.LoadOptions{Topic: topic, Partitions: nemesisParts, Rate: 300})
 	reader := startReadAlong(t, c, topic, nemesisParts)
+	offsets := startOffsetChecker(t, c, topic)
 	waitAcks(t, h, 300, "before the first fault")
 
 	n := &nemesis{t: t, c: c, topic: topic, rng: rand.New(rand.NewPCG(uint64(seed), 0)), start: time.Now()}
@@ -107,6 +110,7 @@ func TestNemesis(t *testing.T) {
 	stopLoad(t, load, h)
 	h.Check(t, c, topic)
 	reader.check(t, c, h, topic)
+	offsets.check(t)
 	n.checkProgress(h, loadEnd)
 }
 

@@ -22,7 +22,11 @@ type Heartbeat struct {
 
 // HeartbeatReply is the controller's answer to a Heartbeat.
 type HeartbeatReply struct {
-	// IsCaughtUp: the broker has applied its own registration.
+	// IsCaughtUp: the broker had applied every record the controller had when it
+	// answered. A broker serves as a leader or coordinator only while it holds a lease
+	// from a caught-up, unfenced answer (server/lease.go), so that a node whose
+	// metadata is stale (it was paused, or cannot apply) stops answering for roles that
+	// may have moved.
 	IsCaughtUp bool
 	IsFenced   bool
 	// ShouldShutdown answers WantShutdown: the broker leads nothing any more (it is
@@ -31,7 +35,8 @@ type HeartbeatReply struct {
 }
 
 // BrokerHeartbeat records that the broker is alive. A fenced broker that has caught up
-// with the metadata (applied the offset of its registration) is unfenced, and offline
+// with the metadata (applied every record up to this heartbeat, its registration and
+// the record that fenced it included) is unfenced, and offline
 // partitions it can lead get it as leader. WantShutdown starts a controlled shutdown:
 // leadership moves to other in-sync replicas, the broker leaves every ISR and is
 // fenced, and the reply says ShouldShutdown. Errors: ErrBrokerNotRegistered,
@@ -47,7 +52,7 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, hb Heartbeat) (Heartbe
 		s.lastContact = time.Now()
 		s.metadataOffset = max(s.metadataOffset, hb.MetadataOffset)
 		c.applied.report(hb.ID, hb.Epoch, hb.MetadataOffset)
-		reply.IsCaughtUp = hb.MetadataOffset >= b.RegisteredOffset
+		reply.IsCaughtUp = hb.MetadataOffset >= max(im.Offset, b.RegisteredOffset)
 		if hb.WantShutdown {
 			s.shuttingDown = true
 			return c.controlledShutdownLocked(ctx, im, hb.ID, &reply)

@@ -35,7 +35,11 @@ type Config struct {
 	AppendTimeout time.Duration
 	// QueueSize bounds each group's request queue; senders block beyond it (default 64).
 	QueueSize int
-	Logger    *slog.Logger
+	// Serving reports whether this node may answer as a coordinator now (its lease
+	// from the controller holds); while it says no, every group is NOT_COORDINATOR,
+	// so that a node whose metadata may be stale never answers from memory. Nil: yes.
+	Serving func() bool
+	Logger  *slog.Logger
 }
 
 // ConfigFromBroker takes the group settings of a broker configuration.
@@ -179,7 +183,7 @@ func (c *Coordinator) shardFor(groupID string) (*shard, error) {
 		return nil, ErrInvalidGroupID
 	}
 	sh, ok := c.shards.Get(c.PartitionFor(groupID))
-	if !ok || sh.ctx.Err() != nil {
+	if !ok || sh.ctx.Err() != nil || c.cfg.Serving != nil && !c.cfg.Serving() {
 		return nil, ErrNotCoordinator
 	}
 	select {

@@ -130,7 +130,7 @@ func (s *Server) appendPart(ctx context.Context, txnID *string, version, acks in
 			return
 		}
 	}
-	pp.part, pp.err = s.replicas.Partition(pp.tp)
+	pp.part, pp.err = s.leaderPartition(pp.tp)
 	if pp.err != nil {
 		return
 	}

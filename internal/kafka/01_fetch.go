@@ -191,7 +191,7 @@ func (s *Server) resolveParts(parts []*fetchPart) {
 			fp.err = errUnknownTopicID
 			continue
 		}
-		fp.part, fp.err = s.replicas.Partition(fp.sp.tp)
+		fp.part, fp.err = s.leaderPartition(fp.sp.tp)
 	}
 }
 

@@ -38,7 +38,7 @@ func handleListOffsets(_ context.Context, s *Server, r *request) (kmsg.Response,
 }
 
 func (s *Server) listOffset(tp metadata.TopicPartition, rp kmsg.ListOffsetsRequestTopicPartition, replicaID int32, readCommitted bool) (offset, ts int64, epoch int32, code int16) {
-	p, err := s.replicas.Partition(tp)
+	p, err := s.leaderPartition(tp)
 	if err != nil {
 		return -1, -1, -1, errorCode(err)
 	}

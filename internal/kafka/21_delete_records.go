@@ -36,7 +36,7 @@ func handleDeleteRecords(_ context.Context, s *Server, r *request) (kmsg.Respons
 }
 
 func (s *Server) deleteRecords(tp metadata.TopicPartition, offset int64) (int64, error) {
-	p, err := s.replicas.Partition(tp)
+	p, err := s.leaderPartition(tp)
 	if err != nil {
 		return -1, err
 	}

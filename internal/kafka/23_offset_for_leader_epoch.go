@@ -26,7 +26,7 @@ func handleOffsetForLeaderEpoch(_ context.Context, s *Server, r *request) (kmsg.
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, -1, -1
-			p, err := s.replicas.Partition(metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
+			p, err := s.leaderPartition(metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
 			if err == nil {
 				_, err = p.Read(replica.ReadOptions{FetchOffset: p.Log().LogStartOffset(), CurrentLeaderEpoch: rp.CurrentLeaderEpoch, ReplicaID: -1})
 			}

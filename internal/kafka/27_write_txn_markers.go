@@ -49,7 +49,7 @@ func handleWriteTxnMarkers(ctx context.Context, s *Server, r *request) (kmsg.Res
 // coordinator calls it directly for local partitions. A marker on __consumer_offsets
 // also settles the transaction's pending offsets in the group coordinator.
 func (s *Server) WriteMarker(ctx context.Context, tp metadata.TopicPartition, pid int64, epoch int16, coordinatorEpoch int32, commit bool) error {
-	p, err := s.replicas.Partition(tp)
+	p, err := s.leaderPartition(tp)
 	if err != nil {
 		return err
 	}

@@ -71,6 +71,9 @@ type Server struct {
 	// txns is the transaction coordinator (SetTxnCoordinator); nil answers
 	// COORDINATOR_NOT_AVAILABLE. Written before Serve, read-only after.
 	txns TxnCoordinator
+	// lease says whether this node may answer as a partition leader now (SetLease);
+	// nil: always. Written before Serve, read-only after.
+	lease func() bool
 
 	// slots is the queued.max.requests semaphore; see the package doc.
 	slots chan struct{}
@@ -172,4 +175,19 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	s.wg.Wait()
 	return nil
+}
+
+// SetLease installs the check of this node's lease from the controller: while it
+// says no, every request this node would answer as a partition's leader gets
+// NOT_LEADER_OR_FOLLOWER (its image may be stale: the leadership may have moved).
+// Call it before Serve.
+func (s *Server) SetLease(valid func() bool) { s.lease = valid }
+
+// leaderPartition is replicas.Partition for a request answered as tp's leader:
+// replica.ErrNotLeader while this node holds no lease.
+func (s *Server) leaderPartition(tp metadata.TopicPartition) (*replica.Partition, error) {
+	if s.lease != nil && !s.lease() {
+		return nil, replica.ErrNotLeader
+	}
+	return s.replicas.Partition(tp)
 }

@@ -51,6 +51,10 @@ type brokerLifecycle struct {
 	// has been fenced (or there is no controller), so shutdown stops waiting.
 	sessionTimeout time.Duration
 	wake           chan struct{} // capacity 1: sends the next heartbeat at once
+	// lease is granted and revoked by the heartbeats' answers (lease.go).
+	lease *lease
+	// leaseHeld is the lease's validity last logged; only the heartbeat loop uses it.
+	leaseHeld bool
 	// shutdownOK is closed when the controller answers ShouldShutdown.
 	shutdownOK   chan struct{}
 	shutdownOnce sync.Once
@@ -72,7 +76,8 @@ func (n *Node) startBrokerLifecycle(ctx context.Context) error {
 	l := &brokerLifecycle{n: n, ch: n.admin.ch, logger: n.logger.With("component", "broker-lifecycle"), reg: reg,
 		interval:       time.Duration(n.cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
 		sessionTimeout: time.Duration(n.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
-		wake:           make(chan struct{}, 1), shutdownOK: make(chan struct{}), ctx: lctx, cancel: cancel, done: make(chan struct{})}
+		wake:           make(chan struct{}, 1), shutdownOK: make(chan struct{}), ctx: lctx, cancel: cancel, done: make(chan struct{}),
+		lease: n.lease}
 	if l.interval <= 0 {
 		l.interval = 2 * time.Second
 	}
@@ -158,11 +163,14 @@ func (l *brokerLifecycle) beat() time.Duration {
 	defer cancel()
 	hb := kafka.BrokerHeartbeat{ID: l.reg.ID, Epoch: l.ch.brokerEpoch.Load(),
 		MetadataOffset: int64(l.n.admin.Image().Offset), WantShutdown: l.wantShutdown.Load()}
+	sent := time.Now()
 	reply, err := l.ch.heartbeat(ctx, hb)
+	defer l.logLease()
 	switch {
 	case l.ctx.Err() != nil:
 		return 0
 	case errors.Is(err, kerr.StaleBrokerEpoch), errors.Is(err, kerr.BrokerIDNotRegistered):
+		l.lease.revoke()
 		l.logger.Warn("the controller does not know this node's registration; registering again", "err", err)
 		if err := l.register(ctx); err != nil {
 			l.logger.Warn("registering again failed", "err", err)
@@ -178,6 +186,12 @@ func (l *brokerLifecycle) beat() time.Duration {
 	if l.failingSince.Swap(0) != 0 {
 		l.logger.Info("heartbeats to the controller succeed again")
 	}
+	switch {
+	case reply.IsFenced || reply.ShouldShutdown:
+		l.lease.revoke()
+	case reply.IsCaughtUp:
+		l.lease.grant(sent, l.sessionTimeout)
+	}
 	if reply.ShouldShutdown {
 		l.shutdownOnce.Do(func() { close(l.shutdownOK) })
 	}
@@ -185,6 +199,23 @@ func (l *brokerLifecycle) beat() time.Duration {
 		return fencedHeartbeatInterval
 	}
 	return l.interval
+}
+
+// logLease logs when the lease is lost or held again.
+func (l *brokerLifecycle) logLease() {
+	valid := l.lease.Valid()
+	if valid == l.leaseHeld {
+		return
+	}
+	l.leaseHeld = valid
+	switch {
+	case valid:
+		l.logger.Info("the controller confirms this node's metadata: serving as leader and coordinator")
+	case l.wantShutdown.Load():
+		l.logger.Info("controlled shutdown: no longer answering as leader or coordinator")
+	default:
+		l.logger.Warn("no current confirmation from the controller (paused, cut off, fenced or behind on metadata): refusing to answer as leader or coordinator until a heartbeat succeeds")
+	}
 }
 
 // nudge sends the next heartbeat now.

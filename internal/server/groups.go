@@ -9,6 +9,7 @@ import (
 // loads and unloads its __consumer_offsets partitions.
 func (n *Node) startGroups() func(p *replica.Partition, leader bool, leaderEpoch int32) {
 	cfg := group.ConfigFromBroker(n.cfg)
+	cfg.Serving = n.lease.Valid
 	cfg.Logger = n.logger
 	n.groups = group.NewCoordinator(cfg)
 	return n.groups.OnLeadershipChange

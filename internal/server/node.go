@@ -58,6 +58,8 @@ type Node struct {
 	// probe tells whether another node's process is gone, for the controller's fast
 	// fencing and the Metadata answers (reach.Prober).
 	probe *reach.Prober
+	// lease says whether this node may answer as a leader or coordinator (lease.go).
+	lease *lease
 
 	// dirLock is the exclusive lock on cfg.DataDir, taken before anything opens a file
 	// in it and released after everything closed them.
@@ -83,7 +85,7 @@ func Start(ctx context.Context, cfg *config.Broker, o Options) (*Node, error) {
 		o.StartTimeout = 60 * time.Second
 	}
 	n := &Node{cfg: cfg, logger: o.Logger.With("node", cfg.NodeID), done: make(chan error, 2), txnAbort: o.TxnAbortInterval,
-		probe: reach.New()}
+		probe: reach.New(), lease: newLease()}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
 	}
@@ -155,6 +157,7 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 	reg.MustRegister(newPartitionCollector(n.replicas))
 	n.kafka = kafka.NewServer(kafka.Config{NodeID: metadata.NodeID(cfg.NodeID), Broker: cfg, Logger: n.logger},
 		n.replicas, n.admin, kafka.NewMetrics(reg))
+	n.kafka.SetLease(n.lease.Valid)
 	n.kafka.SetGroupCoordinator(n.groupCoordinator())
 	n.kafka.SetTxnCoordinator(n.txnCoordinator())
 	n.kafka.SetControllerAPI(controllerAPI{n.ctrl})

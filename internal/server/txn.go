@@ -37,6 +37,7 @@ func (n *Node) startTxns(groups func(p *replica.Partition, leader bool, leaderEp
 		abort = n.txnAbort // Options.TxnAbortInterval, for tests
 	}
 	w.coord = txn.NewCoordinator(txn.Config{
+		Serving:            n.lease.Valid,
 		MaxTimeout:         time.Duration(n.cfg.TransactionTimeoutMaxMs) * time.Millisecond,
 		OffsetsPartitions:  n.cfg.OffsetsTopicNumPartitions,
 		AbortInterval:      abort,

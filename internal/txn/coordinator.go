@@ -47,8 +47,11 @@ type Config struct {
 	// producer's transaction (AddPartitionsToTxn v5, transaction version 2's
 	// implicit add); nil = verify only (RemoteVerify).
 	RemoteAdd func(ctx context.Context, txnID string, pid int64, epoch int16, tp metadata.TopicPartition) error
-	Logger    *slog.Logger
-	Now       func() time.Time // nil = time.Now
+	// Serving reports whether this node may answer as a coordinator now (its lease
+	// from the controller holds); while it says no, every id is NOT_COORDINATOR. Nil: yes.
+	Serving func() bool
+	Logger  *slog.Logger
+	Now     func() time.Time // nil = time.Now
 }
 
 // Coordinator is the transaction coordinator of one node. Methods are safe for
@@ -158,7 +161,7 @@ func (c *Coordinator) goFunc(fn func()) bool { return c.shards.Go(fn) }
 // shardFor returns the loaded shard of txnID.
 func (c *Coordinator) shardFor(txnID string) (*shard, error) {
 	sh, ok := c.shards.Get(c.PartitionFor(txnID))
-	if !ok {
+	if !ok || c.cfg.Serving != nil && !c.cfg.Serving() {
 		return nil, ErrNotCoordinator
 	}
 	select {
