@@ -12,3 +12,33 @@ func TestRegisterBrokerRecordsItsOffset(t *testing.T) {
 		t.Fatalf("after unfence %+v", b)
 	}
 }
+
+func TestBrokerDiskFull(t *testing.T) {
+	im := Empty().Apply(Record{Type: RegisterBrokerType, Broker: &Broker{ID: 2, Epoch: 1}}, 1)
+	im = im.Apply(Record{Type: BrokerDiskType, BrokerID: 2, DiskFull: true}, 2)
+	if b := im.Brokers[2]; !b.DiskFull || b.Epoch != 1 || b.RegisteredOffset != 1 {
+		t.Fatalf("after disk full %+v", b)
+	}
+	// The flag travels through the codec (the Raft log and snapshots).
+	enc, _ := Encode([]Record{{Type: BrokerDiskType, BrokerID: 2, DiskFull: true}})
+	recs, err := Decode(enc)
+	if err != nil || recs[0].Type != BrokerDiskType || !recs[0].DiskFull || recs[0].BrokerID != 2 {
+		t.Fatalf("round trip %+v %v", recs, err)
+	}
+	if im2 := im.Apply(Record{Type: BrokerDiskType, BrokerID: 9, DiskFull: true}, 3); len(im2.Brokers) != 1 {
+		t.Fatalf("an unknown broker was added: %+v", im2.Brokers)
+	}
+	im = im.Apply(Record{Type: FenceBrokerType, BrokerID: 2}, 4)
+	if b := im.Brokers[2]; !b.DiskFull || !b.Fenced {
+		t.Fatalf("fencing dropped the flag: %+v", b)
+	}
+	im = im.Apply(Record{Type: BrokerDiskType, BrokerID: 2}, 5)
+	if im.Brokers[2].DiskFull {
+		t.Fatal("the flag did not clear")
+	}
+	im = im.Apply(Record{Type: BrokerDiskType, BrokerID: 2, DiskFull: true}, 6)
+	im = im.Apply(Record{Type: RegisterBrokerType, Broker: &Broker{ID: 2, Epoch: 2}}, 7)
+	if im.Brokers[2].DiskFull {
+		t.Fatal("a new registration kept the flag of the previous run")
+	}
+}

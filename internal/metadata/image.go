@@ -33,6 +33,11 @@ type Broker struct {
 	// (set by Apply, never by the proposer). The broker has caught up with the metadata,
 	// and may be unfenced, once it has applied this offset.
 	RegisteredOffset uint64 `json:"registered_offset,omitempty"`
+	// DiskFull says the broker's data directory is full (it reported so in its
+	// heartbeats): it stays up, serves reads and follows, but the controller moves its
+	// leaderships to replicas that can write and elects it leader only when no other
+	// in-sync replica can lead. A new registration starts without it.
+	DiskFull bool `json:"disk_full,omitempty"`
 }
 
 // Partition is the replication state of one partition.

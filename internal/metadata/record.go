@@ -11,9 +11,11 @@ import (
 type RecordType string
 
 const (
-	RegisterBrokerType   RecordType = "register_broker"
-	FenceBrokerType      RecordType = "fence_broker"
-	UnfenceBrokerType    RecordType = "unfence_broker"
+	RegisterBrokerType RecordType = "register_broker"
+	FenceBrokerType    RecordType = "fence_broker"
+	UnfenceBrokerType  RecordType = "unfence_broker"
+	// BrokerDiskType sets Broker.DiskFull of BrokerID to DiskFull.
+	BrokerDiskType       RecordType = "broker_disk"
 	CreateTopicType      RecordType = "create_topic"
 	DeleteTopicType      RecordType = "delete_topic"
 	CreatePartitionsType RecordType = "create_partitions"
@@ -43,6 +45,8 @@ type Record struct {
 	// ProducerIDBlockStart and NextProducerID are the ProducerIDsType payload.
 	ProducerIDBlockStart int64 `json:"producer_id_block_start,omitempty"`
 	NextProducerID       int64 `json:"next_producer_id,omitempty"`
+	// DiskFull is the BrokerDiskType payload.
+	DiskFull bool `json:"disk_full,omitempty"`
 }
 
 // Encode serialises records for the Raft log.
@@ -68,7 +72,7 @@ func (im *Image) Apply(rec Record, offset uint64) *Image {
 		if n.ClusterID == "" {
 			n.ClusterID = rec.ClusterID
 		}
-	case RegisterBrokerType, FenceBrokerType, UnfenceBrokerType:
+	case RegisterBrokerType, FenceBrokerType, UnfenceBrokerType, BrokerDiskType:
 		n.Brokers = applyBroker(im.Brokers, rec, offset)
 	case CreateTopicType:
 		if rec.Topic != nil && im.Topics[rec.Topic.Name] == nil {
@@ -119,6 +123,11 @@ func applyBroker(old map[NodeID]Broker, rec Record, offset uint64) map[NodeID]Br
 	case FenceBrokerType, UnfenceBrokerType:
 		if b, ok := m[rec.BrokerID]; ok {
 			b.Fenced = rec.Type == FenceBrokerType
+			m[rec.BrokerID] = b
+		}
+	case BrokerDiskType:
+		if b, ok := m[rec.BrokerID]; ok {
+			b.DiskFull = rec.DiskFull
 			m[rec.BrokerID] = b
 		}
 	}
