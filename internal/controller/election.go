@@ -7,24 +7,42 @@ import (
 // chooseLeader picks a partition's leader as Kafka's offline-partition election does:
 // the first replica, in assignment order, that is both in the ISR and live. Failing
 // that, and only if uncleanAllowed, the first live replica (which may lack
-// acknowledged records: unclean). ok is false when no replica qualifies.
+// acknowledged records: unclean). ok is false when no replica qualifies. Within each
+// rule a replica whose disk is full (diskFull, nil for none) is passed over while
+// another one qualifies: it could not take a write, but it still leads rather than
+// leave the partition offline.
 //
 // Pure: live says whether a broker is registered, unfenced and reachable.
-func chooseLeader(replicas, isr []metadata.NodeID, live func(metadata.NodeID) bool, uncleanAllowed bool) (leader metadata.NodeID, unclean, ok bool) {
-	for _, r := range replicas {
-		if metadata.Contains(isr, r) && live(r) {
-			return r, false, true
-		}
+func chooseLeader(replicas, isr []metadata.NodeID, live, diskFull func(metadata.NodeID) bool, uncleanAllowed bool) (leader metadata.NodeID, unclean, ok bool) {
+	inSync := func(r metadata.NodeID) bool { return metadata.Contains(isr, r) && live(r) }
+	if r, ok := firstWritable(replicas, inSync, diskFull); ok {
+		return r, false, true
 	}
 	if !uncleanAllowed {
 		return metadata.NoLeader, false, false
 	}
-	for _, r := range replicas {
-		if live(r) {
-			return r, true, true
-		}
+	if r, ok := firstWritable(replicas, live, diskFull); ok {
+		return r, true, true
 	}
 	return metadata.NoLeader, false, false
+}
+
+// firstWritable is the first replica that eligible accepts and whose disk is not full,
+// else the first that eligible accepts.
+func firstWritable(replicas []metadata.NodeID, eligible, diskFull func(metadata.NodeID) bool) (metadata.NodeID, bool) {
+	fallback, found := metadata.NoLeader, false
+	for _, r := range replicas {
+		if !eligible(r) {
+			continue
+		}
+		if diskFull == nil || !diskFull(r) {
+			return r, true
+		}
+		if !found {
+			fallback, found = r, true
+		}
+	}
+	return fallback, found
 }
 
 // electLeader returns p after removing the brokers that are not live from its ISR and
@@ -34,8 +52,9 @@ func chooseLeader(replicas, isr []metadata.NodeID, live func(metadata.NodeID) bo
 // empty ISR is distrustLastReplicaLocked's (KIP-966): then only an unclean election
 // gives the partition a leader. changed is
 // false when p stays as it is. The leader epoch grows when the leader changes, and the
-// partition epoch on any change.
-func electLeader(p metadata.Partition, live func(metadata.NodeID) bool, uncleanAllowed bool) (next metadata.Partition, changed bool) {
+// partition epoch on any change. A new leader is chosen by chooseLeader (diskFull: see
+// there); a live leader stays, even on a full disk (fullDiskElections moves it).
+func electLeader(p metadata.Partition, live, diskFull func(metadata.NodeID) bool, uncleanAllowed bool) (next metadata.Partition, changed bool) {
 	isr := make([]metadata.NodeID, 0, len(p.ISR))
 	for _, r := range p.ISR {
 		if live(r) {
@@ -46,7 +65,7 @@ func electLeader(p metadata.Partition, live func(metadata.NodeID) bool, uncleanA
 	if p.Leader != metadata.NoLeader && live(p.Leader) {
 		next.ISR = isr
 	} else {
-		leader, unclean, ok := chooseLeader(p.Replicas, p.ISR, live, uncleanAllowed)
+		leader, unclean, ok := chooseLeader(p.Replicas, p.ISR, live, diskFull, uncleanAllowed)
 		switch {
 		case !ok:
 			next.Leader = metadata.NoLeader
@@ -103,15 +122,17 @@ func (e election) record() metadata.Record {
 }
 
 // reelect runs electLeader on every partition of im that touch selects, in topic
-// and partition order, and returns the partitions that change.
+// and partition order, and returns the partitions that change. Brokers whose disk im
+// marks full are elected only when no other replica can be.
 func reelect(im *metadata.Image, touch func(metadata.Partition) bool, live liveFunc, unclean func(topic string) bool) []election {
 	var out []election
+	full := diskFull(im)
 	for _, name := range im.TopicNames() {
 		for i, p := range im.Topics[name].Partitions {
 			if !touch(p) {
 				continue
 			}
-			if next, changed := electLeader(p, live, unclean(name)); changed {
+			if next, changed := electLeader(p, live, full, unclean(name)); changed {
 				out = append(out, election{metadata.TopicPartition{Topic: name, Partition: int32(i)}, p, next})
 			}
 		}
@@ -164,17 +185,18 @@ func shutdownElections(im *metadata.Image, id metadata.NodeID, live liveFunc) []
 }
 
 // preferredElections moves leadership back to each partition's preferred replica (the
-// first) when it is live and in the ISR but does not lead (Kafka's preferred leader
-// election, auto.leader.rebalance.enable).
+// first) when it is live, in the ISR and its disk is not full, but does not lead
+// (Kafka's preferred leader election, auto.leader.rebalance.enable).
 func preferredElections(im *metadata.Image, live liveFunc) []election {
 	var out []election
+	full := diskFull(im)
 	for _, name := range im.TopicNames() {
 		for i, p := range im.Topics[name].Partitions {
 			if len(p.Replicas) == 0 {
 				continue
 			}
 			pref := p.Replicas[0]
-			if p.Leader == pref || !live(pref) || !metadata.Contains(p.ISR, pref) {
+			if p.Leader == pref || !live(pref) || !metadata.Contains(p.ISR, pref) || full(pref) {
 				continue
 			}
 			next := p

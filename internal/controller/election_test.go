@@ -30,7 +30,7 @@ func TestChooseLeader(t *testing.T) {
 		{"nothing live", ids(1, 2), ids(1, 2), nil, true, metadata.NoLeader, false, false},
 		{"isr member not a replica ignored", ids(1, 2), ids(1, 9), ids(9), false, metadata.NoLeader, false, false},
 	} {
-		got, unclean, ok := chooseLeader(tc.replicas, tc.isr, liveSet(tc.live...), tc.unclean)
+		got, unclean, ok := chooseLeader(tc.replicas, tc.isr, liveSet(tc.live...), nil, tc.unclean)
 		if got != tc.want || unclean != tc.wantUnclean || ok != tc.ok {
 			t.Errorf("%s: got %d unclean=%v ok=%v, want %d %v %v", tc.name, got, unclean, ok, tc.want, tc.wantUnclean, tc.ok)
 		}
@@ -58,7 +58,7 @@ func TestElectLeader(t *testing.T) {
 		{"offline stays offline", metadata.Partition{Replicas: []metadata.NodeID{1, 2}, ISR: []metadata.NodeID{2}, Leader: metadata.NoLeader, LeaderEpoch: 3}, []metadata.NodeID{1}, false,
 			"replicas=[1 2] isr=[2] leader=-1 le=3 pe=0", false},
 	} {
-		got, changed := electLeader(tc.p, liveSet(tc.live...), tc.unclean)
+		got, changed := electLeader(tc.p, liveSet(tc.live...), nil, tc.unclean)
 		if describe(got) != tc.want || changed != tc.changed {
 			t.Errorf("%s: got %s changed=%v, want %s %v", tc.name, describe(got), changed, tc.want, tc.changed)
 		}

@@ -18,6 +18,8 @@ type Heartbeat struct {
 	MetadataOffset uint64
 	// WantShutdown asks for a controlled shutdown.
 	WantShutdown bool
+	// DiskFull says the broker's data disk is full (degraded.go).
+	DiskFull bool
 }
 
 // HeartbeatReply is the controller's answer to a Heartbeat.
@@ -61,6 +63,9 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, hb Heartbeat) (Heartbe
 			if im, err = c.unfenceLocked(ctx, im, hb.ID); err != nil {
 				return err
 			}
+		}
+		if im, err = c.diskStateLocked(ctx, im, hb.ID, hb.DiskFull); err != nil {
+			return err
 		}
 		reply.IsFenced = im.Brokers[hb.ID].Fenced
 		return nil
