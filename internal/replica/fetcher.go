@@ -29,6 +29,10 @@ type Fetcher struct {
 	parts map[metadata.TopicPartition]*fetchState
 	wake  chan struct{}
 
+	// diskFull is set (by the run goroutine only) while appends fail on a full disk:
+	// the fetcher then retries every diskFullBackoff and logs once per episode.
+	diskFull bool
+
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -119,7 +123,9 @@ func (f *Fetcher) run(ctx context.Context) {
 			backoff = f.backoff(err)
 			continue
 		}
-		if err := f.fetchOnce(ctx, parts); err != nil {
+		err := f.fetchOnce(ctx, parts)
+		f.noteDisk(err)
+		if err != nil {
 			backoff = f.backoff(err)
 			continue
 		}
@@ -127,11 +133,35 @@ func (f *Fetcher) run(ctx context.Context) {
 	}
 }
 
+// diskFullBackoff paces a follower's fetches while its appends find the disk full:
+// each retry costs the leader a read, and space is rarely freed within a second.
+const diskFullBackoff = time.Second
+
 func (f *Fetcher) backoff(err error) time.Duration {
+	if errors.Is(err, log.ErrDiskFull) {
+		return diskFullBackoff
+	}
 	if !errors.Is(err, context.Canceled) {
 		f.m.logger.Debug("replica fetch failed", "source", f.source, "err", err)
 	}
 	return f.m.opts.FetchBackoff
+}
+
+// noteDisk logs the start and the end of a full-disk episode of this fetcher's
+// appends, once each (the log names each partition once too). The partitions fall out
+// of their ISRs by the leader's lag rule meanwhile, and rejoin once caught up.
+func (f *Fetcher) noteDisk(err error) {
+	full := errors.Is(err, log.ErrDiskFull)
+	switch {
+	case full && !f.diskFull:
+		f.m.logger.Warn("follower appends fail: the disk is full; retrying every "+diskFullBackoff.String()+" until space is freed",
+			"leader", f.source, "err", err)
+	case !full && err == nil && f.diskFull:
+		f.m.logger.Info("follower appends resumed: the disk has room again", "leader", f.source)
+	default:
+		return
+	}
+	f.diskFull = full
 }
 
 // truncateDiverged resolves divergence for partitions new to this leader epoch.
@@ -217,5 +247,3 @@ func (f *Fetcher) applyEpochEnd(s *fetchState, rp kmsg.OffsetForLeaderEpochRespo
 	}
 	s.truncated = true
 }
-
-var _ = log.ErrOffsetOutOfRange

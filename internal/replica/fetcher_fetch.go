@@ -158,6 +158,9 @@ func (f *Fetcher) applyFetched(s *fetchState, rp kmsg.FetchResponseTopicPartitio
 	a := appliedPart{p: p, leaderHW: rp.HighWatermark}
 	if len(rp.RecordBatches) > 0 {
 		info, err := p.log.AppendAsFollower(rp.RecordBatches)
+		if errors.Is(err, log.ErrDiskFull) {
+			return appliedPart{}, err // logged once per episode (noteDisk)
+		}
 		if err != nil {
 			f.m.logger.Error("follower append failed", "topic", p.tp.Topic, "partition", p.tp.Partition,
 				"leader", f.source, "log_end_offset", p.log.LogEndOffset(), "err", err)

@@ -21,15 +21,18 @@ func isCaughtUp(f *followerState, leaderEnd int64, nowMs, maxLagMs int64) bool {
 }
 
 // outOfSyncReplicas returns the ISR members (other than the leader) that are no longer
-// caught up. Pure: time is an argument.
-func outOfSyncReplicas(isr []metadata.NodeID, self metadata.NodeID, followers map[metadata.NodeID]*followerState, leaderEnd, nowMs, maxLagMs int64) []metadata.NodeID {
+// caught up. A follower whose disk is full (diskFull, from the metadata; nil for none)
+// is out of sync as soon as it is behind the leader's log end: its appends fail, so
+// waiting replica.lag.time.max.ms for it would only hold back acks=all. Pure: time is
+// an argument.
+func outOfSyncReplicas(isr []metadata.NodeID, self metadata.NodeID, followers map[metadata.NodeID]*followerState, leaderEnd, nowMs, maxLagMs int64, diskFull func(metadata.NodeID) bool) []metadata.NodeID {
 	var out []metadata.NodeID
 	for _, r := range isr {
 		if r == self {
 			continue
 		}
 		f := followers[r]
-		if f == nil || !isCaughtUp(f, leaderEnd, nowMs, maxLagMs) {
+		if f == nil || !isCaughtUp(f, leaderEnd, nowMs, maxLagMs) || (diskFull != nil && diskFull(r) && f.logEndOffset < leaderEnd) {
 			out = append(out, r)
 		}
 	}

@@ -8,16 +8,17 @@ import (
 	"github.com/runnel-io/runnel/internal/metadata"
 )
 
-// maybeShrinkIsr proposes to drop followers that have not caught up within maxLag.
-// Called periodically for every partition this node leads.
-func (m *Manager) maybeShrinkIsr(p *Partition, now time.Time, maxLag time.Duration) {
+// maybeShrinkIsr proposes to drop followers that have not caught up within maxLag, or
+// that are behind on a full disk (diskFull). Called periodically for every partition
+// this node leads.
+func (m *Manager) maybeShrinkIsr(p *Partition, now time.Time, maxLag time.Duration, diskFull func(metadata.NodeID) bool) {
 	p.leaderIsrLock.RLock()
 	if p.leader != p.node || p.pendingISR != nil {
 		p.leaderIsrLock.RUnlock()
 		return
 	}
 	p.stateMu.Lock()
-	drop := outOfSyncReplicas(p.isr, p.node, p.followers, p.log.LogEndOffset(), now.UnixMilli(), maxLag.Milliseconds())
+	drop := outOfSyncReplicas(p.isr, p.node, p.followers, p.log.LogEndOffset(), now.UnixMilli(), maxLag.Milliseconds(), diskFull)
 	p.stateMu.Unlock()
 	isr := p.isr
 	p.leaderIsrLock.RUnlock()
@@ -99,8 +100,12 @@ func (m *Manager) isrLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
+			m.mu.Lock()
+			im := m.image
+			m.mu.Unlock()
+			diskFull := func(r metadata.NodeID) bool { return im.Brokers[r].DiskFull }
 			for _, p := range m.Partitions() {
-				m.maybeShrinkIsr(p, now, maxLag)
+				m.maybeShrinkIsr(p, now, maxLag, diskFull)
 			}
 		}
 	}

@@ -40,9 +40,15 @@ func TestOutOfSyncReplicas(t *testing.T) {
 		3: {logEndOffset: 5, lastCaughtUpTimeMs: 9500}, // behind but caught up recently
 		4: {logEndOffset: 5, lastCaughtUpTimeMs: 8000}, // behind for too long
 	}
-	got := outOfSyncReplicas([]metadata.NodeID{1, 2, 3, 4, 5}, 1, f, 10, 10000, maxLag)
+	got := outOfSyncReplicas([]metadata.NodeID{1, 2, 3, 4, 5}, 1, f, 10, 10000, maxLag, nil)
 	if want := []metadata.NodeID{4, 5}; !slices.Equal(got, want) {
 		t.Fatalf("out of sync = %v, want %v", got, want)
+	}
+	// On a full disk, behind is out of sync at once; at the log end it stays.
+	full := func(r metadata.NodeID) bool { return r == 2 || r == 3 }
+	got = outOfSyncReplicas([]metadata.NodeID{1, 2, 3, 4, 5}, 1, f, 10, 10000, maxLag, full)
+	if want := []metadata.NodeID{3, 4, 5}; !slices.Equal(got, want) {
+		t.Fatalf("out of sync with 2 and 3 on full disks = %v, want %v", got, want)
 	}
 }
 

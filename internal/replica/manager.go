@@ -47,6 +47,8 @@ type Options struct {
 	FetchMaxBytes         int32
 	FetchResponseMaxBytes int32
 	FetchBackoff          time.Duration
+	// Disk, if set, knows whether this node's data disk is full (DiskFull).
+	Disk *DiskMonitor
 }
 
 func (o *Options) setDefaults() {
@@ -72,6 +74,9 @@ func (o *Options) setDefaults() {
 		o.FetchBackoff = 100 * time.Millisecond
 	}
 }
+
+// DiskFull reports whether this node's data disk is full, and since when.
+func (m *Manager) DiskFull() (since time.Time, full bool) { return m.opts.Disk.State() }
 
 // Stats are counters for metrics.
 type Stats struct {
