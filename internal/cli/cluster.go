@@ -3,14 +3,17 @@ package cli
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // minISRKey is the topic config that sets how many in-sync replicas acks=all needs.
@@ -34,6 +37,7 @@ type clusterStatus struct {
 	Controller      int32              `json:"controller"`
 	Nodes           []nodeRow          `json:"nodes"`
 	NodesDown       int                `json:"nodes_down"`
+	NodesDegraded   int                `json:"nodes_degraded"`
 	Partitions      int                `json:"partitions"`
 	UnderReplicated int                `json:"under_replicated"`
 	UnderMinISR     int                `json:"under_min_isr"` // -1 when min.insync.replicas could not be read
@@ -50,6 +54,14 @@ type nodeRow struct {
 	// Down is a node that partitions name as a replica but that the cluster does not
 	// list among its live brokers: it was killed, stopped or fenced.
 	Down bool `json:"down"`
+	// DiskFull is a node whose data disk is full: it is up and serves reads, but takes
+	// no writes and hands its leaderships to replicas that can (its DescribeLogDirs
+	// answers KAFKA_STORAGE_ERROR for the directory).
+	DiskFull bool `json:"disk_full,omitempty"`
+	// DiskTotal and DiskFree are the data directory's filesystem size and usable
+	// bytes, -1 (or absent) when unknown.
+	DiskTotal int64 `json:"disk_total_bytes,omitempty"`
+	DiskFree  int64 `json:"disk_free_bytes,omitempty"`
 }
 
 // partitionProblem is a partition that is offline, under-replicated or under its
@@ -98,7 +110,32 @@ func loadClusterStatus(ctx context.Context, adm *kadm.Client, warn io.Writer) (*
 	if err != nil {
 		fmt.Fprintf(warn, "runnel: warning: %v; under-min-ISR partitions not counted\n", err)
 	}
-	return summarize(md, minISR), nil
+	st := summarize(md, minISR)
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	dirs, err := adm.DescribeAllLogDirs(dctx, nil)
+	if err != nil {
+		fmt.Fprintf(warn, "runnel: warning: describe log dirs: %v; disk states of some nodes unknown\n", err)
+	}
+	st.addDisks(dirs)
+	return st, nil
+}
+
+// addDisks fills in each node's disk from its DescribeLogDirs answer: a directory
+// answered KAFKA_STORAGE_ERROR is full (Runnel reports nothing else there: a node
+// with any other disk error stops).
+func (st *clusterStatus) addDisks(dirs kadm.DescribedAllLogDirs) {
+	for i := range st.Nodes {
+		n := &st.Nodes[i]
+		n.DiskTotal, n.DiskFree = -1, -1
+		for _, d := range dirs[n.ID] {
+			n.DiskTotal, n.DiskFree = d.TotalBytes, d.UsableBytes
+			if errors.Is(d.Err, kerr.KafkaStorageError) && !n.DiskFull {
+				n.DiskFull = true
+				st.NodesDegraded++
+			}
+		}
+	}
 }
 
 // minISRs returns each topic's effective min.insync.replicas.
@@ -203,7 +240,7 @@ func printClusterStatus(w io.Writer, st *clusterStatus) error {
 			fmt.Fprintf(tw, "%d\t-\t-\t%d\tdown (fenced or not registered; it still holds replicas)\n", n.ID, n.Leaders)
 			continue
 		}
-		fmt.Fprintf(tw, "%d\t%s:%d\t%s\t%d\tup\n", n.ID, n.Host, n.Port, orDash(n.Rack), n.Leaders)
+		fmt.Fprintf(tw, "%d\t%s:%d\t%s\t%d\t%s\n", n.ID, n.Host, n.Port, orDash(n.Rack), n.Leaders, n.state())
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -212,6 +249,9 @@ func printClusterStatus(w io.Writer, st *clusterStatus) error {
 		fmt.Fprintf(w, "\n%d of %d nodes down\n", st.NodesDown, len(st.Nodes))
 	} else {
 		fmt.Fprintf(w, "\n%d of %d nodes up\n", len(st.Nodes), len(st.Nodes))
+	}
+	if st.NodesDegraded > 0 {
+		fmt.Fprintf(w, "%d of %d nodes degraded (disk full: no writes, leaderships handed to other replicas)\n", st.NodesDegraded, len(st.Nodes))
 	}
 	underMin := "unknown"
 	if st.UnderMinISR >= 0 {
@@ -229,3 +269,16 @@ func printClusterStatus(w io.Writer, st *clusterStatus) error {
 	}
 	return tw.Flush()
 }
+
+// state is the STATE column of a node that is up.
+func (n nodeRow) state() string {
+	if !n.DiskFull {
+		return "up"
+	}
+	if n.DiskTotal > 0 && n.DiskFree >= 0 {
+		return fmt.Sprintf("degraded: disk full (%s free of %s)", mib(n.DiskFree), mib(n.DiskTotal))
+	}
+	return "degraded: disk full"
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -70,6 +71,27 @@ func TestClusterStatus(t *testing.T) {
 	for _, want := range []string{"Cluster ID:", "Controller:", "NODE", "HOST:PORT", "LEADERS", "under-replicated: 0"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("status lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+func TestClusterStatusDiskFull(t *testing.T) {
+	md := kadm.Metadata{Brokers: kadm.BrokerDetails{{NodeID: 1, Host: "a", Port: 9092}, {NodeID: 2, Host: "b", Port: 9092}}}
+	st := summarize(md, map[string]int{})
+	st.addDisks(kadm.DescribedAllLogDirs{
+		1: {"/d": {Broker: 1, Dir: "/d", TotalBytes: 100 << 20, UsableBytes: 50 << 20}},
+		2: {"/d": {Broker: 2, Dir: "/d", Err: kerr.KafkaStorageError, TotalBytes: 100 << 20, UsableBytes: 0}},
+	})
+	if st.NodesDegraded != 1 || st.Nodes[0].DiskFull || !st.Nodes[1].DiskFull {
+		t.Fatalf("degraded %d, nodes %+v", st.NodesDegraded, st.Nodes)
+	}
+	var out strings.Builder
+	if err := printClusterStatus(&out, st); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"degraded: disk full (0.0 MiB free of 100.0 MiB)", "1 of 2 nodes degraded (disk full"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, out.String())
 		}
 	}
 }

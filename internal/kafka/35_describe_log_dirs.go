@@ -2,6 +2,8 @@ package kafka
 
 // DescribeLogDirs: v1-4. One log directory (the data dir) with each hosted partition's
 // size on disk; v4 adds the directory's total and usable bytes. Topics nil = all.
+// While the disk is full the directory answers KAFKA_STORAGE_ERROR (it takes no
+// writes; `runnel cluster status` shows the node degraded), with its partitions.
 
 import (
 	"context"
@@ -9,6 +11,7 @@ import (
 	"sort"
 	"syscall"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -28,6 +31,9 @@ func handleDescribeLogDirs(_ context.Context, s *Server, r *request) (kmsg.Respo
 	res := kmsg.NewDescribeLogDirsResponseDir()
 	res.Dir = dir
 	res.TotalBytes, res.UsableBytes = -1, -1
+	if _, full := s.replicas.DiskFull(); full {
+		res.ErrorCode = kerr.KafkaStorageError.Code
+	}
 	var st syscall.Statfs_t
 	if syscall.Statfs(dir, &st) == nil {
 		res.TotalBytes = int64(st.Blocks) * int64(st.Bsize)

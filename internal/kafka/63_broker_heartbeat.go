@@ -6,7 +6,8 @@ package kafka
 // A broker that misses heartbeats for broker.session.timeout.ms is fenced. The reply
 // says whether it has caught up with the metadata (applied its own registration), is
 // fenced, and, after WantShutdown, whether it may shut down (it leads nothing any
-// more). OfflineLogDirs and CordonedLogDirs are ignored. Errors: NOT_CONTROLLER,
+// more). A non-empty OfflineLogDirs says the broker's data directory is full (see
+// DataDirID); CordonedLogDirs is ignored. Errors: NOT_CONTROLLER,
 // BROKER_ID_NOT_REGISTERED and STALE_BROKER_EPOCH (register again).
 
 import (
@@ -23,7 +24,7 @@ func handleBrokerHeartbeat(ctx context.Context, s *Server, r *request) (kmsg.Res
 	resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
 	reply, err := s.controllerAPI().BrokerHeartbeat(ctx, BrokerHeartbeat{
 		ID: metadata.NodeID(req.BrokerID), Epoch: req.BrokerEpoch, MetadataOffset: req.CurrentMetadataOffset,
-		WantFence: req.WantFence, WantShutdown: req.WantShutdown,
+		WantFence: req.WantFence, WantShutdown: req.WantShutdown, DiskFull: len(req.OfflineLogDirs) > 0,
 	})
 	resp.ErrorCode = errorCode(err)
 	resp.IsFenced = true

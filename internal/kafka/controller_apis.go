@@ -60,7 +60,15 @@ type BrokerHeartbeat struct {
 	MetadataOffset int64
 	WantFence      bool
 	WantShutdown   bool
+	// DiskFull says the broker's data directory is full (on the wire: OfflineLogDirs
+	// holds DataDirID).
+	DiskFull bool
 }
+
+// DataDirID names a node's one data directory in BrokerHeartbeat's OfflineLogDirs
+// (Kafka's reserved OFFLINE_DIR id): Runnel reports it there while the directory is
+// full. Other disk errors stop the node, so they are never reported.
+var DataDirID = [16]byte{15: 1}
 
 // BrokerHeartbeatReply is the controller's answer to a BrokerHeartbeat.
 type BrokerHeartbeatReply struct {

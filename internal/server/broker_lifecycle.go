@@ -162,7 +162,7 @@ func (l *brokerLifecycle) beat() time.Duration {
 	ctx, cancel := context.WithTimeout(l.ctx, max(l.interval, time.Second))
 	defer cancel()
 	hb := kafka.BrokerHeartbeat{ID: l.reg.ID, Epoch: l.ch.brokerEpoch.Load(),
-		MetadataOffset: int64(l.n.admin.Image().Offset), WantShutdown: l.wantShutdown.Load()}
+		MetadataOffset: int64(l.n.admin.Image().Offset), WantShutdown: l.wantShutdown.Load(), DiskFull: l.n.disk.IsFull()}
 	sent := time.Now()
 	reply, err := l.ch.heartbeat(ctx, hb)
 	defer l.logLease()

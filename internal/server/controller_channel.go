@@ -234,6 +234,9 @@ func (ch *controllerChannel) heartbeat(ctx context.Context, hb kafka.BrokerHeart
 		req := kmsg.NewPtrBrokerHeartbeatRequest()
 		req.BrokerID, req.BrokerEpoch, req.CurrentMetadataOffset = int32(hb.ID), hb.Epoch, hb.MetadataOffset
 		req.WantFence, req.WantShutdown = hb.WantFence, hb.WantShutdown
+		if hb.DiskFull {
+			req.OfflineLogDirs = [][16]byte{kafka.DataDirID}
+		}
 		resp, err := ch.send(ctx, req)
 		if err != nil {
 			return err
@@ -349,6 +352,7 @@ func (a controllerAPI) RegisterBroker(ctx context.Context, r kafka.BrokerRegistr
 func (a controllerAPI) BrokerHeartbeat(ctx context.Context, hb kafka.BrokerHeartbeat) (kafka.BrokerHeartbeatReply, error) {
 	reply, err := a.ctrl.BrokerHeartbeat(ctx, controller.Heartbeat{
 		ID: hb.ID, Epoch: hb.Epoch, MetadataOffset: uint64(max(hb.MetadataOffset, 0)), WantShutdown: hb.WantShutdown,
+		DiskFull: hb.DiskFull,
 	})
 	return kafka.BrokerHeartbeatReply{IsCaughtUp: reply.IsCaughtUp, IsFenced: reply.IsFenced, ShouldShutdown: reply.ShouldShutdown},
 		kafkaError(err)

@@ -55,6 +55,8 @@ type Node struct {
 	txnAbort time.Duration
 	// lifecycle registers and heartbeats to the controller; controlledShutdown takes it.
 	lifecycle atomic.Pointer[brokerLifecycle]
+	// disk says whether the data disk is full (storage.go); set before the logs open.
+	disk *replica.DiskMonitor
 	// probe tells whether another node's process is gone, for the controller's fast
 	// fencing and the Metadata answers (reach.Prober).
 	probe *reach.Prober
@@ -94,6 +96,7 @@ func Start(ctx context.Context, cfg *config.Broker, o Options) (*Node, error) {
 		return nil, err
 	}
 	n.dirLock = lock
+	n.disk = n.newDiskMonitor()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := n.start(ctx, reg, o.StartTimeout); err != nil {
@@ -148,13 +151,14 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 		FetchWait:             time.Duration(cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
 		FetchMaxBytes:         cfg.ReplicaFetchMaxBytes,
 		FetchResponseMaxBytes: cfg.ReplicaFetchResponseMaxBytes,
+		Disk:                  n.disk,
 	})
 	if err != nil {
 		return err
 	}
 	n.unsub = n.ctrl.Subscribe(n.applyImage)
 	n.serving.Store(true)
-	reg.MustRegister(newPartitionCollector(n.replicas))
+	reg.MustRegister(newPartitionCollector(n.replicas), newDiskFullGauge(n.disk))
 	n.kafka = kafka.NewServer(kafka.Config{NodeID: metadata.NodeID(cfg.NodeID), Broker: cfg, Logger: n.logger},
 		n.replicas, n.admin, kafka.NewMetrics(reg))
 	n.kafka.SetLease(n.lease.Valid)
@@ -224,9 +228,13 @@ func (n *Node) statusPage() string {
 	return n.status()
 }
 
+// readyErr is /readyz: starting, degraded (a full disk) or ready.
 func (n *Node) readyErr() error {
 	if !n.ready.Load() {
 		return errors.New("starting")
+	}
+	if why := n.degraded(); why != "" {
+		return errors.New("degraded: " + why)
 	}
 	return nil
 }
@@ -268,6 +276,7 @@ func (n *Node) close(logged bool) error {
 		if n.http != nil {
 			errs = append(errs, n.http.Close())
 		}
+		n.disk.Close()
 		errs = append(errs, n.dirLock.release())
 		n.closeErr = errors.Join(errs...)
 		switch {
