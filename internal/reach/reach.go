@@ -1,12 +1,13 @@
-// Package reach tells whether a node's process is gone: a TCP connect to its Kafka
-// listener is refused. A refusal is a definite answer (the kernel of the node's host
-// says nothing listens on that port, which for a registered node means the process
-// died or was killed), unlike a timeout, which a paused or cut-off node gives as well
-// as a slow one. The active controller uses it to fence a killed node at once instead
-// of after broker.session.timeout.ms, and every node uses it to hold a Metadata answer
-// that would name a dead leader until the new leader is elected: a client that gets
-// the dead leader back (franz-go refreshes at most every 5 s, MetadataMinAge) would
-// stay stuck on it for seconds.
+// Package reach tells whether a node's process is gone: its Kafka listener refuses
+// connections, or a connection to it that was open has been closed by the other end.
+// Both are definite answers from the kernels involved (nothing listens on that port,
+// which for a registered node means the process died or was killed), unlike a
+// timeout, which a paused or cut-off node gives as well as a slow one. The active
+// controller uses it to fence a killed node at once instead of after
+// broker.session.timeout.ms, and every node uses it to hold a Metadata answer that
+// would name a dead leader until the new leader is elected: a client that gets the
+// dead leader back (franz-go refreshes at most every 5 s, MetadataMinAge) would stay
+// stuck on it for seconds.
 package reach
 
 import (
@@ -20,100 +21,122 @@ import (
 
 // Defaults of Prober.
 const (
-	// DefaultDialTimeout bounds one probe. A refusal comes back in a round trip, so
+	// DefaultDialTimeout bounds one dial. A refusal comes back in a round trip, so
 	// this only limits what a probe of a paused or unreachable node costs.
 	DefaultDialTimeout = 200 * time.Millisecond
-	// DefaultTTL is how long a probe's answer is reused. It bounds the probes sent to
-	// a node to one per TTL however many Metadata requests ask, at the price of
-	// trusting an "alive" answer that long.
-	DefaultTTL = 100 * time.Millisecond
+	// DefaultRefusedTTL is how long a refusal is believed before the next dial, which
+	// bounds the dials to a dead node to one per TTL however many callers ask.
+	DefaultRefusedTTL = 50 * time.Millisecond
 )
 
-// Prober probes addresses and caches the answers for TTL. The zero value is not
-// usable; use New. Safe for concurrent use.
+// Prober keeps one idle connection (a watch) to each address it was asked about. While
+// the watch is open, as a non-blocking peek at it shows, the process is there; when
+// the other end has closed it (a process that dies closes its sockets), the Prober
+// dials again, and a refusal means the process is gone. So an answer costs one
+// non-blocking system call, and a kill is seen as soon as this host's kernel has the
+// dead socket's FIN or RST, with no polling. Safe for concurrent use; use New.
 type Prober struct {
-	ttl  time.Duration
-	dial func(ctx context.Context, addr string) (net.Conn, error)
-	now  func() time.Time
+	dialTimeout time.Duration
+	refusedTTL  time.Duration
+	dial        func(ctx context.Context, addr string) (net.Conn, error)
+	now         func() time.Time
 
 	mu sync.Mutex
-	m  map[string]*probe
+	m  map[string]*target
 }
 
-// probe is one address's last answer, or the one in flight (done open).
-type probe struct {
-	at   time.Time
-	gone bool
-	done chan struct{}
+// target is one address's watch or last dial.
+type target struct {
+	mu      sync.Mutex // serialises the dials of one address
+	watch   net.Conn   // nil: none open
+	refused time.Time  // when the last dial was refused; zero if it was not
 }
 
 // New returns a Prober with the default timeout and TTL.
 func New() *Prober {
-	d := &net.Dialer{Timeout: DefaultDialTimeout}
-	return &Prober{ttl: DefaultTTL, dial: func(ctx context.Context, addr string) (net.Conn, error) {
-		return d.DialContext(ctx, "tcp", addr)
-	}, now: time.Now, m: map[string]*probe{}}
+	d := &net.Dialer{}
+	return &Prober{dialTimeout: DefaultDialTimeout, refusedTTL: DefaultRefusedTTL,
+		dial: func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) },
+		now:  time.Now, m: map[string]*target{}}
 }
 
-// Gone reports whether a connection to addr is refused. A probe that times out, or
-// fails any other way, or succeeds, says false: only a refusal proves the process
-// gone. Concurrent callers for one address share one probe; its answer is reused for
-// the TTL.
+// Gone reports whether the process listening at addr is gone: its open watch was
+// closed by the other end and a new connection is refused. A dial that times out or
+// fails any other way says false: only a refusal proves the process gone.
 func (p *Prober) Gone(ctx context.Context, addr string) bool {
 	p.mu.Lock()
-	pr := p.m[addr]
-	if pr != nil {
-		select {
-		case <-pr.done:
-			if p.now().Sub(pr.at) < p.ttl {
-				p.mu.Unlock()
-				return pr.gone
-			}
-			pr = nil
-		default:
-		}
-	}
-	if pr == nil {
-		pr = &probe{done: make(chan struct{})}
-		p.m[addr] = pr
-		go p.run(addr, pr)
+	tg := p.m[addr]
+	if tg == nil {
+		tg = &target{}
+		p.m[addr] = tg
 	}
 	p.mu.Unlock()
-	select {
-	case <-pr.done:
-		return pr.gone
-	case <-ctx.Done():
-		return false
+
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	if tg.watch != nil {
+		if open(tg.watch) {
+			return false
+		}
+		tg.watch.Close()
+		tg.watch = nil
 	}
+	if !tg.refused.IsZero() && p.now().Sub(tg.refused) < p.refusedTTL {
+		return true
+	}
+	dctx, cancel := context.WithTimeout(ctx, p.dialTimeout)
+	c, err := p.dial(dctx, addr)
+	cancel()
+	switch {
+	case err == nil:
+		tg.watch, tg.refused = c, time.Time{}
+		return false
+	case Refused(err):
+		tg.refused = p.now()
+		return true
+	}
+	return false
 }
 
-// Forget drops the cached answer for addr, so that the next Gone probes again.
-func (p *Prober) Forget(addr string) {
+// Close closes every watch.
+func (p *Prober) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if pr := p.m[addr]; pr != nil {
-		select {
-		case <-pr.done:
-			delete(p.m, addr)
-		default:
+	for addr, tg := range p.m {
+		tg.mu.Lock()
+		if tg.watch != nil {
+			tg.watch.Close()
 		}
+		tg.mu.Unlock()
+		delete(p.m, addr)
 	}
-}
-
-func (p *Prober) run(addr string, pr *probe) {
-	ctx, cancel := context.WithTimeout(context.Background(), DefaultDialTimeout)
-	defer cancel()
-	c, err := p.dial(ctx, addr)
-	if err == nil {
-		// A plain close (the node sees EOF and says nothing). It leaves a TIME_WAIT
-		// socket here, which the TTL bounds to one per address per TTL.
-		c.Close()
-	}
-	p.mu.Lock()
-	pr.gone, pr.at = Refused(err), p.now()
-	close(pr.done)
-	p.mu.Unlock()
 }
 
 // Refused reports whether err is a refused connection.
 func Refused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
+
+// open reports whether c is still open at the other end: a non-blocking peek finds
+// no end of stream and no reset. The watch never sends a request, so nothing is ever
+// there to read; a peer that closes (its process exited) shows as a 0-byte read.
+func open(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	alive := true
+	var buf [1]byte
+	err = rc.Read(func(fd uintptr) bool {
+		n, _, rerr := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		switch {
+		case errors.Is(rerr, syscall.EAGAIN), errors.Is(rerr, syscall.EINTR):
+		case rerr != nil, n == 0:
+			alive = false
+		}
+		return true // never wait for readiness
+	})
+	return err == nil && alive
+}

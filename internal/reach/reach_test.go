@@ -9,69 +9,98 @@ import (
 	"time"
 )
 
-func TestGone(t *testing.T) {
+// listen returns a listener that accepts and holds every connection until closed,
+// like a node's Kafka listener, and a func that closes it and every connection (the
+// node's process exits).
+func listen(t *testing.T) (string, func()) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := ln.Addr().String()
-	dead, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	conns := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns <- c
+		}
+	}()
+	kill := func() {
+		ln.Close()
+		for {
+			select {
+			case c := <-conns:
+				c.Close()
+			default:
+				return
+			}
+		}
 	}
-	deadAddr := dead.Addr().String()
-	dead.Close() // nothing listens there now: connections are refused
-	defer ln.Close()
+	t.Cleanup(kill)
+	return ln.Addr().String(), kill
+}
 
+func TestGoneSeesAKill(t *testing.T) {
+	addr, kill := listen(t)
 	p := New()
+	defer p.Close()
 	ctx := context.Background()
-	if p.Gone(ctx, live) {
-		t.Errorf("Gone(%s) = true for a listening port", live)
+	if p.Gone(ctx, addr) {
+		t.Fatalf("Gone(%s) = true while it listens", addr)
 	}
-	if !p.Gone(ctx, deadAddr) {
-		t.Errorf("Gone(%s) = false for a closed port", deadAddr)
+	if p.Gone(ctx, addr) {
+		t.Fatalf("Gone(%s) = true on the open watch", addr)
+	}
+	time.Sleep(10 * time.Millisecond) // the watch is accepted
+	kill()
+	deadline := time.Now().Add(2 * time.Second)
+	for !p.Gone(ctx, addr) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Gone(%s) still false 2 s after its process closed the listener and every connection", addr)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
-// Answers are reused for the TTL, concurrent callers share one probe, and Forget
-// makes the next call probe again.
-func TestGoneCachesAndShares(t *testing.T) {
+// An open watch answers without dialling; a refusal is reused for the TTL.
+func TestGoneDials(t *testing.T) {
+	addr, _ := listen(t)
 	var dials atomic.Int32
-	release := make(chan struct{})
 	clock := time.Unix(0, 0)
 	p := New()
+	defer p.Close()
 	p.now = func() time.Time { return clock }
-	p.dial = func(ctx context.Context, addr string) (net.Conn, error) {
+	real := p.dial
+	refuse := false
+	p.dial = func(ctx context.Context, a string) (net.Conn, error) {
 		dials.Add(1)
-		<-release
-		return nil, &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}
+		if refuse {
+			return nil, &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}
+		}
+		return real(ctx, a)
 	}
-	results := make(chan bool, 3)
-	for range 3 {
-		go func() { results <- p.Gone(context.Background(), "node:9092") }()
-	}
-	time.Sleep(20 * time.Millisecond)
-	close(release)
-	for range 3 {
-		if !<-results {
-			t.Fatal("a concurrent caller got false for a refused probe")
+	ctx := context.Background()
+	for range 5 {
+		if p.Gone(ctx, addr) {
+			t.Fatal("Gone = true for a listening address")
 		}
 	}
 	if n := dials.Load(); n != 1 {
-		t.Fatalf("%d dials for 3 concurrent callers, want 1", n)
+		t.Fatalf("%d dials for 5 calls with an open watch, want 1", n)
 	}
-	p.Gone(context.Background(), "node:9092")
-	if n := dials.Load(); n != 1 {
-		t.Fatalf("a call within the TTL dialled again (%d dials)", n)
+	refuse = true
+	if !p.Gone(ctx, "127.0.0.1:1") || !p.Gone(ctx, "127.0.0.1:1") {
+		t.Fatal("Gone = false for a refused address")
 	}
-	clock = clock.Add(DefaultTTL)
-	p.Gone(context.Background(), "node:9092")
 	if n := dials.Load(); n != 2 {
-		t.Fatalf("a call after the TTL did not dial again (%d dials)", n)
+		t.Fatalf("a refusal within the TTL dialled again (%d dials, want 2)", n)
 	}
-	p.Forget("node:9092")
-	p.Gone(context.Background(), "node:9092")
+	clock = clock.Add(DefaultRefusedTTL)
+	p.Gone(ctx, "127.0.0.1:1")
 	if n := dials.Load(); n != 3 {
-		t.Fatalf("a call after Forget did not dial again (%d dials)", n)
+		t.Fatalf("a call after the TTL did not dial again (%d dials, want 3)", n)
 	}
 }

@@ -276,6 +276,7 @@ func (n *Node) close(logged bool) error {
 		if n.http != nil {
 			errs = append(errs, n.http.Close())
 		}
+		n.probe.Close()
 		n.disk.Close()
 		errs = append(errs, n.dirLock.release())
 		n.closeErr = errors.Join(errs...)
