@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,11 @@ type produceFlags struct {
 	onFull         string
 	enqueueTimeout string // empty when unset: the default depends on --on-full
 	rate           float64
+	nullEmpty      bool     // -Z: an empty value (or key) is sent as null
+	file           string   // -l: read the lines from this file instead of stdin
+	valueFiles     []string // --value-file: one record per file, its whole content
+	key            string   // --key: the key of every record
+	keyFile        string   // --key-file: the key of every record, a file's content
 }
 
 func newProduceCommand() *cobra.Command {
@@ -60,7 +66,15 @@ bytes. When the buffer is full, --on-full block waits for room (for ever, or for
 --enqueue-timeout, then fails), drop waits --enqueue-timeout (default 0) and then
 drops the record, counting it, and error waits --enqueue-timeout (default 0) and
 then fails. --rate caps records per second. Dropped records are reported on stderr
-at the end.`,
+at the end.
+
+Input: by default one record per line of standard input; -l FILE reads the lines
+from FILE instead (kcat's -l). --value-file FILE (repeatable) produces each file's
+whole content, bytes as they are, as one record (kcat's -P FILE...). A key comes
+from -k SEP (split each line), or --key KEY / --key-file FILE (the same key for
+every record, a file's whole content). -Z sends an empty value as null, a tombstone
+in a compacted topic (and an empty key as a null key), as kcat's -Z; without it an
+empty line is an empty value.`,
 		Args: exactArgs(1),
 	}
 	conn := addConnFlags(cmd.Flags())
@@ -80,6 +94,11 @@ at the end.`,
 	fs.StringVar(&f.onFull, "on-full", "block", "when the buffer is full: block, drop or error")
 	fs.StringVar(&f.enqueueTimeout, "enqueue-timeout", "", "how long to wait for buffer room; -1 for ever (default: -1 with block, 0 otherwise)")
 	fs.Float64Var(&f.rate, "rate", 0, "most records per second (0: no limit)")
+	fs.BoolVarP(&f.nullEmpty, "null", "Z", false, "send an empty value as null (a tombstone) and an empty key as null, as kcat -Z")
+	fs.StringVarP(&f.file, "file", "l", "", "read the records from FILE, one per line, instead of standard input")
+	fs.StringArrayVar(&f.valueFiles, "value-file", nil, "produce FILE's whole content as one record's value (repeatable)")
+	fs.StringVar(&f.key, "key", "", "the key of every record")
+	fs.StringVar(&f.keyFile, "key-file", "", "the key of every record: FILE's whole content")
 	return cmd
 }
 
@@ -176,8 +195,56 @@ func parseHeaders(kvs []string) ([]kgo.RecordHeader, error) {
 	return hs, nil
 }
 
+// input checks the input and key flags and returns where the records come from and
+// the key every record gets (nil: none, or from -k).
+func (f *produceFlags) input(stdin io.Reader) (source recordSource, key []byte, err error) {
+	keyed := 0
+	for _, set := range []bool{f.keySep != "", f.key != "", f.keyFile != ""} {
+		if set {
+			keyed++
+		}
+	}
+	if keyed > 1 {
+		return nil, nil, usageErrorf("give only one of -k, --key and --key-file")
+	}
+	if f.file != "" && len(f.valueFiles) > 0 {
+		return nil, nil, usageErrorf("-l/--file and --value-file cannot be used together")
+	}
+	if f.keySep != "" && len(f.valueFiles) > 0 {
+		return nil, nil, usageErrorf("-k splits lines; with --value-file give --key or --key-file")
+	}
+	switch {
+	case f.key != "":
+		key = []byte(f.key)
+	case f.keyFile != "":
+		if key, err = os.ReadFile(f.keyFile); err != nil {
+			return nil, nil, fmt.Errorf("produce: --key-file: %w", err)
+		}
+	}
+	switch {
+	case len(f.valueFiles) > 0:
+		for _, name := range f.valueFiles {
+			if _, err := os.Stat(name); err != nil {
+				return nil, nil, fmt.Errorf("produce: --value-file: %w", err)
+			}
+		}
+		return fileValues(f.valueFiles), key, nil
+	case f.file != "":
+		in, err := os.Open(f.file)
+		if err != nil {
+			return nil, nil, fmt.Errorf("produce: --file: %w", err)
+		}
+		return readerLines(in, f.file, in.Close), key, nil
+	}
+	return readerLines(stdin, "standard input", nil), key, nil
+}
+
 func runProduce(cmd *cobra.Command, conn *connFlags, f *produceFlags, topic string) error {
 	opts, err := f.clientOpts()
+	if err != nil {
+		return err
+	}
+	source, key, err := f.input(cmd.InOrStdin())
 	if err != nil {
 		return err
 	}
@@ -198,8 +265,9 @@ func runProduce(cmd *cobra.Command, conn *connFlags, f *produceFlags, topic stri
 		return err
 	}
 	p := newLineProducer(cl, policy, topic, f.partition, f.keySep, headers)
+	p.key, p.nullEmpty = key, f.nullEmpty
 	start := time.Now()
-	err = p.run(cmd.Context(), cmd.InOrStdin())
+	err = p.run(cmd.Context(), source)
 	p.report(cmd.ErrOrStderr(), time.Since(start), f.verbose)
 	return err
 }
@@ -231,6 +299,8 @@ type lineProducer struct {
 	partition int32  // < 0: the partitioner chooses
 	keySep    []byte // nil: lines are values only
 	headers   []kgo.RecordHeader
+	key       []byte // the key of every record (--key, --key-file); nil: none or from keySep
+	nullEmpty bool   // -Z: an empty value or key becomes null
 	promiseFn func(*kgo.Record, error) // p.promise, stored once
 
 	sent, acked, bytes atomic.Int64 // records handed to the client, acknowledged, and their value+key bytes; only grow
@@ -248,15 +318,49 @@ func newLineProducer(cl *kgo.Client, policy *overloadPolicy, topic string, parti
 	return p
 }
 
-// run produces every line of in, then waits for the outstanding records.
-func (p *lineProducer) run(ctx context.Context, in io.Reader) error {
+// recordSource sends the input's records (lines, or whole files) on out and closes
+// it; it gives up when done is closed.
+type recordSource func(out chan<- []byte, done <-chan struct{}) error
+
+// readerLines is the lines of in (named name in errors); closeFn, if not nil, runs
+// when the lines are read.
+func readerLines(in io.Reader, name string, closeFn func() error) recordSource {
+	return func(out chan<- []byte, done <-chan struct{}) error {
+		if closeFn != nil {
+			defer closeFn()
+		}
+		return readLines(in, name, out, done)
+	}
+}
+
+// fileValues is one record per file, its whole content.
+func fileValues(names []string) recordSource {
+	return func(out chan<- []byte, done <-chan struct{}) error {
+		defer close(out)
+		for _, name := range names {
+			b, err := os.ReadFile(name)
+			if err != nil {
+				return fmt.Errorf("--value-file: %w", err)
+			}
+			select {
+			case out <- b:
+			case <-done:
+				return nil
+			}
+		}
+		return nil
+	}
+}
+
+// run produces every record of source, then waits for the outstanding records.
+func (p *lineProducer) run(ctx context.Context, source recordSource) error {
 	lines := make(chan []byte, 256)
 	readErr := make(chan error, 1)
 	done := make(chan struct{})
 	defer close(done)
-	// The reader stops at the end of in or, once done is closed, at its next line; a
-	// read blocked on a terminal ends with the process.
-	go func() { readErr <- readLines(in, lines, done) }()
+	// The reader stops at the end of its input or, once done is closed, at its next
+	// record; a read blocked on a terminal ends with the process.
+	go func() { readErr <- source(lines, done) }()
 	err := p.produceLines(ctx, lines)
 	if err == nil {
 		err = <-readErr
@@ -301,8 +405,8 @@ func (p *lineProducer) produceLines(ctx context.Context, lines <-chan []byte) er
 }
 
 // readLines sends each line of in, without its line ending (\n or \r\n), then closes
-// out. It gives up when done is closed.
-func readLines(in io.Reader, out chan<- []byte, done <-chan struct{}) error {
+// out. It gives up when done is closed. name is in's name for errors.
+func readLines(in io.Reader, name string, out chan<- []byte, done <-chan struct{}) error {
 	defer close(out)
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), maxLineBytes)
@@ -319,23 +423,34 @@ func readLines(in io.Reader, out chan<- []byte, done <-chan struct{}) error {
 		return fmt.Errorf("line %d is longer than %d bytes", n+1, maxLineBytes)
 	}
 	if sc.Err() != nil {
-		return fmt.Errorf("reading standard input: %w", sc.Err())
+		return fmt.Errorf("reading %s: %w", name, sc.Err())
 	}
 	return nil
 }
 
 // record builds the record for input line n.
 func (p *lineProducer) record(line []byte, n int) (*kgo.Record, error) {
-	r := &kgo.Record{Topic: p.topic, Value: line, Headers: p.headers, Partition: p.partition}
-	if p.keySep == nil {
-		return r, nil
+	r := &kgo.Record{Topic: p.topic, Key: p.key, Value: line, Headers: p.headers, Partition: p.partition}
+	if p.keySep != nil {
+		k, v, ok := bytes.Cut(line, p.keySep)
+		if !ok {
+			return nil, fmt.Errorf("line %d has no key separator %q", n, p.keySep)
+		}
+		r.Key, r.Value = k, v
 	}
-	k, v, ok := bytes.Cut(line, p.keySep)
-	if !ok {
-		return nil, fmt.Errorf("line %d has no key separator %q", n, p.keySep)
+	if p.nullEmpty {
+		r.Key, r.Value = nilIfEmpty(r.Key), nilIfEmpty(r.Value)
+	} else if r.Value == nil {
+		r.Value = []byte{} // an empty value, not a null one
 	}
-	r.Key, r.Value = k, v
 	return r, nil
+}
+
+func nilIfEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
 }
 
 // promise counts acknowledged records and keeps the first failure, naming the topic

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -146,4 +148,51 @@ func TestProduceOnFullError(t *testing.T) {
 	time.AfterFunc(300*time.Millisecond, release)
 	expectFailureIn(t, "a\nb\nc\nd\ne\n", 1, `produce to "t": producer buffer full (--on-full error)`,
 		"produce", "t", "-b", b, "--buffer-records", "1", "--on-full", "error")
+}
+
+// -Z sends an empty value (and an empty key) as null, a tombstone, as kcat -Z; without
+// it an empty line is an empty value.
+func TestProduceNullValues(t *testing.T) {
+	_, b := newCluster(t, kfake.SeedTopics(1, "t"))
+	mustRun(t, "a:1\nb:\n:\n", "produce", "t", "-b", b, "-k", ":", "-Z")
+	mustRun(t, "\nx\n", "produce", "t", "-b", b, "-Z")
+	mustRun(t, "\n", "produce", "t", "-b", b)
+	r := mustRun(t, "", "consume", "t", "-b", b, "--from-beginning", "-n", "6", "--format", `%K/%S `)
+	if want := "1/1 1/-1 -1/-1 -1/-1 -1/1 -1/0 "; r.stdout != want {
+		t.Errorf("key/value lengths %q, want %q (-1: null)", r.stdout, want)
+	}
+}
+
+// Keys and values from files: -l reads lines from a file, --value-file produces a
+// file's whole content as one record, --key and --key-file give every record a key.
+func TestProduceFromFiles(t *testing.T) {
+	_, b := newCluster(t, kfake.SeedTopics(1, "t"))
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	lines := write("lines", "k1=v1\nk2=v2\n")
+	blob := write("blob", "two\nlines\x00\n")
+	key := write("key", "file-key")
+	mustRun(t, "ignored\n", "produce", "t", "-b", b, "-l", lines, "-k", "=")
+	mustRun(t, "", "produce", "t", "-b", b, "--value-file", blob, "--value-file", key, "--key-file", key)
+	mustRun(t, "v3\n", "produce", "t", "-b", b, "--key", "k3")
+	r := mustRun(t, "", "consume", "t", "-b", b, "--from-beginning", "-n", "5", "--format", `%k=%s|`)
+	if want := "k1=v1|k2=v2|file-key=two\nlines\x00\n|file-key=file-key|k3=v3|"; r.stdout != want {
+		t.Errorf("consumed %q, want %q", r.stdout, want)
+	}
+	expectFailure(t, 1, "produce: --file: open "+filepath.Join(dir, "nope")+": no such file or directory",
+		"produce", "t", "-b", b, "-l", filepath.Join(dir, "nope"))
+	expectFailure(t, 1, "produce: --value-file: stat "+filepath.Join(dir, "nope"),
+		"produce", "t", "-b", b, "--value-file", filepath.Join(dir, "nope"))
+	for _, args := range [][]string{
+		{"-k", ":", "--key", "k"}, {"--key", "k", "--key-file", key}, {"-l", lines, "--value-file", blob},
+		{"-k", ":", "--value-file", blob},
+	} {
+		expectFailure(t, 2, "", append([]string{"produce", "t", "-b", b}, args...)...)
+	}
 }
