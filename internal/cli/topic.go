@@ -28,7 +28,7 @@ func newTopicCommand() *cobra.Command {
 	}
 	conn := addConnFlags(cmd.PersistentFlags())
 	cmd.AddCommand(newTopicCreate(conn), newTopicList(conn), newTopicDescribe(conn),
-		newTopicDelete(conn), newTopicAlter(conn), newTopicAddPartitions(conn))
+		newTopicDelete(conn), newTopicAlter(conn), newTopicAddPartitions(conn), newTopicDeleteRecords(conn))
 	return cmd
 }
 

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 func TestTopicLifecycle(t *testing.T) {
@@ -158,5 +160,34 @@ func TestMissingArgumentMessages(t *testing.T) {
 		if r.code != exitUsage || r.stderr != tc.want {
 			t.Errorf("runnel %s: exit %d, stderr %q; want exit 2, stderr %q", strings.Join(tc.args, " "), r.code, r.stderr, tc.want)
 		}
+	}
+}
+
+// delete-records moves a partition's log start (DeleteRecords) and prints it.
+func TestTopicDeleteRecords(t *testing.T) {
+	_, b := newCluster(t, kfake.SeedTopics(2, "t"))
+	mustRun(t, "a\nb\nc\nd\ne\n", "produce", "t", "-b", b, "--partition", "1")
+	r := mustRun(t, "", "topic", "delete-records", "t", "-b", b, "--partition", "1", "--before", "3")
+	if want := "Topic \"t\" partition 1: log start offset is now 3.\n"; r.stdout != want {
+		t.Errorf("printed %q, want %q", r.stdout, want)
+	}
+	d := describe(t, b, "t")
+	if p := d.Partitions[1]; p.LogStartOffset != 3 || p.LogEndOffset != 5 || d.Partitions[0].LogStartOffset != 0 {
+		t.Errorf("after delete-records: %+v", d.Partitions)
+	}
+	r = mustRun(t, "", "consume", "t", "-b", b, "--partition", "1", "--from-beginning", "-n", "1", "--format", `%o:%s`)
+	if r.stdout != "3:d" {
+		t.Errorf("first record after delete-records %q, want 3:d", r.stdout)
+	}
+	r = mustRun(t, "", "topic", "delete-records", "t", "-b", b, "--partition", "1", "--before", "latest")
+	if !strings.Contains(r.stdout, "log start offset is now 5.") {
+		t.Errorf("--before latest printed %q", r.stdout)
+	}
+	expectFailure(t, 1, `delete records of topic "t" partition 0 before offset 9: the offset is past the high watermark`,
+		"topic", "delete-records", "t", "-b", b, "--partition", "0", "--before", "9")
+	expectFailure(t, 1, `delete records: topic "nope" does not exist`, "topic", "delete-records", "nope", "-b", b, "--partition", "0", "--before", "1")
+	expectFailure(t, 1, `delete records: topic "t" has no partition 7 (it has 2)`, "topic", "delete-records", "t", "-b", b, "--partition", "7", "--before", "1")
+	for _, args := range [][]string{{"--before", "1"}, {"--partition", "0"}, {"--partition", "0", "--before", "x"}} {
+		expectFailure(t, 2, "", append([]string{"topic", "delete-records", "t", "-b", b}, args...)...)
 	}
 }
