@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -57,9 +58,12 @@ func (n *Node) storageFailed(tp log.TopicPartition, err error) {
 func (n *Node) newDiskMonitor() *replica.DiskMonitor {
 	return replica.NewDiskMonitor(replica.DiskMonitorOptions{
 		Dir: n.cfg.DataDir, Probe: n.diskHasRoom, Logger: n.logger,
-		OnChange: func(bool) {
+		OnChange: func(full bool) {
 			if l := n.lifecycle.Load(); l != nil {
 				l.nudge()
+			}
+			if full {
+				go n.resignOnFullDisk()
 			}
 		},
 	})
@@ -119,4 +123,22 @@ func newDiskFullGauge(d *replica.DiskMonitor) prometheus.Collector {
 		}
 		return 0
 	})
+}
+
+// resignOnFullDisk hands the metadata quorum's leadership to another voter when this
+// node is the active controller and its disk is full: a Raft leader must write every
+// entry to its own log first, so it could commit nothing, not even the record that
+// moves its partitions' leaderships away, and acks=all would stall until Raft
+// noticed. A follower on a full disk only falls behind in the quorum.
+func (n *Node) resignOnFullDisk() {
+	if !n.ctrl.IsLeader() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := n.ctrl.Resign(ctx); err != nil {
+		n.logger.Warn("disk full: could not hand the metadata quorum's leadership to another voter", "err", err)
+		return
+	}
+	n.logger.Warn("disk full: handed the metadata quorum's leadership to another voter")
 }
