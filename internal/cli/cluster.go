@@ -27,7 +27,7 @@ func newClusterCommand() *cobra.Command {
 		RunE:  groupRunE,
 	}
 	conn := addConnFlags(cmd.PersistentFlags())
-	cmd.AddCommand(newClusterStatus(conn))
+	cmd.AddCommand(newClusterStatus(conn), newClusterConfig(conn))
 	return cmd
 }
 

@@ -299,8 +299,8 @@ type lineProducer struct {
 	partition int32  // < 0: the partitioner chooses
 	keySep    []byte // nil: lines are values only
 	headers   []kgo.RecordHeader
-	key       []byte // the key of every record (--key, --key-file); nil: none or from keySep
-	nullEmpty bool   // -Z: an empty value or key becomes null
+	key       []byte                   // the key of every record (--key, --key-file); nil: none or from keySep
+	nullEmpty bool                     // -Z: an empty value or key becomes null
 	promiseFn func(*kgo.Record, error) // p.promise, stored once
 
 	sent, acked, bytes atomic.Int64 // records handed to the client, acknowledged, and their value+key bytes; only grow

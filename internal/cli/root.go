@@ -158,6 +158,16 @@ func exactArgs(n int) cobra.PositionalArgs {
 	}
 }
 
+// minArgs is exactArgs for commands that take n or more arguments (NAME...).
+func minArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if names := argNames(cmd); len(args) < n && len(args) < len(names) {
+			return usageErrorf("missing %s", names[len(args)])
+		}
+		return wrapUsage(cobra.MinimumNArgs(n)(cmd, args))
+	}
+}
+
 // argNames reads the positional arguments from cmd.Use: NAME is the parent's kind of
 // name ("topic name" under topic), TOPIC "topic name", GROUP "group name".
 func argNames(cmd *cobra.Command) []string {

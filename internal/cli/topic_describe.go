@@ -20,6 +20,8 @@ type topicDescription struct {
 	Internal   bool              `json:"internal"`
 	Partitions []partitionRow    `json:"partitions"`
 	Configs    map[string]string `json:"configs"` // set on the topic, not defaults
+	// AllConfigs (--all) is every topic config with its effective value and source.
+	AllConfigs []configEntry `json:"all_configs,omitempty"`
 }
 
 // partitionRow is one partition of a described topic. Offsets are -1 when unknown.
@@ -36,26 +38,60 @@ type partitionRow struct {
 }
 
 func newTopicDescribe(conn *connFlags) *cobra.Command {
-	var asJSON bool
+	var out outputFlags
+	var all bool
 	cmd := &cobra.Command{
-		Use:   "describe NAME",
-		Short: "Show a topic's partitions (leader, replicas, ISR, epoch, offsets) and configs",
-		Args:  exactArgs(1),
+		Use:   "describe NAME...",
+		Short: "Show topics' partitions (leader, replicas, ISR, epoch, offsets) and configs",
+		Long: `Show each named topic's partitions (leader, epoch, replicas, ISR, log start and end
+offsets) and the configs set on it. --all lists every topic config instead, with
+its effective value and its source (as kafka-configs --describe --all): topic (an
+override on the topic), broker (static: server.properties or --set; dynamic: set
+at run time), or default; a value that comes from a broker property of another
+name names it (retention.ms from log.retention.hours).
+
+--output json (or --json) prints one object for one topic and an array of them
+for several.`,
+		Args: minArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := out.json()
+			if err != nil {
+				return err
+			}
 			return withAdmin(conn, func(adm *kadm.Client) error {
-				d, err := describeTopic(cmd.Context(), adm, args[0])
-				if err != nil {
-					return err
+				ds := make([]*topicDescription, 0, len(args))
+				for _, topic := range args {
+					d, err := describeTopic(cmd.Context(), adm, topic, all)
+					if err != nil {
+						return err
+					}
+					ds = append(ds, d)
 				}
-				if asJSON {
-					return writeJSON(cmd.OutOrStdout(), d)
-				}
-				return printTopicDescription(cmd.OutOrStdout(), d)
+				return printTopicDescriptions(cmd.OutOrStdout(), ds, asJSON)
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	out.add(cmd)
+	cmd.Flags().BoolVar(&all, "all", false, "list every config with its effective value and source (topic, broker, default)")
 	return cmd
+}
+
+func printTopicDescriptions(w io.Writer, ds []*topicDescription, asJSON bool) error {
+	if asJSON {
+		if len(ds) == 1 {
+			return writeJSON(w, ds[0])
+		}
+		return writeJSON(w, ds)
+	}
+	for i, d := range ds {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		if err := printTopicDescription(w, d); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // topicDetail loads one topic's metadata, failing with errTopicNotFound if it is missing.
@@ -74,7 +110,7 @@ func topicDetail(ctx context.Context, adm *kadm.Client, topic string) (kadm.Topi
 	return td, nil
 }
 
-func describeTopic(ctx context.Context, adm *kadm.Client, topic string) (*topicDescription, error) {
+func describeTopic(ctx context.Context, adm *kadm.Client, topic string, all bool) (*topicDescription, error) {
 	td, err := topicDetail(ctx, adm, topic)
 	if err != nil {
 		return nil, err
@@ -87,11 +123,14 @@ func describeTopic(ctx context.Context, adm *kadm.Client, topic string) (*topicD
 	if err != nil {
 		return nil, fmt.Errorf("log end offsets of topic %q: %w", topic, err)
 	}
-	configs, err := topicConfigs(ctx, adm, topic)
+	cs, err := topicConfigs(ctx, adm, topic)
 	if err != nil {
 		return nil, err
 	}
-	d := &topicDescription{Topic: topic, ID: topicID(td.ID), Internal: td.IsInternal, Configs: configs}
+	d := &topicDescription{Topic: topic, ID: topicID(td.ID), Internal: td.IsInternal, Configs: topicSetConfigs(cs)}
+	if all {
+		d.AllConfigs = configEntries(cs)
+	}
 	for _, p := range td.Partitions.Sorted() {
 		d.Partitions = append(d.Partitions, partitionRowOf(p, starts, ends))
 	}
@@ -123,8 +162,8 @@ func listedOffset(o kadm.ListedOffset, errs *[]error) int64 {
 	return o.Offset
 }
 
-// topicConfigs returns the configs set on the topic itself (not broker or default ones).
-func topicConfigs(ctx context.Context, adm *kadm.Client, topic string) (map[string]string, error) {
+// topicConfigs returns every config of the topic, with its source.
+func topicConfigs(ctx context.Context, adm *kadm.Client, topic string) ([]kadm.Config, error) {
 	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
 	if err == nil {
 		var rc kadm.ResourceConfig
@@ -133,7 +172,7 @@ func topicConfigs(ctx context.Context, adm *kadm.Client, topic string) (map[stri
 			err = withMessage(rc.Err, rc.ErrMessage)
 		}
 		if err == nil {
-			return topicSetConfigs(rc.Configs), nil
+			return rc.Configs, nil
 		}
 	}
 	return nil, fmt.Errorf("configs of topic %q: %w", topic, err)
@@ -156,6 +195,13 @@ func topicSetConfigs(cs []kadm.Config) map[string]string {
 
 func printTopicDescription(w io.Writer, d *topicDescription) error {
 	fmt.Fprintf(w, "Topic: %s  ID: %s  Partitions: %d\n", d.Topic, d.ID, len(d.Partitions))
+	if d.AllConfigs != nil {
+		if err := printConfigEntries(w, d.AllConfigs); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+		return printPartitionTable(w, d)
+	}
 	fmt.Fprint(w, "Configs:")
 	if len(d.Configs) == 0 {
 		fmt.Fprint(w, " (none set on the topic)")
@@ -164,6 +210,10 @@ func printTopicDescription(w io.Writer, d *topicDescription) error {
 		fmt.Fprintf(w, " %s=%s", k, d.Configs[k])
 	}
 	fmt.Fprintln(w)
+	return printPartitionTable(w, d)
+}
+
+func printPartitionTable(w io.Writer, d *topicDescription) error {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tLOG-START\tLOG-END\tERROR")
 	for _, p := range d.Partitions {
