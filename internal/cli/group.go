@@ -41,12 +41,16 @@ type groupRow struct {
 }
 
 func newGroupList(conn *connFlags) *cobra.Command {
-	var asJSON bool
+	var out outputFlags
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List consumer groups",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := out.json()
+			if err != nil {
+				return err
+			}
 			return withAdmin(conn, func(adm *kadm.Client) error {
 				listed, err := adm.ListGroups(cmd.Context())
 				if err != nil {
@@ -60,7 +64,7 @@ func newGroupList(conn *connFlags) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	out.add(cmd)
 	return cmd
 }
 
@@ -136,12 +140,16 @@ type groupPartition struct {
 }
 
 func newGroupDescribe(conn *connFlags) *cobra.Command {
-	var asJSON bool
+	var out outputFlags
 	cmd := &cobra.Command{
 		Use:   "describe GROUP",
 		Short: "Show a group's members and, per partition, committed offset, log end offset and lag",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := out.json()
+			if err != nil {
+				return err
+			}
 			return withAdmin(conn, func(adm *kadm.Client) error {
 				d, err := describeGroup(cmd.Context(), adm, args[0])
 				if err != nil {
@@ -154,7 +162,7 @@ func newGroupDescribe(conn *connFlags) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	out.add(cmd)
 	return cmd
 }
 

@@ -20,7 +20,7 @@ type resetFlags struct {
 	to      string
 	shiftBy int64
 	execute bool
-	asJSON  bool
+	out     outputFlags
 }
 
 // resetRow is one partition of a reset plan. Current is -1 without a commit.
@@ -48,6 +48,9 @@ which Kafka allows only while the group has no members.`,
 			if err != nil {
 				return err
 			}
+			if _, err := f.out.json(); err != nil {
+				return err
+			}
 			return withAdmin(conn, func(adm *kadm.Client) error {
 				return resetOffsets(cmd, adm, args[0], f, to)
 			})
@@ -58,7 +61,7 @@ which Kafka allows only while the group has no members.`,
 	fs.StringVar(&f.to, "to", "", "earliest, latest, OFFSET or @TIMESTAMP (ms or RFC 3339)")
 	fs.Int64Var(&f.shiftBy, "shift-by", 0, "add N (may be negative) to the --to position or to the current commit")
 	fs.BoolVar(&f.execute, "execute", false, "commit the plan (default: only print it)")
-	fs.BoolVar(&f.asJSON, "json", false, "print the plan as JSON")
+	f.out.add(cmd)
 	return cmd
 }
 
@@ -91,7 +94,11 @@ func resetOffsets(cmd *cobra.Command, adm *kadm.Client, group string, f *resetFl
 	if err != nil {
 		return err
 	}
-	if err := printResetPlan(cmd.OutOrStdout(), rows, f.asJSON); err != nil {
+	asJSON, err := f.out.json()
+	if err != nil {
+		return err
+	}
+	if err := printResetPlan(cmd.OutOrStdout(), rows, asJSON); err != nil {
 		return err
 	}
 	if !f.execute {

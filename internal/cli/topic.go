@@ -103,12 +103,17 @@ type topicRow struct {
 }
 
 func newTopicList(conn *connFlags) *cobra.Command {
-	var asJSON, internal bool
+	var internal bool
+	var out outputFlags
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List topics",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := out.json()
+			if err != nil {
+				return err
+			}
 			return withAdmin(conn, func(adm *kadm.Client) error {
 				rows, err := listTopics(cmd.Context(), adm, internal)
 				if err != nil {
@@ -118,7 +123,7 @@ func newTopicList(conn *connFlags) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	out.add(cmd)
 	cmd.Flags().BoolVar(&internal, "internal", false, "include internal topics such as __consumer_offsets")
 	return cmd
 }
