@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -16,11 +19,24 @@ var errGroupNotEmpty = errors.New("has active members")
 
 // resetFlags are `group reset-offsets`'s flags.
 type resetFlags struct {
-	topic   string
-	to      string
-	shiftBy int64
-	execute bool
-	out     outputFlags
+	topics     []string // --topic T or T:0,1 (repeatable)
+	allTopics  bool
+	to         string
+	toEarliest bool
+	toLatest   bool
+	toCurrent  bool
+	toOffset   int64 // -1: unset
+	toDatetime string
+	byDuration string
+	shiftBy    int64
+	execute    bool
+	out        outputFlags
+}
+
+// topicSel is one --topic: a topic and its partitions (nil: all of them).
+type topicSel struct {
+	topic      string
+	partitions []int32
 }
 
 // resetRow is one partition of a reset plan. Current is -1 without a commit.
@@ -36,15 +52,32 @@ type resetRow struct {
 func newGroupResetOffsets(conn *connFlags) *cobra.Command {
 	f := &resetFlags{}
 	cmd := &cobra.Command{
-		Use:   "reset-offsets GROUP --topic T --to earliest|latest|OFFSET|@TIMESTAMP [--shift-by N] [--execute]",
+		Use:   "reset-offsets GROUP (--topic T[:P,P...]... | --all-topics) --to earliest|latest|current|OFFSET|@TIMESTAMP|TIME [--shift-by N] [--execute]",
 		Short: "Plan, and with --execute commit, new offsets for an empty group",
-		Long: `Compute new committed offsets for every partition of a topic: the --to position
-(or the current commit, when only --shift-by is given) plus --shift-by, kept within
-the log. Without --execute the plan is only printed. With --execute it is committed,
-which Kafka allows only while the group has no members.`,
+		Long: `Compute new committed offsets for the partitions of --topic T (all of them), of
+--topic T:0,1 (partitions 0 and 1; --topic repeats), or of every topic the group
+has committed offsets for (--all-topics), as kafka-consumer-groups.sh --reset-offsets:
+
+  --to earliest | latest    the log start or end (also --to-earliest, --to-latest)
+  --to current              the current commit, the log end without one (--to-current)
+  --to OFFSET               that offset (--to-offset N)
+  --to @MS, --to TIME       the first record at or after a time: milliseconds since
+                            the epoch, or RFC 3339 (2026-01-02T15:04:05Z; without a
+                            zone, local time, as --to-datetime)
+  --by-duration PT10M       the first record at or after that long ago (ISO 8601:
+                            PT10M, PT1H30M, P1D; or 10m)
+  --shift-by N              add N (may be negative) to the position above, or to the
+                            current commit when it is the only option
+
+The result is kept within the log. Without --execute the plan is only printed; with
+--execute it is committed, which Kafka allows only while the group has no members.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			to, err := f.spec()
+			if err != nil {
+				return err
+			}
+			sels, err := f.selections()
 			if err != nil {
 				return err
 			}
@@ -52,47 +85,130 @@ which Kafka allows only while the group has no members.`,
 				return err
 			}
 			return withAdmin(conn, func(adm *kadm.Client) error {
-				return resetOffsets(cmd, adm, args[0], f, to)
+				return resetOffsets(cmd, adm, args[0], f, sels, to)
 			})
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.topic, "topic", "", "the topic whose offsets to reset (required)")
-	fs.StringVar(&f.to, "to", "", "earliest, latest, OFFSET or @TIMESTAMP (ms or RFC 3339)")
-	fs.Int64Var(&f.shiftBy, "shift-by", 0, "add N (may be negative) to the --to position or to the current commit")
+	fs.StringArrayVar(&f.topics, "topic", nil, "a topic, or T:0,1 for some of its partitions (repeatable)")
+	fs.BoolVar(&f.allTopics, "all-topics", false, "every topic the group has committed offsets for")
+	fs.StringVar(&f.to, "to", "", "earliest, latest, current, OFFSET, @TIMESTAMP (ms or RFC 3339) or an RFC 3339 time")
+	fs.BoolVar(&f.toEarliest, "to-earliest", false, "same as --to earliest")
+	fs.BoolVar(&f.toLatest, "to-latest", false, "same as --to latest")
+	fs.BoolVar(&f.toCurrent, "to-current", false, "same as --to current")
+	fs.Int64Var(&f.toOffset, "to-offset", -1, "same as --to OFFSET")
+	fs.StringVar(&f.toDatetime, "to-datetime", "", "same as --to TIME (RFC 3339, or YYYY-MM-DDTHH:mm:SS.sss in local time)")
+	fs.StringVar(&f.byDuration, "by-duration", "", "the first record at or after this long ago (ISO 8601 such as PT10M, or 10m)")
+	fs.Int64Var(&f.shiftBy, "shift-by", 0, "add N (may be negative) to the position, or to the current commit")
 	fs.BoolVar(&f.execute, "execute", false, "commit the plan (default: only print it)")
 	f.out.add(cmd)
 	return cmd
 }
 
-// spec validates the flags; a nil spec means "from the current commit".
+// spec validates the position flags; a nil spec means "from the current commit".
 func (f *resetFlags) spec() (*offsetSpec, error) {
-	if f.topic == "" {
-		return nil, usageErrorf("--topic is required")
+	var given []string
+	var spec *offsetSpec
+	set := func(name string, s offsetSpec) {
+		given = append(given, name)
+		spec = &s
 	}
-	if f.to == "" {
-		if f.shiftBy == 0 {
-			return nil, usageErrorf("give --to, --shift-by or both")
+	if f.to != "" {
+		s, err := parseResetSpec(f.to)
+		if err != nil {
+			return nil, usageError{err}
 		}
-		return nil, nil
+		set("--to", s)
 	}
-	s, err := parseResetSpec(f.to)
-	if err != nil {
-		return nil, usageError{err}
+	if f.toEarliest {
+		set("--to-earliest", offsetSpec{kind: offsetEarliest})
 	}
-	return &s, nil
+	if f.toLatest {
+		set("--to-latest", offsetSpec{kind: offsetLatest})
+	}
+	if f.toCurrent {
+		set("--to-current", offsetSpec{kind: offsetCurrent})
+	}
+	if f.toOffset >= 0 {
+		set("--to-offset", offsetSpec{kind: offsetExact, n: f.toOffset})
+	}
+	if f.toDatetime != "" {
+		ms, err := parseDatetime(f.toDatetime)
+		if err != nil {
+			return nil, usageErrorf("bad --to-datetime: %v", err)
+		}
+		set("--to-datetime", offsetSpec{kind: offsetTimestamp, n: ms})
+	}
+	if f.byDuration != "" {
+		d, err := parseISODuration(f.byDuration)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		if d < 0 {
+			return nil, usageErrorf("bad --by-duration %q: it must not be negative", f.byDuration)
+		}
+		set("--by-duration", offsetSpec{kind: offsetTimestamp, n: max(time.Now().Add(-d).UnixMilli(), 0)})
+	}
+	switch {
+	case len(given) > 1:
+		return nil, usageErrorf("give only one of %s", strings.Join(given, ", "))
+	case len(given) == 0 && f.shiftBy == 0:
+		return nil, usageErrorf("give a position (--to, --to-earliest, --to-latest, --to-current, --to-offset, --to-datetime, --by-duration), --shift-by, or both")
+	}
+	return spec, nil
 }
 
-func resetOffsets(cmd *cobra.Command, adm *kadm.Client, group string, f *resetFlags, to *offsetSpec) error {
+// selections parses --topic T[:P,P...] and checks it against --all-topics.
+func (f *resetFlags) selections() ([]topicSel, error) {
+	switch {
+	case f.allTopics && len(f.topics) > 0:
+		return nil, usageErrorf("--topic and --all-topics cannot be used together")
+	case f.allTopics:
+		return nil, nil
+	case len(f.topics) == 0:
+		return nil, usageErrorf("give --topic T (or T:0,1) or --all-topics")
+	}
+	var sels []topicSel
+	for _, t := range f.topics {
+		name, parts, hasParts := strings.Cut(t, ":")
+		if name == "" || (hasParts && parts == "") {
+			return nil, usageErrorf("bad --topic %q: want T or T:0,1", t)
+		}
+		sel := topicSel{topic: name}
+		if hasParts {
+			for p := range strings.SplitSeq(parts, ",") {
+				n, err := strconv.ParseInt(strings.TrimSpace(p), 10, 32)
+				if err != nil || n < 0 {
+					return nil, usageErrorf("bad --topic %q: partition %q is not a number", t, p)
+				}
+				sel.partitions = append(sel.partitions, int32(n))
+			}
+		}
+		sels = append(sels, sel)
+	}
+	return sels, nil
+}
+
+func resetOffsets(cmd *cobra.Command, adm *kadm.Client, group string, f *resetFlags, sels []topicSel, to *offsetSpec) error {
 	ctx := cmd.Context()
 	if f.execute {
 		if err := checkGroupEmpty(ctx, adm, group); err != nil {
 			return err
 		}
 	}
-	rows, err := planReset(ctx, adm, group, f.topic, to, f.shiftBy)
-	if err != nil {
-		return err
+	if sels == nil { // --all-topics
+		var err error
+		if sels, err = committedTopics(ctx, adm, group); err != nil {
+			return err
+		}
+	}
+	var rows []resetRow
+	for _, sel := range sels {
+		r, err := planReset(ctx, adm, group, sel, to, f.shiftBy)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, r...)
 	}
 	asJSON, err := f.out.json()
 	if err != nil {
@@ -132,18 +248,50 @@ func checkGroupEmpty(ctx context.Context, adm *kadm.Client, group string) error 
 	return nil
 }
 
-// planReset computes the new offset of every partition of topic.
-func planReset(ctx context.Context, adm *kadm.Client, group, topic string, to *offsetSpec, shift int64) ([]resetRow, error) {
+// committedTopics is --all-topics: every topic the group has committed offsets for.
+func committedTopics(ctx context.Context, adm *kadm.Client, group string) ([]topicSel, error) {
+	commits, err := adm.FetchOffsets(ctx, group)
+	if err == nil {
+		err = commits.Error()
+	}
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		commits, err = nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("committed offsets of group %q: %w", group, err)
+	}
+	var sels []topicSel
+	for _, t := range sortedKeys(commits) {
+		sels = append(sels, topicSel{topic: t})
+	}
+	if len(sels) == 0 {
+		return nil, fmt.Errorf("reset offsets: group %q has no committed offsets; name the topics with --topic", group)
+	}
+	return sels, nil
+}
+
+// planReset computes the new offset of the selected partitions of one topic.
+func planReset(ctx context.Context, adm *kadm.Client, group string, sel topicSel, to *offsetSpec, shift int64) ([]resetRow, error) {
+	topic := sel.topic
 	td, err := topicDetail(ctx, adm, topic)
 	if err != nil {
 		return nil, err
+	}
+	parts := td.Partitions.Numbers()
+	if sel.partitions != nil {
+		for _, p := range sel.partitions {
+			if _, err := choosePartitions(td, p); err != nil {
+				return nil, fmt.Errorf("reset offsets: %w", err)
+			}
+		}
+		parts = sel.partitions
 	}
 	known, err := partitionOffsetsFor(ctx, adm, group, topic, to)
 	if err != nil {
 		return nil, err
 	}
-	rows := make([]resetRow, 0, len(td.Partitions))
-	for _, p := range td.Partitions.Numbers() {
+	rows := make([]resetRow, 0, len(parts))
+	for _, p := range parts {
 		po, ok := known[p]
 		if !ok {
 			return nil, fmt.Errorf("topic %q partition %d: no log offsets listed", topic, p)
@@ -168,6 +316,9 @@ func partitionOffsetsFor(ctx context.Context, adm *kadm.Client, group, topic str
 	commits, err := adm.FetchOffsetsForTopics(ctx, group, topic)
 	if err == nil {
 		err = commits.Error()
+	}
+	if errors.Is(err, kerr.GroupIDNotFound) { // a group that never committed
+		commits, err = nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("committed offsets of group %q: %w", group, err)

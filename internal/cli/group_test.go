@@ -3,11 +3,13 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -132,5 +134,64 @@ func TestGroupUsage(t *testing.T) {
 		{"group", "describe"},
 	} {
 		expectFailure(t, 2, "", args...)
+	}
+}
+
+// reset-offsets as kafka-consumer-groups.sh: --all-topics, some partitions (T:0,1),
+// --to-current, --by-duration, --shift-by, RFC 3339 times without the @, and Kafka's
+// --to-* spellings.
+func TestResetOffsetsSelections(t *testing.T) {
+	_, b := newCluster(t, kfake.SeedTopics(2, "t", "u"))
+	for _, tp := range []string{"t", "u"} {
+		mustRun(t, "a\nb\nc\nd\n", "produce", tp, "-b", b, "--partition", "0")
+		mustRun(t, "a\nb\nc\n", "produce", tp, "-b", b, "--partition", "1")
+	}
+	mustRun(t, "", "group", "reset-offsets", "g", "-b", b, "--topic", "t", "--topic", "u", "--to", "1", "--execute")
+	type tp struct {
+		topic string
+		p     int32
+	}
+	commits := func() map[tp]int64 {
+		adm := kadm.NewClient(newProducer(t, b))
+		os, err := adm.FetchOffsets(ctxTimeout(t, 5*time.Second), "g")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[tp]int64{}
+		os.Each(func(o kadm.OffsetResponse) { m[tp{o.Topic, o.Partition}] = o.At })
+		return m
+	}
+	for _, s := range []struct {
+		args []string
+		want map[tp]int64
+	}{
+		{[]string{"--topic", "t:1", "--to", "earliest"}, map[tp]int64{{"t", 0}: 1, {"t", 1}: 0, {"u", 0}: 1, {"u", 1}: 1}},
+		{[]string{"--topic", "t:0,1", "--topic", "u:1", "--to-latest"}, map[tp]int64{{"t", 0}: 4, {"t", 1}: 3, {"u", 0}: 1, {"u", 1}: 3}},
+		{[]string{"--all-topics", "--to-current", "--shift-by", "-1"}, map[tp]int64{{"t", 0}: 3, {"t", 1}: 2, {"u", 0}: 0, {"u", 1}: 2}},
+		{[]string{"--all-topics", "--to", "current"}, map[tp]int64{{"t", 0}: 3, {"t", 1}: 2, {"u", 0}: 0, {"u", 1}: 2}},
+		{[]string{"--all-topics", "--by-duration", "PT10M"}, map[tp]int64{{"t", 0}: 0, {"t", 1}: 0, {"u", 0}: 0, {"u", 1}: 0}},
+		{[]string{"--topic", "u", "--by-duration", "PT0S"}, map[tp]int64{{"t", 0}: 0, {"t", 1}: 0, {"u", 0}: 4, {"u", 1}: 3}},
+		{[]string{"--topic", "u", "--to", "2000-01-01T00:00:00Z"}, map[tp]int64{{"t", 0}: 0, {"t", 1}: 0, {"u", 0}: 0, {"u", 1}: 0}},
+		{[]string{"--all-topics", "--to", "2999-01-01T00:00:00+02:00"}, map[tp]int64{{"t", 0}: 4, {"t", 1}: 3, {"u", 0}: 4, {"u", 1}: 3}},
+		{[]string{"--all-topics", "--to-datetime", "2000-01-01T00:00:00.000", "--shift-by", "2"}, map[tp]int64{{"t", 0}: 2, {"t", 1}: 2, {"u", 0}: 2, {"u", 1}: 2}},
+		{[]string{"--topic", "t:0", "--to-offset", "3"}, map[tp]int64{{"t", 0}: 3, {"t", 1}: 2, {"u", 0}: 2, {"u", 1}: 2}},
+	} {
+		r := mustRun(t, "", append([]string{"group", "reset-offsets", "g", "-b", b, "--execute"}, s.args...)...)
+		if got := commits(); !maps.Equal(got, s.want) {
+			t.Errorf("after %v: committed %v, want %v\n%s", s.args, got, s.want, r.stdout)
+		}
+	}
+	expectFailure(t, 1, `reset offsets: topic "t" has no partition 5 (it has 2)`, "group", "reset-offsets", "g", "-b", b, "--topic", "t:5", "--to", "earliest")
+	expectFailure(t, 1, `group "none" has no committed offsets; name the topics with --topic`, "group", "reset-offsets", "none", "-b", b, "--all-topics", "--to", "earliest")
+	for _, args := range [][]string{
+		{"--all-topics", "--topic", "t", "--to", "earliest"},
+		{"--topic", "t:", "--to", "earliest"},
+		{"--topic", "t:x", "--to", "earliest"},
+		{"--topic", "t", "--to", "earliest", "--to-latest"},
+		{"--topic", "t", "--by-duration", "10 minutes"},
+		{"--topic", "t", "--to-datetime", "yesterday"},
+		{"--topic", "t"},
+	} {
+		expectFailure(t, 2, "", append([]string{"group", "reset-offsets", "g", "-b", b}, args...)...)
 	}
 }

@@ -93,3 +93,35 @@ func TestResetTarget(t *testing.T) {
 		t.Error("shifting a partition with no commit succeeded, want an error")
 	}
 }
+
+func TestParseISODuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"PT10M": 10 * time.Minute, "PT1H30M": 90 * time.Minute, "P1D": 24 * time.Hour, "P1DT2H": 26 * time.Hour,
+		"PT0.5S": 500 * time.Millisecond, "pt15s": 15 * time.Second, "PT0S": 0, "10m": 10 * time.Minute, "-PT1M": -time.Minute,
+	} {
+		if got, err := parseISODuration(in); err != nil || got != want {
+			t.Errorf("parseISODuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "P", "PT", "10", "PT10", "P1H", "PT1D", "PTM", "10 minutes"} {
+		if got, err := parseISODuration(bad); err == nil {
+			t.Errorf("parseISODuration(%q) = %v, want an error", bad, got)
+		}
+	}
+}
+
+func TestParseResetSpecTimes(t *testing.T) {
+	rfc := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC).UnixMilli()
+	for in, want := range map[string]offsetSpec{
+		"2024-01-02T03:04:05Z":      {offsetTimestamp, rfc},
+		"2024-01-02T04:04:05+01:00": {offsetTimestamp, rfc},
+		"current":                   {offsetCurrent, 0},
+	} {
+		if got, err := parseResetSpec(in); err != nil || got != want {
+			t.Errorf("parseResetSpec(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	if _, err := parseOffsetSpec("current"); err == nil {
+		t.Error("consume --offset current succeeded; current is a group's commit")
+	}
+}
