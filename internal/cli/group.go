@@ -142,28 +142,78 @@ type groupPartition struct {
 func newGroupDescribe(conn *connFlags) *cobra.Command {
 	var out outputFlags
 	cmd := &cobra.Command{
-		Use:   "describe GROUP",
-		Short: "Show a group's members and, per partition, committed offset, log end offset and lag",
-		Args:  exactArgs(1),
+		Use:   "describe [GROUP...]",
+		Short: "Show groups' members and, per partition, committed offset, log end offset and lag",
+		Long: `Show each named group (every group when none is named, as kafka-consumer-groups
+--describe --all-groups): its state, members and, per partition, the committed
+offset, the log end offset and the lag.
+
+--output json (or --json) prints one object for one named group, and an array for
+several or for all.`,
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := out.json()
 			if err != nil {
 				return err
 			}
 			return withAdmin(conn, func(adm *kadm.Client) error {
-				d, err := describeGroup(cmd.Context(), adm, args[0])
+				ds, err := describeGroups(cmd.Context(), adm, args)
 				if err != nil {
 					return err
 				}
-				if asJSON {
-					return writeJSON(cmd.OutOrStdout(), d)
-				}
-				return printGroupDescription(cmd.OutOrStdout(), d)
+				return printGroupDescriptions(cmd.OutOrStdout(), ds, asJSON, len(args) == 1)
 			})
 		},
 	}
 	out.add(cmd)
 	return cmd
+}
+
+// describeGroups describes the named groups, or every group when names is empty.
+func describeGroups(ctx context.Context, adm *kadm.Client, names []string) ([]*groupDescription, error) {
+	all := len(names) == 0
+	if all {
+		listed, err := adm.ListGroups(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list groups: %w", err)
+		}
+		names = listed.Groups()
+		sort.Strings(names)
+	}
+	ds := make([]*groupDescription, 0, len(names))
+	for _, g := range names {
+		d, err := describeGroup(ctx, adm, g)
+		if all && errors.Is(err, errGroupNotFound) { // deleted since it was listed
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		ds = append(ds, d)
+	}
+	return ds, nil
+}
+
+func printGroupDescriptions(w io.Writer, ds []*groupDescription, asJSON, one bool) error {
+	if asJSON {
+		if one && len(ds) == 1 {
+			return writeJSON(w, ds[0])
+		}
+		return writeJSON(w, ds)
+	}
+	if len(ds) == 0 {
+		_, err := fmt.Fprintln(w, "No consumer groups.")
+		return err
+	}
+	for i, d := range ds {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		if err := printGroupDescription(w, d); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func describeGroup(ctx context.Context, adm *kadm.Client, group string) (*groupDescription, error) {

@@ -131,7 +131,6 @@ func TestGroupUsage(t *testing.T) {
 		{"group", "reset-offsets", "g", "--topic", "t"},
 		{"group", "reset-offsets", "g", "--topic", "t", "--to", "-5"},
 		{"group", "reset-offsets", "g", "--topic", "t", "--to", "soon"},
-		{"group", "describe"},
 	} {
 		expectFailure(t, 2, "", args...)
 	}
@@ -194,4 +193,33 @@ func TestResetOffsetsSelections(t *testing.T) {
 	} {
 		expectFailure(t, 2, "", append([]string{"group", "reset-offsets", "g", "-b", b}, args...)...)
 	}
+}
+
+// group describe with no name describes every group; several names, several groups.
+func TestGroupDescribeAll(t *testing.T) {
+	_, b := newCluster(t, kfake.SeedTopics(1, "t"))
+	if r := mustRun(t, "", "group", "describe", "-b", b); r.stdout != "No consumer groups.\n" {
+		t.Errorf("describe with no groups printed %q", r.stdout)
+	}
+	if r := mustRun(t, "", "group", "describe", "-b", b, "-o", "json"); r.stdout != "[]\n" {
+		t.Errorf("describe --output json with no groups printed %q", r.stdout)
+	}
+	mustRun(t, "a\nb\nc\n", "produce", "t", "-b", b)
+	mustRun(t, "", "consume", "t", "-b", b, "--group", "g2", "--from-beginning", "-n", "3")
+	mustRun(t, "", "consume", "t", "-b", b, "--group", "g1", "--from-beginning", "-n", "1")
+	for _, args := range [][]string{{}, {"g1", "g2"}} {
+		var ds []groupDescription
+		r := mustRun(t, "", append(append([]string{"group", "describe"}, args...), "-b", b, "--json")...)
+		if err := json.Unmarshal([]byte(r.stdout), &ds); err != nil {
+			t.Fatalf("group describe %v --json: %v in %q", args, err, r.stdout)
+		}
+		if len(ds) != 2 || ds[0].Group != "g1" || ds[0].TotalLag != 2 || ds[1].Group != "g2" || ds[1].TotalLag != 0 {
+			t.Errorf("group describe %v = %+v", args, ds)
+		}
+	}
+	r := mustRun(t, "", "group", "describe", "-b", b)
+	if strings.Count(r.stdout, "Group: ") != 2 || !strings.Contains(r.stdout, "Group: g1 ") || !strings.Contains(r.stdout, "Group: g2 ") {
+		t.Errorf("group describe (all):\n%s", r.stdout)
+	}
+	expectFailure(t, 1, `group "nope" does not exist`, "group", "describe", "g1", "nope", "-b", b)
 }

@@ -150,7 +150,6 @@ func TestMissingArgumentMessages(t *testing.T) {
 		{[]string{"topic", "add-partitions"}, "runnel: missing topic name\nRun 'runnel topic add-partitions --help' for usage.\n"},
 		{[]string{"produce"}, "runnel: missing topic name\nRun 'runnel produce --help' for usage.\n"},
 		{[]string{"consume"}, "runnel: missing topic name\nRun 'runnel consume --help' for usage.\n"},
-		{[]string{"group", "describe"}, "runnel: missing group name\nRun 'runnel group describe --help' for usage.\n"},
 		{[]string{"group", "delete"}, "runnel: missing group name\nRun 'runnel group delete --help' for usage.\n"},
 		{[]string{"group", "reset-offsets"}, "runnel: missing group name\nRun 'runnel group reset-offsets --help' for usage.\n"},
 		{[]string{"topic", "create", "a", "b"},
