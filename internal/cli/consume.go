@@ -6,6 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -28,14 +32,17 @@ type consumeFlags struct {
 	format        string
 	isolation     string
 	verbose       bool
+	regex         bool
 }
 
 func newConsumeCommand() *cobra.Command {
 	f := &consumeFlags{}
 	cmd := &cobra.Command{
-		Use:   "consume TOPIC",
-		Short: "Print records from a topic, as a group member or from chosen partitions and offsets",
-		Long: `Print records from a topic.
+		Use:   "consume TOPIC...",
+		Short: "Print records from topics, as a group member or from chosen partitions and offsets",
+		Long: `Print records from one or more topics. With --regex the arguments are regular
+expressions (Go syntax) that a whole topic name must match (internal topics
+excluded); with --group, topics created later that match join the subscription.
 
 Without --group, every partition (or only --partition P) is read from --offset:
 N, earliest, latest, -N (N records before the end) or @TIMESTAMP (milliseconds
@@ -46,10 +53,10 @@ which commits the offsets of the records printed.
 --format takes kcat's tokens: %t topic, %p partition, %o offset, %k key, %s value,
 %T timestamp (ms), %h headers (k=v,k=v), %K key length, %S value length, %% and
 the escapes \n \t \r \\.`,
-		Args: exactArgs(1),
+		Args: minArgs(1),
 	}
 	conn := addConnFlags(cmd.Flags())
-	cmd.RunE = func(cmd *cobra.Command, args []string) error { return runConsume(cmd, conn, f, args[0]) }
+	cmd.RunE = func(cmd *cobra.Command, args []string) error { return runConsume(cmd, conn, f, args) }
 	fs := cmd.Flags()
 	fs.StringVarP(&f.group, "group", "g", "", "consume as a member of this consumer group, committing offsets")
 	fs.Int32Var(&f.partition, "partition", -1, "read only this partition (default: all)")
@@ -60,6 +67,7 @@ the escapes \n \t \r \\.`,
 	fs.StringVar(&f.format, "format", defaultFormat, "output format per record (kcat tokens)")
 	fs.StringVar(&f.isolation, "isolation", "read_uncommitted", "read_uncommitted or read_committed")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print the number of records consumed to stderr at the end")
+	fs.BoolVar(&f.regex, "regex", false, "the arguments are regular expressions matching whole topic names")
 	return cmd
 }
 
@@ -104,15 +112,26 @@ func (f *consumeFlags) plan() (*consumePlan, error) {
 	return p, nil
 }
 
-func runConsume(cmd *cobra.Command, conn *connFlags, f *consumeFlags, topic string) error {
+func runConsume(cmd *cobra.Command, conn *connFlags, f *consumeFlags, args []string) error {
 	plan, err := f.plan()
 	if err != nil {
 		return err
 	}
-	opts, err := consumeOpts(cmd.Context(), conn, f, plan, topic)
+	var patterns []*regexp.Regexp
+	if f.regex {
+		for _, a := range args {
+			re, err := regexp.Compile("^(?:" + a + ")$")
+			if err != nil {
+				return usageErrorf("bad topic regex %q: %v", a, err)
+			}
+			patterns = append(patterns, re)
+		}
+	}
+	opts, topics, err := consumeOpts(cmd.Context(), conn, f, plan, args, patterns)
 	if err != nil {
 		return err
 	}
+	topic := quotedList(topics)
 	cl, err := conn.client(append(opts, kgo.FetchIsolationLevel(plan.isolation))...)
 	if err != nil {
 		return err
@@ -123,41 +142,96 @@ func runConsume(cmd *cobra.Command, conn *connFlags, f *consumeFlags, topic stri
 		warn: cmd.ErrOrStderr()}
 	err = c.run(cmd.Context())
 	if f.verbose {
-		fmt.Fprintf(cmd.ErrOrStderr(), "consumed %d records from %q\n", c.consumed, topic)
+		fmt.Fprintf(cmd.ErrOrStderr(), "consumed %d records from %s\n", c.consumed, topic)
 	}
 	return err
 }
 
-// consumeOpts checks the topic (and partition, and an exact offset) against the
-// cluster and returns the kgo options that consume it.
-func consumeOpts(ctx context.Context, conn *connFlags, f *consumeFlags, plan *consumePlan, topic string) ([]kgo.Opt, error) {
+// quotedList renders topic names as "a", "b".
+func quotedList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
+}
+
+// consumeOpts checks the topics (and partition, and an exact offset) against the
+// cluster and returns the kgo options that consume them, and the topics (the ones
+// the patterns match, with --regex).
+func consumeOpts(ctx context.Context, conn *connFlags, f *consumeFlags, plan *consumePlan, args []string, patterns []*regexp.Regexp) ([]kgo.Opt, []string, error) {
 	adm, err := conn.admin()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer adm.Close()
-	td, err := topicDetail(ctx, adm, topic)
-	if err != nil {
-		return nil, err
+	topics := slices.Compact(slices.Sorted(slices.Values(args)))
+	if patterns != nil {
+		if topics, err = matchTopics(ctx, adm, args, patterns); err != nil {
+			return nil, nil, err
+		}
+	}
+	if f.partition >= 0 && len(topics) > 1 {
+		return nil, nil, usageErrorf("--partition needs one topic, not %d (%s)", len(topics), quotedList(topics))
+	}
+	tds := make([]kadm.TopicDetail, 0, len(topics))
+	for _, topic := range topics {
+		td, err := topicDetail(ctx, adm, topic)
+		if err != nil {
+			return nil, nil, err
+		}
+		tds = append(tds, td)
 	}
 	if f.group != "" {
 		reset := kgo.NewOffset().AtEnd()
 		if f.fromBeginning {
 			reset = kgo.NewOffset().AtStart()
 		}
-		return []kgo.Opt{kgo.ConsumerGroup(f.group), kgo.ConsumeTopics(topic),
-			kgo.ConsumeResetOffset(reset), kgo.AutoCommitMarks()}, nil
+		subscribe := kgo.ConsumeTopics(topics...)
+		if patterns != nil {
+			anchored := make([]string, len(patterns))
+			for i, re := range patterns {
+				anchored[i] = re.String()
+			}
+			subscribe = kgo.ConsumeTopics(anchored...)
+		}
+		opts := []kgo.Opt{kgo.ConsumerGroup(f.group), subscribe, kgo.ConsumeResetOffset(reset), kgo.AutoCommitMarks()}
+		if patterns != nil {
+			opts = append(opts, kgo.ConsumeRegex())
+		}
+		return opts, topics, nil
 	}
-	parts, err := choosePartitions(td, f.partition)
+	assign := map[string]map[int32]kgo.Offset{}
+	for _, td := range tds {
+		parts, err := choosePartitions(td, f.partition)
+		if err != nil {
+			return nil, nil, err
+		}
+		if assign[td.Topic], err = startOffsets(ctx, adm, td.Topic, parts, plan.start); err != nil {
+			return nil, nil, err
+		}
+	}
+	return []kgo.Opt{kgo.ConsumePartitions(assign), kgo.ConsumeResetOffset(kgo.NoResetOffset())}, topics, nil
+}
+
+// matchTopics lists the cluster's topics (not the internal ones) that a pattern
+// matches, sorted.
+func matchTopics(ctx context.Context, adm *kadm.Client, args []string, patterns []*regexp.Regexp) ([]string, error) {
+	tds, err := adm.ListTopics(ctx)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list topics: %w", err)
 	}
-	offsets, err := startOffsets(ctx, adm, topic, parts, plan.start)
-	if err != nil {
-		return nil, err
+	var topics []string
+	for _, name := range tds.Names() {
+		if slices.ContainsFunc(patterns, func(re *regexp.Regexp) bool { return re.MatchString(name) }) {
+			topics = append(topics, name)
+		}
 	}
-	return []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
-		kgo.ConsumeResetOffset(kgo.NoResetOffset())}, nil
+	if len(topics) == 0 {
+		return nil, fmt.Errorf("no topic matches %s", quotedList(args))
+	}
+	slices.Sort(topics)
+	return topics, nil
 }
 
 // choosePartitions is the one partition asked for, or all of them.

@@ -196,3 +196,39 @@ func TestProduceFromFiles(t *testing.T) {
 		expectFailure(t, 2, "", append([]string{"produce", "t", "-b", b}, args...)...)
 	}
 }
+
+// consume takes several topics, or regular expressions matching whole topic names
+// (--regex), with or without a group.
+func TestConsumeSeveralTopics(t *testing.T) {
+	_, b := newCluster(t, kfake.SeedTopics(1, "a1", "a2", "b", "xa1"))
+	for _, tp := range []string{"a1", "a2", "b", "xa1"} {
+		mustRun(t, tp+"-v\n", "produce", tp, "-b", b)
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"a1", "b"}, []string{"a1:a1-v", "b:b-v"}},
+		{[]string{"--regex", "a."}, []string{"a1:a1-v", "a2:a2-v"}},
+		{[]string{"--regex", "a1", "b|nothing"}, []string{"a1:a1-v", "b:b-v"}},
+		{[]string{"--regex", "a.", "--group", "g"}, []string{"a1:a1-v", "a2:a2-v"}},
+		{[]string{"a2", "xa1", "--offset", "0"}, []string{"a2:a2-v", "xa1:xa1-v"}},
+	} {
+		args := append([]string{"consume", "-b", b, "--from-beginning", "-n", fmt.Sprint(len(tc.want)), "--format", `%t:%s\n`}, tc.args...)
+		if slices.Contains(tc.args, "--offset") {
+			args = slices.DeleteFunc(args, func(s string) bool { return s == "--from-beginning" })
+		}
+		r := mustRun(t, "", args...)
+		if got := lines(r.stdout); !slices.Equal(got, tc.want) {
+			t.Errorf("consume %v printed %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	d := describeGroupJSON(t, b, "g")
+	if len(d.Partitions) != 2 || d.TotalLag != 0 {
+		t.Errorf("group g after consuming --regex a.: %+v", d)
+	}
+	expectFailure(t, 1, `no topic matches "z.*"`, "consume", "--regex", "z.*", "-b", b, "-n", "1")
+	expectFailure(t, 1, `topic "nope" does not exist`, "consume", "a1", "nope", "-b", b, "-n", "1")
+	expectFailure(t, 2, `--partition needs one topic, not 2 ("a1", "a2")`, "consume", "--regex", "a.", "--partition", "0", "-b", b, "-n", "1")
+	expectFailure(t, 2, `bad topic regex "a("`, "consume", "--regex", "a(", "-b", b, "-n", "1")
+}
