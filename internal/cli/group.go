@@ -141,6 +141,7 @@ type groupPartition struct {
 
 func newGroupDescribe(conn *connFlags) *cobra.Command {
 	var out outputFlags
+	var w watchFlags
 	cmd := &cobra.Command{
 		Use:   "describe [GROUP...]",
 		Short: "Show groups' members and, per partition, committed offset, log end offset and lag",
@@ -149,23 +150,34 @@ func newGroupDescribe(conn *connFlags) *cobra.Command {
 offset, the log end offset and the lag.
 
 --output json (or --json) prints one object for one named group, and an array for
-several or for all.`,
+several or for all.
+
+--watch refreshes every --interval (2s): in place on a terminal, and otherwise one
+refresh after the other, each after a line "--- TIME ---" (JSON: a stream of
+documents).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := out.json()
 			if err != nil {
 				return err
 			}
+			if err := w.check(); err != nil {
+				return err
+			}
 			return withAdmin(conn, func(adm *kadm.Client) error {
-				ds, err := describeGroups(cmd.Context(), adm, args)
-				if err != nil {
-					return err
+				render := func(o io.Writer) error {
+					ds, err := describeGroups(cmd.Context(), adm, args)
+					if err != nil {
+						return err
+					}
+					return printGroupDescriptions(o, ds, asJSON, len(args) == 1)
 				}
-				return printGroupDescriptions(cmd.OutOrStdout(), ds, asJSON, len(args) == 1)
+				return runWatch(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &w, cmd.CommandPath(), asJSON, render)
 			})
 		},
 	}
 	out.add(cmd)
+	w.add(cmd)
 	return cmd
 }
 
