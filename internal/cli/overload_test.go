@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -215,5 +216,51 @@ func TestParseOnFull(t *testing.T) {
 	}
 	if _, err := parseOnFull("wait"); err == nil {
 		t.Error("parseOnFull(wait) succeeded")
+	}
+}
+
+// --rate applies before --on-full: every record first waits for its turn under the
+// rate (a record over the rate is delayed, never dropped), and only then meets the
+// buffer, where --on-full drop drops it if the buffer is still full.
+func TestOverloadRateBeforeDrop(t *testing.T) {
+	t.Run("over the rate is delayed, not dropped", func(t *testing.T) {
+		_, bootstrap := newCluster(t, kfake.SeedTopics(1, "t"))
+		cl := newProducer(t, bootstrap, kgo.DefaultProduceTopic("t"))
+		p := newOverloadPolicy(onFullDrop, nil, 200)
+		var a acks
+		start := time.Now()
+		if err := produceN(t, p, cl, 41, &a); err != nil {
+			t.Fatal(err)
+		}
+		elapsed := time.Since(start)
+		if err := cl.Flush(ctxTimeout(t, 10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if p.Dropped() != 0 || a.ok.Load() != 41 || elapsed < 190*time.Millisecond {
+			t.Errorf("41 records at 200/s with --on-full drop: %d dropped, %d acked in %v; want 0 dropped, 41 acked, at least 190ms",
+				p.Dropped(), a.ok.Load(), elapsed)
+		}
+	})
+	t.Run("a dropped record waited for the rate first", func(t *testing.T) {
+		cl, release := fullBuffer(t)
+		p := newOverloadPolicy(onFullDrop, nil, 100) // burst 1
+		var a acks
+		start := time.Now()
+		if err := produceN(t, p, cl, 6, &a); err != nil {
+			t.Fatal(err)
+		}
+		// 6 records at 100/s take 50 ms whether they are buffered or dropped; were the
+		// buffer checked first, the 4 dropped ones would not wait and it took ~10 ms.
+		if elapsed := time.Since(start); elapsed < 45*time.Millisecond {
+			t.Errorf("6 records at 100/s, 4 of them dropped, took %v; want at least 45ms", elapsed)
+		}
+		eventually(t, 5*time.Second, func() error {
+			return errIf(p.Dropped() != 4, "dropped %d records, want 4", p.Dropped())
+		})
+		release()
+	})
+	r := mustRun(t, "", "produce", "--help")
+	if !strings.Contains(r.stdout, "--rate applies first") {
+		t.Errorf("produce --help does not say which of --rate and --on-full applies first:\n%s", r.stdout)
 	}
 }

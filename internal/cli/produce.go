@@ -68,6 +68,12 @@ drops the record, counting it, and error waits --enqueue-timeout (default 0) and
 then fails. --rate caps records per second. Dropped records are reported on stderr
 at the end.
 
+--rate applies first, --on-full second: every record first waits for its turn
+under --rate (a record over the rate is delayed, never dropped), and only then
+meets the buffer, where --on-full drop drops it if the buffer is still full. So
+--rate with --on-full drop drops records only while the cluster acknowledges them
+more slowly than the rate.
+
 Input: by default one record per line of standard input; -l FILE reads the lines
 from FILE instead (kcat's -l). --value-file FILE (repeatable) produces each file's
 whole content, bytes as they are, as one record (kcat's -P FILE...). A key comes
