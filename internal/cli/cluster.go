@@ -77,25 +77,37 @@ type partitionProblem struct {
 }
 
 func newClusterStatus(conn *connFlags) *cobra.Command {
-	var asJSON bool
+	var out outputFlags
+	var w watchFlags
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show nodes, the controller, leaders per node, and unhealthy partitions",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := out.json()
+			if err == nil {
+				err = w.check()
+			}
+			if err != nil {
+				return err
+			}
 			return withAdmin(conn, func(adm *kadm.Client) error {
-				st, err := loadClusterStatus(cmd.Context(), adm, cmd.ErrOrStderr())
-				if err != nil {
-					return err
+				render := func(o io.Writer) error {
+					st, err := loadClusterStatus(cmd.Context(), adm, cmd.ErrOrStderr())
+					if err != nil {
+						return err
+					}
+					if asJSON {
+						return writeJSON(o, st)
+					}
+					return printClusterStatus(o, st)
 				}
-				if asJSON {
-					return writeJSON(cmd.OutOrStdout(), st)
-				}
-				return printClusterStatus(cmd.OutOrStdout(), st)
+				return runWatch(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &w, cmd.CommandPath(), asJSON, render)
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	out.add(cmd)
+	w.add(cmd)
 	return cmd
 }
 

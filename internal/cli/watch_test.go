@@ -51,3 +51,21 @@ func TestGroupDescribeWatch(t *testing.T) {
 		expectFailure(t, 2, "", append([]string{"group", "describe", "g", "-b", b}, args...)...)
 	}
 }
+
+// cluster status takes --watch and --output json too.
+func TestClusterStatusWatch(t *testing.T) {
+	_, b := newCluster(t, kfake.NumBrokers(2), kfake.SeedTopics(2, "t"))
+	r := mustRun(t, "", "cluster", "status", "-b", b, "--watch", "--interval", "20ms", "--watch-count", "2")
+	if strings.Count(r.stdout, "--- ") != 2 || strings.Count(r.stdout, "Cluster ID:") != 2 || !strings.Contains(r.stdout, "2 of 2 nodes up") {
+		t.Errorf("cluster status --watch printed:\n%s", r.stdout)
+	}
+	r = mustRun(t, "", "cluster", "status", "-b", b, "-w", "--interval", "20ms", "--watch-count", "2", "--output", "json")
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	for i := range 2 {
+		var st clusterStatus
+		if err := dec.Decode(&st); err != nil || len(st.Nodes) != 2 || st.Partitions != 2 {
+			t.Errorf("JSON refresh %d: %+v, %v", i, st, err)
+		}
+	}
+	expectFailure(t, 2, `bad --output "xml"`, "cluster", "status", "-b", b, "-o", "xml")
+}
