@@ -21,14 +21,34 @@ import (
 // (SIGSTOP) for longer than the session timeout loses the group to another node,
 // which acknowledges a newer commit; when the old coordinator resumes, neither an
 // OffsetFetch that waited in its socket during the pause nor one sent right after the
-// resume, on a connection opened before the pause, may answer the older offset.
+// resume, on a connection opened before the pause, may answer the older offset. The
+// coordinator is an ordinary node in one case and the active controller's node in the
+// other (a deposed controller must not confirm its own stale metadata).
 func TestNoStaleOffsetsAfterPause(t *testing.T) {
+	for _, onController := range []bool{false, true} {
+		t.Run(map[bool]string{false: "coordinator", true: "coordinator-and-controller"}[onController], func(t *testing.T) {
+			staleOffsetsAfterPause(t, onController)
+		})
+	}
+}
+
+func staleOffsetsAfterPause(t *testing.T, onController bool) {
 	c := startCluster(t, 3)
 	topic := topicName(t)
 	createTopic(t, c, topic, 1, 3)
-	group := "stale-" + topic
-	// __consumer_offsets with RF 3, so that the group moves when its leader is fenced.
-	coord := findCoordinator(t, c, -1, group, -1)
+	// A group whose coordinator is (onController) or is not the controller's node.
+	ctrl := c.WaitController(t, -1, waitTimeout)
+	var group string
+	var coord int32
+	for i := 0; ; i++ {
+		if i == 200 {
+			t.Fatalf("no group among 200 whose coordinator is the controller's node: %v", onController)
+		}
+		group = fmt.Sprintf("stale-%s-%d", topic, i)
+		if coord = findCoordinator(t, c, -1, group, -1); (coord == ctrl) == onController {
+			break
+		}
+	}
 	commit(t, c, int(coord), group, topic, 100)
 
 	old := dialRaw(t, c.Node(int(coord)).KafkaAddr)

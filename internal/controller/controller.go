@@ -84,6 +84,11 @@ type Config struct {
 	// of after SessionTimeout, so that a killed node's partitions get new leaders in
 	// tens of milliseconds. Nil: brokers are fenced when their session expires.
 	ProcessGone func(ctx context.Context, b metadata.Broker) bool
+	// OnLeaderChange is called (on a goroutine of the Controller's, which it must not
+	// block) whenever a new metadata quorum leader is known, so that the node's broker
+	// heartbeats reach the new active controller at once: its lease from the old one
+	// runs out a session timeout after its last heartbeat. Nil: nothing is called.
+	OnLeaderChange func()
 
 	// SnapshotThreshold is how many applied entries trigger a Raft snapshot, checked
 	// every SnapshotInterval. Defaults DefaultSnapshotThreshold and DefaultSnapshotInterval.

@@ -45,6 +45,13 @@ type HeartbeatReply struct {
 // ErrStaleBrokerEpoch (register again), ErrNotController.
 func (c *Controller) BrokerHeartbeat(ctx context.Context, hb Heartbeat) (HeartbeatReply, error) {
 	var reply HeartbeatReply
+	// The reply grants the broker its lease (IsCaughtUp, not fenced). A controller that
+	// was deposed without noticing yet (it was paused, and Raft's own lease check has
+	// not run since it resumed) must not grant one from its stale image, to its own
+	// node least of all: confirm the leadership with a quorum first.
+	if err := c.verifyLeader(ctx); err != nil {
+		return reply, err
+	}
 	err := c.withLeader(ctx, func(im *metadata.Image) error {
 		b, err := checkBrokerEpoch(im, hb.ID, hb.Epoch)
 		if err != nil {
@@ -256,4 +263,12 @@ func (c *Controller) rebalanceLocked(ctx context.Context, im *metadata.Image) er
 	}
 	c.log.Info("moved leadership back to preferred replicas", "partitions", len(es))
 	return nil
+}
+
+// verifyLeader confirms with a quorum of voters that this node is still the leader.
+func (c *Controller) verifyLeader(ctx context.Context) error {
+	if !c.IsLeader() {
+		return c.notController()
+	}
+	return c.waitFuture(ctx, c.raft.VerifyLeader())
 }

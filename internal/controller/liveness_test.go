@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -266,9 +267,22 @@ func TestPreferredLeaderElection(t *testing.T) {
 // A new active controller gives every broker a full session timeout before fencing,
 // except the previous controller's node, which it suspects: half a session timeout.
 func TestFailoverGracePeriod(t *testing.T) {
+	for _, gone := range []bool{false, true} {
+		t.Run(map[bool]string{false: "paused", true: "process-gone"}[gone], func(t *testing.T) { failoverGracePeriod(t, gone) })
+	}
+}
+
+// failoverGracePeriod: after the controller's node stops, the new controller fences
+// it at once when its process is gone (Config.ProcessGone says so: a kill), and
+// otherwise only after a full session timeout from the election, since a paused node
+// may hold a lease that long.
+func failoverGracePeriod(t *testing.T, gone bool) {
+	var dead atomic.Int32
+	dead.Store(-1)
 	cs := startQuorumWith(t, 3, func(cfg *Config) {
 		fastLiveness(cfg)
 		cfg.SessionTimeout = time.Second
+		cfg.ProcessGone = func(_ context.Context, b metadata.Broker) bool { return gone && int32(b.ID) == dead.Load() }
 	})
 	leader := leaderOf(t, cs)
 	epochs := map[metadata.NodeID]int64{}
@@ -277,6 +291,7 @@ func TestFailoverGracePeriod(t *testing.T) {
 	}
 	b := startBeating(t, cs, epochs)
 	old := leader.cfg.NodeID
+	dead.Store(int32(old))
 	b.pause(old, true) // its broker dies with its controller
 	leader.Close()
 	var rest []*Controller
@@ -293,10 +308,12 @@ func TestFailoverGracePeriod(t *testing.T) {
 		}
 		return nil
 	})
-	// The previous controller's node gets only half a session timeout (it is the
-	// likely reason for the election), so it is fenced well within a full one.
-	if took := time.Since(elected); took > 900*time.Millisecond {
-		t.Fatalf("previous controller's node fenced %v after the election; want about half a session timeout", took)
+	took := time.Since(elected)
+	switch {
+	case gone && took > 500*time.Millisecond:
+		t.Fatalf("previous controller's node, whose process is gone, fenced %v after the election; want at once", took)
+	case !gone && took < 900*time.Millisecond:
+		t.Fatalf("previous controller's node fenced %v after the election; want a full session timeout (1s): it may hold a lease that long", took)
 	}
 	for id := range epochs {
 		if id != old && next.Image().Brokers[id].Fenced {

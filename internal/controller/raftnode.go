@@ -163,6 +163,9 @@ func (c *Controller) observeLeaders() {
 				if id, err := strconv.Atoi(string(lo.LeaderID)); err == nil && metadata.NodeID(id) != c.cfg.NodeID {
 					c.prevLeader.Store(int32(id))
 				}
+				if c.cfg.OnLeaderChange != nil && lo.LeaderID != "" {
+					c.cfg.OnLeaderChange()
+				}
 			case <-c.done:
 				return
 			}
@@ -170,18 +173,22 @@ func (c *Controller) observeLeaders() {
 	}()
 }
 
-// suspectPreviousLeaderLocked shortens the grace period of the previous Raft leader's
-// node to half a session timeout: it most likely crashed (that is why this node was
-// elected), and its partitions should not wait a full session for new leaders. If it
-// is alive (a leadership transfer), its heartbeats arrive well within that time.
-func (c *Controller) suspectPreviousLeaderLocked(now time.Time) {
+// checkPreviousLeader asks, on its own goroutine, whether the previous Raft leader's
+// process is gone (that is the likely reason for this node's election) and fences its
+// node at once if so (fenceIfGone). A previous leader that is only paused or cut off
+// keeps the full grace period: its node may hold a lease (server/lease.go) until a
+// session timeout after its last heartbeat, and fencing it earlier would let another
+// node take its roles while it still answers for them.
+func (c *Controller) checkPreviousLeader() {
 	prev := metadata.NodeID(c.prevLeader.Load())
-	b, ok := c.Image().Brokers[prev]
-	if prev < 0 || prev == c.cfg.NodeID || !ok || b.Fenced {
+	if prev < 0 || prev == c.cfg.NodeID || c.cfg.ProcessGone == nil {
 		return
 	}
-	c.sessions.m[prev] = &brokerSession{epoch: b.Epoch, lastContact: now.Add(-c.cfg.SessionTimeout / 2)}
-	c.log.Info("suspecting the previous controller's node", "node", prev, "fenced_within", c.cfg.SessionTimeout/2)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.fenceIfGone(prev)
+	}()
 }
 
 // newTransport binds the Raft listener. It is shared with the controller discovery
@@ -406,7 +413,7 @@ func (c *Controller) ensureFreshLocked(ctx context.Context) error {
 		c.freshTerm = term
 		now := time.Now()
 		c.sessions = newSessions(term, now)
-		c.suspectPreviousLeaderLocked(now)
+		c.checkPreviousLeader()
 	}
 	if c.Image().ClusterID != "" {
 		return nil

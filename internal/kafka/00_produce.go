@@ -16,6 +16,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -130,6 +131,16 @@ func (s *Server) appendPart(ctx context.Context, txnID *string, version, acks in
 			return
 		}
 	}
+	s.appendToLeader(acks, pp)
+	if errors.Is(pp.err, replica.ErrNotLeader) && s.admin.AwaitLeaderMove(ctx, pp.tp) {
+		// The leader this node knew is gone and a new one (maybe this node) was just
+		// elected: try again rather than send the client off to refresh its metadata.
+		s.appendToLeader(acks, pp)
+	}
+}
+
+// appendToLeader appends pp's records if this node leads its partition.
+func (s *Server) appendToLeader(acks int16, pp *producePart) {
 	pp.part, pp.err = s.leaderPartition(pp.tp)
 	if pp.err != nil {
 		return

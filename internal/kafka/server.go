@@ -33,6 +33,11 @@ type Admin interface {
 	// newer image, whose partitions have new leaders. A Metadata answer that named the
 	// dead leader would send the client to it until its next refresh.
 	AwaitLiveLeaders(ctx context.Context, im *metadata.Image, leaders []metadata.NodeID) *metadata.Image
+	// AwaitLeaderMove waits, bounded, while this node's image names as tp's leader
+	// another node whose process is gone, or no leader, for it to name a new one, and
+	// reports whether it did: a request may reach the new leader a moment before that
+	// node has applied its own election.
+	AwaitLeaderMove(ctx context.Context, tp metadata.TopicPartition) bool
 }
 
 // TopicSpec is one topic of a CreateTopics request.

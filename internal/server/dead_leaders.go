@@ -55,3 +55,33 @@ func (a *admin) AwaitLiveLeaders(ctx context.Context, im *metadata.Image, leader
 func brokerAddr(b metadata.Broker) string {
 	return net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
 }
+
+// AwaitLeaderMove implements kafka.Admin: when this node's image names, as tp's
+// leader, another node whose process is gone (or no leader at all), it waits,
+// bounded, for the image to name a new one, and reports whether it did. A produce that
+// reaches the new leader a moment before that node has applied its own election
+// (the node that answered the client's metadata applied it first) is then served
+// instead of answered NOT_LEADER_OR_FOLLOWER, which would leave franz-go waiting for
+// its next metadata refresh (MetadataMinAge, 5 s).
+func (a *admin) AwaitLeaderMove(ctx context.Context, tp metadata.TopicPartition) bool {
+	if a.probe == nil {
+		return false
+	}
+	p, ok := a.Image().Partition(tp)
+	if !ok || p.Leader == a.ctrl.NodeID() {
+		return false
+	}
+	if p.Leader != metadata.NoLeader {
+		b, ok := a.Image().Brokers[p.Leader]
+		if !ok || !b.Fenced && !a.probe.Gone(ctx, brokerAddr(b)) {
+			return false
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.sessionTimeout)
+	defer cancel()
+	err := a.waitFor(ctx, func(cur *metadata.Image) bool {
+		now, ok := cur.Partition(tp)
+		return !ok || now.Leader != p.Leader && now.Leader != metadata.NoLeader
+	})
+	return err == nil
+}

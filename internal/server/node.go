@@ -200,6 +200,11 @@ func (n *Node) controllerConfig() controller.Config {
 		ProcessGone: func(ctx context.Context, b metadata.Broker) bool {
 			return n.probe.Gone(ctx, brokerAddr(b))
 		},
+		OnLeaderChange: func() {
+			if l := n.lifecycle.Load(); l != nil {
+				l.nudge()
+			}
+		},
 	}
 }
 
