@@ -26,11 +26,20 @@
 //
 // Broker liveness (sessions.go, liveness.go), as in KRaft: every node registers
 // (RegisterBroker, Kafka key 62) and is fenced until its heartbeats (BrokerHeartbeat,
-// key 63) show it has applied its own registration. The active controller keeps each
-// broker's session in memory; a broker without a heartbeat for Config.SessionTimeout
-// is fenced (a FenceBroker record plus new leaders from the ISR and smaller ISRs, in
-// one entry). A new leader grants every broker a full session timeout from its
-// election. A heartbeat with WantShutdown is a controlled shutdown: leadership moves to
+// key 63) show it has applied every record up to the heartbeat. The active controller
+// keeps each broker's session in memory; a broker without a heartbeat for
+// Config.SessionTimeout is fenced (a FenceBroker record plus new leaders from the ISR
+// and smaller ISRs, in one entry), and so, at once, is a broker whose Raft heartbeats
+// fail while Config.ProcessGone says its process is gone (gone.go: a kill). A new
+// leader grants every broker a full session timeout from its election, the previous
+// leader's node included unless its process is gone: a broker answers as leader or
+// coordinator only while it holds a lease from a heartbeat answer (sent time plus a
+// session timeout; server/lease.go), and fencing it sooner could give its roles away
+// while it still answers for them. Every heartbeat answer is given only after the
+// Raft leadership is confirmed with a quorum, so that a deposed controller that has
+// not noticed yet grants nobody a lease. Each broker's reported metadata offset
+// (applied.go) lets an admin change be acknowledged only once every live broker
+// serves it. A heartbeat with WantShutdown is a controlled shutdown: leadership moves to
 // other in-sync replicas, then the broker is fenced and told ShouldShutdown. A
 // background loop on the leader also elects leaders for offline partitions that can
 // have one and, unless disabled, gives leadership back to preferred replicas.

@@ -143,8 +143,9 @@ func (c *Controller) openRaft() (joining bool, err error) {
 }
 
 // observeLeaders remembers the last Raft leader other than this node (prevLeader), so
-// that a new leader can suspect it: an election mostly means the old leader's node
-// stopped answering.
+// that a new leader can check whether its process is gone (checkPreviousLeader: an
+// election mostly means the old leader's node stopped answering), and calls
+// Config.OnLeaderChange.
 func (c *Controller) observeLeaders() {
 	ch := make(chan raft.Observation, 16)
 	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
