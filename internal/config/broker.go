@@ -24,34 +24,30 @@ type Broker struct {
 	// Empty means "this node alone at ControllerListen"; see QuorumVoters.
 	Controllers []Voter
 
-	BrokerRack                         string `config:"broker.rack"`                             // broker.rack (none)
-	NumPartitions                      int32  `config:"num.partitions"`                          // 1
-	DefaultReplicationFactor           int16  `config:"default.replication.factor"`              // 1
-	MinInsyncReplicas                  int32  `config:"min.insync.replicas"`                     // 1
-	AutoCreateTopics                   bool   `config:"auto.create.topics.enable"`               // true
-	DeleteTopicEnable                  bool   `config:"delete.topic.enable"`                     // true
-	UncleanLeaderElection              bool   `config:"unclean.leader.election.enable"`          // false
-	AutoLeaderRebalance                bool   `config:"auto.leader.rebalance.enable"`            // true
-	LeaderImbalanceCheckIntervalSec    int64  `config:"leader.imbalance.check.interval.seconds"` // 300
-	LeaderImbalancePerBrokerPercentage int32  `config:"leader.imbalance.per.broker.percentage"`  // 10
-	MessageMaxBytes                    int32  `config:"message.max.bytes"`                       // 1048588
-	QueuedMaxRequests                  int    `config:"queued.max.requests"`                     // 500
-	QueuedMaxRequestBytes              int64  `config:"queued.max.request.bytes"`                // 256 MiB (Kafka: -1)
-	SocketRequestMaxBytes              int32  `config:"socket.request.max.bytes"`                // 104857600
-	FetchMaxBytes                      int32  `config:"fetch.max.bytes"`                         // 57671680
-	ConnectionsMaxIdleMs               int64  `config:"connections.max.idle.ms"`                 // 600000
-	NumIOThreads                       int    `config:"num.io.threads"`                          // 8
+	BrokerRack                      string `config:"broker.rack"`                             // broker.rack (none)
+	NumPartitions                   int32  `config:"num.partitions"`                          // 1
+	DefaultReplicationFactor        int16  `config:"default.replication.factor"`              // 1
+	MinInsyncReplicas               int32  `config:"min.insync.replicas"`                     // 1
+	AutoCreateTopics                bool   `config:"auto.create.topics.enable"`               // true
+	DeleteTopicEnable               bool   `config:"delete.topic.enable"`                     // true
+	UncleanLeaderElection           bool   `config:"unclean.leader.election.enable"`          // false
+	AutoLeaderRebalance             bool   `config:"auto.leader.rebalance.enable"`            // true
+	LeaderImbalanceCheckIntervalSec int64  `config:"leader.imbalance.check.interval.seconds"` // 300
+	MessageMaxBytes                 int32  `config:"message.max.bytes"`                       // 1048588
+	QueuedMaxRequests               int    `config:"queued.max.requests"`                     // 500
+	QueuedMaxRequestBytes           int64  `config:"queued.max.request.bytes"`                // 256 MiB (Kafka: -1)
+	SocketRequestMaxBytes           int32  `config:"socket.request.max.bytes"`                // 104857600
+	FetchMaxBytes                   int32  `config:"fetch.max.bytes"`                         // 57671680
+	ConnectionsMaxIdleMs            int64  `config:"connections.max.idle.ms"`                 // 600000
 
-	ReplicaLagTimeMaxMs              int64 `config:"replica.lag.time.max.ms"`             // 30000
-	ReplicaFetchMaxBytes             int32 `config:"replica.fetch.max.bytes"`             // 1048576
-	ReplicaFetchResponseMaxBytes     int32 `config:"replica.fetch.response.max.bytes"`    // 10485760
-	ReplicaFetchWaitMaxMs            int32 `config:"replica.fetch.wait.max.ms"`           // 500
-	ReplicaFetchMinBytes             int32 `config:"replica.fetch.min.bytes"`             // 1
-	ReplicaFetchBackoffMs            int32 `config:"replica.fetch.backoff.ms"`            // 1000
-	LeaderReplicationThrottledRate   int64 `config:"leader.replication.throttled.rate"`   // Long.MAX: bytes/s
-	FollowerReplicationThrottledRate int64 `config:"follower.replication.throttled.rate"` // Long.MAX: bytes/s
-	BrokerSessionTimeoutMs           int32 `config:"broker.session.timeout.ms"`           // 2000 (Kafka: 9000)
-	BrokerHeartbeatIntervalMs        int32 `config:"broker.heartbeat.interval.ms"`        // 500 (Kafka: 2000)
+	ReplicaLagTimeMaxMs          int64 `config:"replica.lag.time.max.ms"`          // 30000
+	ReplicaFetchMaxBytes         int32 `config:"replica.fetch.max.bytes"`          // 1048576
+	ReplicaFetchResponseMaxBytes int32 `config:"replica.fetch.response.max.bytes"` // 10485760
+	ReplicaFetchWaitMaxMs        int32 `config:"replica.fetch.wait.max.ms"`        // 500
+	ReplicaFetchMinBytes         int32 `config:"replica.fetch.min.bytes"`          // 1
+	ReplicaFetchBackoffMs        int32 `config:"replica.fetch.backoff.ms"`         // 1000
+	BrokerSessionTimeoutMs       int32 `config:"broker.session.timeout.ms"`        // 2000 (Kafka: 9000)
+	BrokerHeartbeatIntervalMs    int32 `config:"broker.heartbeat.interval.ms"`     // 500 (Kafka: 2000)
 
 	GroupInitialRebalanceDelayMs  int32 `config:"group.initial.rebalance.delay.ms"` // 3000
 	GroupMinSessionTimeoutMs      int32 `config:"group.min.session.timeout.ms"`     // 6000
@@ -222,6 +218,16 @@ func (b *Broker) IgnoredSet() []string {
 		}
 	}
 	sort.Strings(out)
+	return out
+}
+
+// IgnoredWarnings gives, for each property of IgnoredSet, the warning the server logs
+// once at start-up: "property X is accepted for compatibility but ignored: why".
+func (b *Broker) IgnoredWarnings() []string {
+	var out []string
+	for _, k := range b.IgnoredSet() {
+		out = append(out, "property "+k+" is accepted for compatibility but ignored: "+brokerByName[k].doc)
+	}
 	return out
 }
 

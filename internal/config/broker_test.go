@@ -47,7 +47,7 @@ func TestDefault(t *testing.T) {
 		{"MessageMaxBytes", b.MessageMaxBytes, int32(1048588)},
 		{"QueuedMaxRequests", b.QueuedMaxRequests, 500},
 		{"SocketRequestMaxBytes", b.SocketRequestMaxBytes, int32(104857600)},
-		{"NumIOThreads", b.NumIOThreads, 8},
+		{"Raw num.io.threads (ignored)", b.Raw["num.io.threads"], "8"},
 		{"ReplicaLagTimeMaxMs", b.ReplicaLagTimeMaxMs, int64(30000)},
 		{"ReplicaFetchMaxBytes", b.ReplicaFetchMaxBytes, int32(1048576)},
 		{"ReplicaFetchResponseMaxBytes", b.ReplicaFetchResponseMaxBytes, int32(10485760)},
@@ -63,7 +63,10 @@ func TestDefault(t *testing.T) {
 		{"LogFlushSchedulerIntervalMs", b.LogFlushSchedulerIntervalMs, int64(1000)},
 		{"LogFlushOffsetCheckpointIntervalMs", b.LogFlushOffsetCheckpointIntervalMs, int64(60000)},
 		{"NumRecoveryThreadsPerDataDir", b.NumRecoveryThreadsPerDataDir, 2},
-		{"LeaderReplicationThrottledRate", b.LeaderReplicationThrottledRate, int64(1<<63 - 1)},
+		{"Raw leader.replication.throttled.rate (ignored)", b.Raw["leader.replication.throttled.rate"], "9223372036854775807"},
+		{"ReplicaFetchBackoffMs", b.ReplicaFetchBackoffMs, int32(1000)},
+		{"ReplicaFetchMinBytes", b.ReplicaFetchMinBytes, int32(1)},
+		{"ConnectionsMaxIdleMs", b.ConnectionsMaxIdleMs, int64(600000)},
 		{"Raw log.flush.interval.messages", b.Raw["log.flush.interval.messages"], "1"},
 		{"Raw has no log.flush.interval.ms", hasKey(b.Raw, "log.flush.interval.ms"), false},
 		{"Raw log.retention.hours", b.Raw["log.retention.hours"], "168"},
@@ -143,11 +146,31 @@ func TestLoadKafkaServerProperties(t *testing.T) {
 			t.Errorf("%s = %#v, want %#v", name, c[0], c[1])
 		}
 	}
-	wantIgnored := []string{"inter.broker.listener.name", "num.network.threads", "process.roles",
+	wantIgnored := []string{"inter.broker.listener.name", "num.io.threads", "num.network.threads", "process.roles",
 		"socket.receive.buffer.bytes", "socket.send.buffer.bytes",
 		"transaction.state.log.min.isr", "transaction.state.log.replication.factor"}
 	if got := b.IgnoredSet(); !slices.Equal(got, wantIgnored) {
 		t.Errorf("IgnoredSet = %v, want %v", got, wantIgnored)
+	}
+}
+
+func TestIgnoredWarnings(t *testing.T) {
+	b, err := Load("", []string{"num.io.threads=16", "leader.imbalance.per.broker.percentage=20", "num.partitions=3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := b.IgnoredWarnings()
+	if len(got) != 2 {
+		t.Fatalf("IgnoredWarnings = %q, want one for each ignored property set", got)
+	}
+	for i, name := range []string{"leader.imbalance.per.broker.percentage", "num.io.threads"} {
+		want := "property " + name + " is accepted for compatibility but ignored: "
+		if !strings.HasPrefix(got[i], want) || len(got[i]) < len(want)+10 {
+			t.Errorf("IgnoredWarnings[%d] = %q, want %q and why", i, got[i], want)
+		}
+	}
+	if got := Default().IgnoredWarnings(); len(got) != 0 {
+		t.Errorf("defaults warn: %q", got)
 	}
 }
 

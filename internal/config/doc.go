@@ -8,7 +8,8 @@
 // accepted and feed them; when both are given, the one set later wins, and within one
 // file the Runnel name wins. Keys a stock Kafka KRaft server.properties carries but that
 // Runnel does not act on (process.roles, num.network.threads, socket buffer sizes, ...)
-// are accepted and reported by Broker.IgnoredSet. Anything else, ZooKeeper keys included,
+// are accepted and reported by Broker.IgnoredSet (the server logs Broker.IgnoredWarnings
+// at start-up, one warning naming each). Anything else, ZooKeeper keys included,
 // is an error naming the key.
 //
 // One table (table.go) defines every property: its name, Kafka type, default, doc,

@@ -96,6 +96,9 @@ func Start(ctx context.Context, cfg *config.Broker, o Options) (*Node, error) {
 		return nil, err
 	}
 	n.dirLock = lock
+	for _, w := range cfg.IgnoredWarnings() {
+		n.logger.Warn(w)
+	}
 	n.disk = n.newDiskMonitor()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
