@@ -45,7 +45,7 @@ type Broker struct {
 	ReplicaFetchResponseMaxBytes int32 `config:"replica.fetch.response.max.bytes"` // 10485760
 	ReplicaFetchWaitMaxMs        int32 `config:"replica.fetch.wait.max.ms"`        // 500
 	ReplicaFetchMinBytes         int32 `config:"replica.fetch.min.bytes"`          // 1
-	ReplicaFetchBackoffMs        int32 `config:"replica.fetch.backoff.ms"`         // 1000
+	ReplicaFetchBackoffMs        int32 `config:"replica.fetch.backoff.ms"`         // 100 (Kafka: 1000)
 	BrokerSessionTimeoutMs       int32 `config:"broker.session.timeout.ms"`        // 2000 (Kafka: 9000)
 	BrokerHeartbeatIntervalMs    int32 `config:"broker.heartbeat.interval.ms"`     // 500 (Kafka: 2000)
 

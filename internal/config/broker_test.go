@@ -64,7 +64,7 @@ func TestDefault(t *testing.T) {
 		{"LogFlushOffsetCheckpointIntervalMs", b.LogFlushOffsetCheckpointIntervalMs, int64(60000)},
 		{"NumRecoveryThreadsPerDataDir", b.NumRecoveryThreadsPerDataDir, 2},
 		{"Raw leader.replication.throttled.rate (ignored)", b.Raw["leader.replication.throttled.rate"], "9223372036854775807"},
-		{"ReplicaFetchBackoffMs", b.ReplicaFetchBackoffMs, int32(1000)},
+		{"ReplicaFetchBackoffMs", b.ReplicaFetchBackoffMs, int32(100)},
 		{"ReplicaFetchMinBytes", b.ReplicaFetchMinBytes, int32(1)},
 		{"ConnectionsMaxIdleMs", b.ConnectionsMaxIdleMs, int64(600000)},
 		{"Raw log.flush.interval.messages", b.Raw["log.flush.interval.messages"], "1"},

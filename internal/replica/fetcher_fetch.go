@@ -19,7 +19,7 @@ func (f *Fetcher) fetchOnce(ctx context.Context, parts []*fetchState) error {
 	req.ReplicaID = int32(o.Node)
 	req.ReplicaState.ID, req.ReplicaState.Epoch = int32(o.Node), -1
 	req.MaxWaitMillis = int32(o.FetchWait.Milliseconds())
-	req.MinBytes = 1
+	req.MinBytes = o.FetchMinBytes
 	req.MaxBytes = o.FetchResponseMaxBytes
 	req.SessionID, req.SessionEpoch = 0, -1
 	byTopic := map[string]int{}

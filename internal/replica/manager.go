@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/config"
 	"github.com/runnel-io/runnel/internal/log"
 	"github.com/runnel-io/runnel/internal/metadata"
 )
@@ -40,13 +41,17 @@ type Options struct {
 	// ReplicaLagTimeMax: a follower that has not caught up for this long leaves the
 	// ISR (replica.lag.time.max.ms). Default 30 s.
 	ReplicaLagTimeMax time.Duration
-	// FetchWait, FetchMaxBytes, FetchResponseMaxBytes, FetchBackoff configure follower
+	// FetchWait, FetchMaxBytes, FetchResponseMaxBytes, FetchMinBytes configure follower
 	// fetching (replica.fetch.wait.max.ms, replica.fetch.max.bytes,
-	// replica.fetch.response.max.bytes, replica.fetch.backoff.ms).
+	// replica.fetch.response.max.bytes, replica.fetch.min.bytes: the leader answers
+	// once it has this many bytes for the fetch, or after FetchWait).
 	FetchWait             time.Duration
 	FetchMaxBytes         int32
 	FetchResponseMaxBytes int32
-	FetchBackoff          time.Duration
+	FetchMinBytes         int32
+	// FetchBackoff is the pause after a failed follower fetch (replica.fetch.backoff.ms);
+	// negative: none, retry at once.
+	FetchBackoff time.Duration
 	// Disk, if set, knows whether this node's data disk is full (DiskFull).
 	Disk *DiskMonitor
 }
@@ -70,8 +75,13 @@ func (o *Options) setDefaults() {
 	if o.FetchResponseMaxBytes <= 0 {
 		o.FetchResponseMaxBytes = 10 << 20
 	}
-	if o.FetchBackoff <= 0 {
-		o.FetchBackoff = 100 * time.Millisecond
+	// Zero values take the defaults of the config table.
+	d := config.Default()
+	if o.FetchBackoff == 0 {
+		o.FetchBackoff = time.Duration(d.ReplicaFetchBackoffMs) * time.Millisecond
+	}
+	if o.FetchMinBytes <= 0 {
+		o.FetchMinBytes = d.ReplicaFetchMinBytes
 	}
 }
 

@@ -154,6 +154,8 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 		FetchWait:             time.Duration(cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
 		FetchMaxBytes:         cfg.ReplicaFetchMaxBytes,
 		FetchResponseMaxBytes: cfg.ReplicaFetchResponseMaxBytes,
+		FetchMinBytes:         cfg.ReplicaFetchMinBytes,
+		FetchBackoff:          fetchBackoff(cfg.ReplicaFetchBackoffMs),
 		Disk:                  n.disk,
 	})
 	if err != nil {
@@ -178,6 +180,15 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 	}
 	go func() { n.done <- n.kafka.Serve() }()
 	return n.startBrokerLifecycle(sctx)
+}
+
+// fetchBackoff is replica.fetch.backoff.ms as replica.Options.FetchBackoff, where 0
+// means the default: a backoff of 0 retries at once.
+func fetchBackoff(ms int32) time.Duration {
+	if ms == 0 {
+		return -1
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 func (n *Node) controllerConfig() controller.Config {
