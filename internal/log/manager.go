@@ -25,7 +25,9 @@ type ManagerOptions struct {
 	Logger                                                         *slog.Logger
 	RetentionCheckInterval, FlushCheckInterval, CheckpointInterval time.Duration
 	Now                                                            func() time.Time
-	// RecoveryThreads bounds how many logs are opened (recovered) at once; default 4.
+	// RecoveryThreads bounds how many logs are opened (recovered) at once
+	// (num.recovery.threads.per.data.dir: a Manager has one data directory); zero takes
+	// its default.
 	RecoveryThreads int
 
 	// Cleaner configures the log cleaner.
@@ -101,7 +103,7 @@ func NewManager(o ManagerOptions) (*Manager, error) {
 	o.FlushCheckInterval = orDefault(o.FlushCheckInterval, time.Second)
 	o.CheckpointInterval = orDefault(o.CheckpointInterval, time.Minute)
 	if o.RecoveryThreads <= 0 {
-		o.RecoveryThreads = 4
+		o.RecoveryThreads = config.Default().NumRecoveryThreadsPerDataDir
 	}
 	o.Cleaner = o.Cleaner.withDefaults()
 	m := &Manager{o: o, logger: o.Logger.With("data_dir", o.DataDir), done: make(chan struct{}), logs: map[TopicPartition]*Log{}}

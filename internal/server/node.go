@@ -137,6 +137,7 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 		RetentionCheckInterval: time.Duration(cfg.LogRetentionCheckIntervalMs) * time.Millisecond,
 		FlushCheckInterval:     time.Duration(cfg.LogFlushSchedulerIntervalMs) * time.Millisecond,
 		CheckpointInterval:     time.Duration(cfg.LogFlushOffsetCheckpointIntervalMs) * time.Millisecond,
+		RecoveryThreads:        cfg.NumRecoveryThreadsPerDataDir,
 		Cleaner:                log.CleanerOptionsFor(cfg),
 		OnStorageError:         n.storageFailed,
 	})
