@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // minISRKey is the topic config that sets how many in-sync replicas acks=all needs.
@@ -51,9 +53,13 @@ type nodeRow struct {
 	Port    int32  `json:"port"`
 	Rack    string `json:"rack,omitempty"`
 	Leaders int    `json:"leaders"`
-	// Down is a node that partitions name as a replica but that the cluster does not
-	// list among its live brokers: it was killed, stopped or fenced.
+	// Down is a node that the cluster lists as fenced (DescribeCluster v2), or that
+	// partitions name as a replica but the cluster does not list among its live
+	// brokers: it was killed, stopped or cut off.
 	Down bool `json:"down"`
+	// Fenced: the controller fenced it (it has no session: no heartbeat within
+	// broker.session.timeout.ms, its process gone, or a controlled shutdown).
+	Fenced bool `json:"fenced,omitempty"`
 	// DiskFull is a node whose data disk is full: it is up and serves reads, but takes
 	// no writes and hands its leaderships to replicas that can (its DescribeLogDirs
 	// answers KAFKA_STORAGE_ERROR for the directory).
@@ -91,9 +97,14 @@ func newClusterStatus(conn *connFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withAdmin(conn, func(adm *kadm.Client) error {
+			cl, err := conn.client()
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			return func(adm *kadm.Client) error {
 				render := func(o io.Writer) error {
-					st, err := loadClusterStatus(cmd.Context(), adm, cmd.ErrOrStderr())
+					st, err := loadClusterStatus(cmd.Context(), cl, adm, cmd.ErrOrStderr())
 					if err != nil {
 						return err
 					}
@@ -103,7 +114,7 @@ func newClusterStatus(conn *connFlags) *cobra.Command {
 					return printClusterStatus(o, st)
 				}
 				return runWatch(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &w, cmd.CommandPath(), asJSON, render)
-			})
+			}(kadm.NewClient(cl))
 		},
 	}
 	out.add(cmd)
@@ -113,7 +124,7 @@ func newClusterStatus(conn *connFlags) *cobra.Command {
 
 // loadClusterStatus reads metadata and min.insync.replicas; a failure to read the
 // latter is a warning on warn, and the under-min-ISR count is then -1.
-func loadClusterStatus(ctx context.Context, adm *kadm.Client, warn io.Writer) (*clusterStatus, error) {
+func loadClusterStatus(ctx context.Context, cl *kgo.Client, adm *kadm.Client, warn io.Writer) (*clusterStatus, error) {
 	md, err := adm.Metadata(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cluster metadata: %w", err)
@@ -123,6 +134,7 @@ func loadClusterStatus(ctx context.Context, adm *kadm.Client, warn io.Writer) (*
 		fmt.Fprintf(warn, "runnel: warning: %v; under-min-ISR partitions not counted\n", err)
 	}
 	st := summarize(md, minISR)
+	st.addFenced(ctx, cl)
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	dirs, err := adm.DescribeAllLogDirs(dctx, nil)
@@ -131,6 +143,40 @@ func loadClusterStatus(ctx context.Context, adm *kadm.Client, warn io.Writer) (*
 	}
 	st.addDisks(dirs)
 	return st, nil
+}
+
+// addFenced names the nodes that are down with what the cluster knows of them:
+// DescribeCluster v2 (KIP-1073) with IncludeFencedBrokers lists fenced nodes, so a
+// node that holds no replicas shows too, with its address. Against a cluster that
+// does not answer v2, the rows summarize inferred from the replicas stay.
+func (st *clusterStatus) addFenced(ctx context.Context, cl *kgo.Client) {
+	req := kmsg.NewPtrDescribeClusterRequest()
+	req.IncludeFencedBrokers = true
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || resp.ErrorCode != 0 || resp.Version < 2 {
+		return
+	}
+	for _, b := range resp.Brokers {
+		if !b.IsFenced {
+			continue
+		}
+		i := slices.IndexFunc(st.Nodes, func(n nodeRow) bool { return n.ID == b.NodeID })
+		if i < 0 {
+			st.Nodes = append(st.Nodes, nodeRow{ID: b.NodeID})
+			st.NodesDown++
+			i = len(st.Nodes) - 1
+		}
+		n := &st.Nodes[i]
+		if !n.Down {
+			n.Down = true // listed live by a node that had not applied the fence yet
+			st.NodesDown++
+		}
+		n.Host, n.Port, n.Fenced = b.Host, b.Port, true
+		if b.Rack != nil {
+			n.Rack = *b.Rack
+		}
+	}
+	slices.SortFunc(st.Nodes, func(a, b nodeRow) int { return cmp.Compare(a.ID, b.ID) })
 }
 
 // addDisks fills in each node's disk from its DescribeLogDirs answer: a directory
@@ -248,6 +294,10 @@ func printClusterStatus(w io.Writer, st *clusterStatus) error {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "NODE\tHOST:PORT\tRACK\tLEADERS\tSTATE")
 	for _, n := range st.Nodes {
+		if n.Down && n.Fenced {
+			fmt.Fprintf(tw, "%d\t%s:%d\t%s\t%d\tdown (fenced by the controller: no heartbeat, process gone or stopped)\n", n.ID, n.Host, n.Port, orDash(n.Rack), n.Leaders)
+			continue
+		}
 		if n.Down {
 			fmt.Fprintf(tw, "%d\t-\t-\t%d\tdown (fenced or not registered; it still holds replicas)\n", n.ID, n.Leaders)
 			continue

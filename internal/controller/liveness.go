@@ -135,7 +135,7 @@ func (c *Controller) unfenceLocked(ctx context.Context, im *metadata.Image, id m
 // fenceLocked fences id (it stops leading, leaves every ISR) and returns the new image.
 func (c *Controller) fenceLocked(ctx context.Context, im *metadata.Image, id metadata.NodeID, why string) (*metadata.Image, error) {
 	es := fenceElections(im, id, c.liveLocked(im), c.uncleanFunc(im))
-	recs := append([]metadata.Record{{Type: metadata.FenceBrokerType, BrokerID: id}}, records(es)...)
+	recs := append([]metadata.Record{{Type: metadata.FenceBrokerType, BrokerID: id, AtMs: time.Now().UnixMilli()}}, records(es)...)
 	res, err := c.proposeLocked(ctx, recs)
 	if err != nil {
 		return im, err
@@ -154,7 +154,7 @@ func (c *Controller) controlledShutdownLocked(ctx context.Context, im *metadata.
 	if !im.Brokers[id].Fenced {
 		scratch := applyElections(im, moved)
 		fenced := fenceElections(scratch, id, live, c.uncleanFunc(scratch))
-		recs = append(recs, metadata.Record{Type: metadata.FenceBrokerType, BrokerID: id})
+		recs = append(recs, metadata.Record{Type: metadata.FenceBrokerType, BrokerID: id, AtMs: time.Now().UnixMilli()})
 		recs = append(recs, records(fenced)...)
 		c.logUnclean(fenced)
 	}

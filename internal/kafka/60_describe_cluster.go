@@ -1,8 +1,9 @@
 package kafka
 
-// DescribeCluster: v0-1. The registered, unfenced brokers, the cluster id and the active
+// DescribeCluster: v0-2. The registered, unfenced brokers, the cluster id and the active
 // controller. v1's EndpointType must be 1 (brokers); controller endpoints (2) are
-// answered UNSUPPORTED_ENDPOINT_TYPE.
+// answered UNSUPPORTED_ENDPOINT_TYPE. v2 (KIP-1073) with IncludeFencedBrokers also lists
+// the fenced ones, IsFenced set (a node that died, stopped or is not yet unfenced).
 
 import (
 	"context"
@@ -11,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { regKey(60, 0, 1, handleDescribeCluster) }
+func init() { regKey(60, 0, 2, handleDescribeCluster) }
 
 func handleDescribeCluster(_ context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeClusterRequest)
@@ -26,11 +27,11 @@ func handleDescribeCluster(_ context.Context, s *Server, r *request) (kmsg.Respo
 	resp.EndpointType = 1
 	for _, id := range im.BrokerIDs() {
 		b := im.Brokers[id]
-		if b.Fenced {
+		if b.Fenced && !req.IncludeFencedBrokers {
 			continue
 		}
 		rb := kmsg.NewDescribeClusterResponseBroker()
-		rb.NodeID, rb.Host, rb.Port = int32(b.ID), b.Host, b.Port
+		rb.NodeID, rb.Host, rb.Port, rb.IsFenced = int32(b.ID), b.Host, b.Port, b.Fenced
 		if b.Rack != "" {
 			rack := b.Rack
 			rb.Rack = &rack

@@ -42,3 +42,21 @@ func TestBrokerDiskFull(t *testing.T) {
 		t.Fatal("a new registration kept the flag of the previous run")
 	}
 }
+
+// A fence records when it happened; fencing again keeps the first time; unfencing
+// clears it.
+func TestBrokerFencedAt(t *testing.T) {
+	im := Empty().Apply(Record{Type: RegisterBrokerType, Broker: &Broker{ID: 1, Epoch: 1}}, 1)
+	im = im.Apply(Record{Type: FenceBrokerType, BrokerID: 1, AtMs: 1000}, 2)
+	if b := im.Brokers[1]; !b.Fenced || b.FencedAtMs != 1000 {
+		t.Fatalf("after the fence %+v, want fenced at 1000", b)
+	}
+	im = im.Apply(Record{Type: FenceBrokerType, BrokerID: 1, AtMs: 2000}, 3)
+	if b := im.Brokers[1]; b.FencedAtMs != 1000 {
+		t.Fatalf("a second fence moved the time: %+v", b)
+	}
+	im = im.Apply(Record{Type: UnfenceBrokerType, BrokerID: 1}, 4)
+	if b := im.Brokers[1]; b.Fenced || b.FencedAtMs != 0 {
+		t.Fatalf("after unfence %+v", b)
+	}
+}

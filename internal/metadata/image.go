@@ -38,6 +38,9 @@ type Broker struct {
 	// leaderships to replicas that can write and elects it leader only when no other
 	// in-sync replica can lead. A new registration starts without it.
 	DiskFull bool `json:"disk_full,omitempty"`
+	// FencedAtMs is when the controller fenced this registration (Unix milliseconds;
+	// the FenceBroker record's AtMs), 0 while it is unfenced or was never unfenced.
+	FencedAtMs int64 `json:"fenced_at_ms,omitempty"`
 }
 
 // Partition is the replication state of one partition.

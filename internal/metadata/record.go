@@ -47,6 +47,9 @@ type Record struct {
 	NextProducerID       int64 `json:"next_producer_id,omitempty"`
 	// DiskFull is the BrokerDiskType payload.
 	DiskFull bool `json:"disk_full,omitempty"`
+	// AtMs is when the controller proposed the record (Unix milliseconds), for
+	// records whose time is shown to users (FenceBrokerType: Broker.FencedAtMs).
+	AtMs int64 `json:"at_ms,omitempty"`
 }
 
 // Encode serialises records for the Raft log.
@@ -122,6 +125,12 @@ func applyBroker(old map[NodeID]Broker, rec Record, offset uint64) map[NodeID]Br
 		}
 	case FenceBrokerType, UnfenceBrokerType:
 		if b, ok := m[rec.BrokerID]; ok {
+			switch {
+			case rec.Type == UnfenceBrokerType:
+				b.FencedAtMs = 0
+			case !b.Fenced:
+				b.FencedAtMs = rec.AtMs
+			}
 			b.Fenced = rec.Type == FenceBrokerType
 			m[rec.BrokerID] = b
 		}
