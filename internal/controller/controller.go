@@ -116,6 +116,8 @@ type Controller struct {
 
 	// ready is set once WaitReady has seen the quorum and checked meta.properties.
 	ready atomic.Bool
+	// leaving is set by Leaving: Raft's failures to reach peers are then logged at Info.
+	leaving atomic.Bool
 
 	// Set by Start before it returns; read-only afterwards. Nil before Start.
 	props metaProperties
@@ -297,6 +299,11 @@ func (c *Controller) deliver(fn func(prev, cur *metadata.Image), stop <-chan str
 		}
 	}
 }
+
+// Leaving says this node has begun to stop: from now on Raft's failures to reach its
+// peers (which are often stopping too, as in a dev cluster's Ctrl-C) are logged at
+// Info, not as errors.
+func (c *Controller) Leaving() { c.leaving.Store(true) }
 
 // Close stops Raft (without handing over leadership), every subscription and
 // goroutine, and closes the stores. It is safe to call more than once.

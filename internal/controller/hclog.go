@@ -20,10 +20,14 @@ type hclogAdapter struct {
 	name    string
 	level   *atomic.Int32 // an hclog.Level, shared by the loggers derived with With/Named
 	implied []any
+	// leaving is set once this node has begun to stop (Controller.Leaving), shared
+	// like level: its peers are then mostly stopping too, and Raft's failures to reach
+	// them are expected.
+	leaving *atomic.Bool
 }
 
 func newHclogAdapter(l *slog.Logger) *hclogAdapter {
-	a := &hclogAdapter{l: l, level: new(atomic.Int32)}
+	a := &hclogAdapter{l: l, level: new(atomic.Int32), leaving: new(atomic.Bool)}
 	a.level.Store(int32(hclog.Warn))
 	return a
 }
@@ -46,6 +50,9 @@ func slogLevel(l hclog.Level) slog.Level {
 
 func (a *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
 	level = demote(level, msg, args)
+	if a.leaving.Load() && level > hclog.Info && peerFailure(msg) {
+		level = hclog.Info
+	}
 	if level == hclog.Off || level < a.GetLevel() {
 		return
 	}
@@ -141,4 +148,15 @@ func demote(level hclog.Level, msg string, args []any) hclog.Level {
 		}
 	}
 	return hclog.Info
+}
+
+// peerFailure reports whether msg is Raft's report of a peer it could not reach.
+func peerFailure(msg string) bool {
+	for _, m := range []string{"failed to make requestVote RPC", "failed to appendEntries to", "failed to heartbeat to",
+		"failed to contact", "heartbeat timeout reached, starting election", "failed to decode incoming command"} {
+		if strings.HasPrefix(msg, m) {
+			return true
+		}
+	}
+	return false
 }

@@ -23,3 +23,23 @@ func TestHclogDemotesFirstElection(t *testing.T) {
 		t.Fatalf("a lost leader is not a warning: %q", buf.String())
 	}
 }
+
+// Once the node is leaving, Raft's failures to reach peers (stopping too) are Info;
+// before, they are errors.
+func TestHclogDemotesPeerFailuresWhileLeaving(t *testing.T) {
+	var buf bytes.Buffer
+	a := newHclogAdapter(slog.New(slog.NewTextHandler(&buf, nil)))
+	var c Controller
+	a.leaving = &c.leaving
+	a.Error("failed to make requestVote RPC", "target", "2", "error", "connection refused")
+	if !strings.Contains(buf.String(), "level=ERROR") {
+		t.Fatalf("a peer failure of a running node is not an error: %q", buf.String())
+	}
+	buf.Reset()
+	c.Leaving()
+	a.Named("x").Error("failed to make requestVote RPC", "target", "2", "error", "connection refused")
+	a.Error("failed to appendEntries to", "peer", "3", "error", "EOF")
+	if strings.Contains(buf.String(), "level=ERROR") || buf.Len() != 0 {
+		t.Fatalf("peer failures of a leaving node are logged above Info: %q", buf.String())
+	}
+}

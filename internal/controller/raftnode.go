@@ -113,6 +113,7 @@ func (c *Controller) openRaft() (joining bool, err error) {
 		return false, fmt.Errorf("controller: %w", err)
 	}
 	hl := newHclogAdapter(c.cfg.Logger.With("component", "raft"))
+	hl.leaving = &c.leaving
 	store, err := raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db"))
 	if err != nil {
 		return false, fmt.Errorf("controller: open raft log %s: %w", dir, err)

@@ -240,6 +240,9 @@ func (l *brokerLifecycle) stop() {
 // returns nil when the node did not finish starting; a timeout is logged, not
 // returned, since the node must stop anyway.
 func (n *Node) controlledShutdown(ctx context.Context) error {
+	if n.ctrl != nil {
+		n.ctrl.Leaving()
+	}
 	l := n.lifecycle.Swap(nil)
 	if l == nil {
 		if n.admin != nil {
