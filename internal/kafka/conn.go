@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"reflect"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -114,10 +116,26 @@ type conn struct {
 	// lastAppend is the appended channel of the latest produce request read; only the
 	// reader goroutine touches it.
 	lastAppend chan struct{}
+
+	// idle is connections.max.idle.ms (<= 0: never closed for idleness). The reader
+	// closes a connection that for that long read no byte, wrote no response and had
+	// none pending (as Kafka's Selector, which counts reads and writes alike).
+	idle time.Duration
+	// reads counts the requests read (reader only), writes the responses done
+	// (written, or dropped for acks=0) by the writer; reads - writes are pending.
+	reads  int64
+	writes atomic.Int64
+	// seenReads and seenWrites are reads and writes when the idle deadline was last
+	// set (reader only).
+	seenReads, seenWrites int64
 }
 
+// errIdle closes a connection idle for connections.max.idle.ms.
+var errIdle = errors.New("idle for connections.max.idle.ms")
+
 func newConn(s *Server, nc net.Conn) *conn {
-	c := &conn{s: s, nc: nc, remote: nc.RemoteAddr().String(), queue: make(chan *pending, maxInFlightPerConn)}
+	c := &conn{s: s, nc: nc, remote: nc.RemoteAddr().String(), queue: make(chan *pending, maxInFlightPerConn),
+		idle: time.Duration(s.cfg.Broker.ConnectionsMaxIdleMs) * time.Millisecond}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 		if raw, err := tc.SyscallConn(); err == nil {
@@ -139,7 +157,9 @@ func (c *conn) serve() {
 		c.writeLoop()
 	}()
 	err := c.readLoop()
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && s.ctx.Err() == nil {
+	if errors.Is(err, errIdle) {
+		s.logger.Debug("closing idle connection", "remote", c.remote, "idle", c.idle)
+	} else if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && s.ctx.Err() == nil {
 		s.logger.Info("closing connection", "remote", c.remote, "err", err)
 	}
 	close(c.queue)
@@ -152,8 +172,11 @@ func (c *conn) readLoop() error {
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	var sizeBuf [4]byte
 	maxBytes := s.cfg.Broker.SocketRequestMaxBytes
+	if c.idle > 0 {
+		c.nc.SetReadDeadline(time.Now().Add(c.idle))
+	}
 	for {
-		if _, err := io.ReadFull(br, sizeBuf[:]); err != nil {
+		if err := c.readFull(br, sizeBuf[:]); err != nil {
 			return err
 		}
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
@@ -176,7 +199,7 @@ func (c *conn) readLoop() error {
 			<-s.slots
 		}
 		frame := getBuf(int(size))[:size]
-		if _, err := io.ReadFull(br, frame); err != nil {
+		if err := c.readFull(br, frame); err != nil {
 			release()
 			return err
 		}
@@ -199,7 +222,28 @@ func (c *conn) readLoop() error {
 			release()
 			return nil
 		}
+		c.reads++
 		go c.handle(p)
+	}
+}
+
+// readFull fills b. The read deadline is set once per idle period, not per read: when
+// it passes, the connection is closed if nothing was read or written since it was set
+// and no response is pending, and otherwise given another period.
+func (c *conn) readFull(br *bufio.Reader, b []byte) error {
+	for {
+		n, err := io.ReadFull(br, b)
+		if err == nil || c.idle <= 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return err
+		}
+		b = b[n:]
+		r, w := c.reads, c.writes.Load()
+		active := n > 0 || r != c.seenReads || w != c.seenWrites || r > w
+		if !active {
+			return errIdle
+		}
+		c.seenReads, c.seenWrites = r, w
+		c.nc.SetReadDeadline(time.Now().Add(c.idle))
 	}
 }
 
@@ -396,6 +440,7 @@ func (c *conn) writeLoop() {
 		if len(c.queue) == 0 && bw.Flush() != nil {
 			fail()
 		}
+		c.writes.Add(1) // after the write: a response being written is pending
 	}
 	if !broken {
 		bw.Flush()
