@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -27,44 +26,22 @@ func (c *Controller) watchFailedHeartbeats() {
 	if c.cfg.ProcessGone == nil {
 		return
 	}
-	ch := make(chan raft.Observation, 64)
-	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
-		_, ok := o.Data.(raft.FailedHeartbeatObservation)
-		return ok
-	})
-	c.raft.RegisterObserver(obs)
-	var mu sync.Mutex
-	checked := map[metadata.NodeID]time.Time{} // guarded by mu: last check start per node
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		defer c.raft.DeregisterObserver(obs)
-		for {
-			select {
-			case o := <-ch:
-				id, err := strconv.Atoi(string(o.Data.(raft.FailedHeartbeatObservation).PeerID))
-				if err != nil || !c.IsLeader() {
-					continue
-				}
-				node := metadata.NodeID(id)
-				mu.Lock()
-				due := time.Since(checked[node]) >= goneCheckInterval
-				if due {
-					checked[node] = time.Now()
-				}
-				mu.Unlock()
-				if due {
-					c.wg.Add(1)
-					go func() {
-						defer c.wg.Done()
-						c.fenceIfGone(node)
-					}()
-				}
-			case <-c.done:
-				return
-			}
+	checked := map[metadata.NodeID]time.Time{} // last check start per node; used by the observer goroutine only
+	observe(c, 64, func(f raft.FailedHeartbeatObservation) {
+		id, err := strconv.Atoi(string(f.PeerID))
+		if err != nil || !c.IsLeader() {
+			return
 		}
-	}()
+		node := metadata.NodeID(id)
+		if time.Since(checked[node]) >= goneCheckInterval {
+			checked[node] = time.Now()
+			c.wg.Add(1)
+			go func() {
+				defer c.wg.Done()
+				c.fenceIfGone(node)
+			}()
+		}
+	})
 }
 
 // fenceIfGone fences node if it is registered and unfenced and its process is gone.

@@ -148,9 +148,23 @@ func (c *Controller) openRaft() (joining bool, err error) {
 // election mostly means the old leader's node stopped answering), and calls
 // Config.OnLeaderChange.
 func (c *Controller) observeLeaders() {
-	ch := make(chan raft.Observation, 16)
+	observe(c, 16, func(lo raft.LeaderObservation) {
+		if id, err := strconv.Atoi(string(lo.LeaderID)); err == nil && metadata.NodeID(id) != c.cfg.NodeID {
+			c.prevLeader.Store(int32(id))
+		}
+		if c.cfg.OnLeaderChange != nil && lo.LeaderID != "" {
+			c.cfg.OnLeaderChange()
+		}
+	})
+}
+
+// observe calls fn, on a goroutine of its own, with every Raft observation of type T
+// until Close. Observations that come while fn is busy and the buffer (size) is full
+// are dropped, as raft.Observer does for a non-blocking observer.
+func observe[T any](c *Controller, size int, fn func(T)) {
+	ch := make(chan raft.Observation, size)
 	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
-		_, ok := o.Data.(raft.LeaderObservation)
+		_, ok := o.Data.(T)
 		return ok
 	})
 	c.raft.RegisterObserver(obs)
@@ -161,13 +175,7 @@ func (c *Controller) observeLeaders() {
 		for {
 			select {
 			case o := <-ch:
-				lo := o.Data.(raft.LeaderObservation)
-				if id, err := strconv.Atoi(string(lo.LeaderID)); err == nil && metadata.NodeID(id) != c.cfg.NodeID {
-					c.prevLeader.Store(int32(id))
-				}
-				if c.cfg.OnLeaderChange != nil && lo.LeaderID != "" {
-					c.cfg.OnLeaderChange()
-				}
+				fn(o.Data.(T))
 			case <-c.done:
 				return
 			}
