@@ -76,12 +76,11 @@ func (o *Options) setDefaults() {
 		o.FetchResponseMaxBytes = 10 << 20
 	}
 	// Zero values take the defaults of the config table.
-	d := config.Default()
 	if o.FetchBackoff == 0 {
-		o.FetchBackoff = time.Duration(d.ReplicaFetchBackoffMs) * time.Millisecond
+		o.FetchBackoff = time.Duration(config.Default().ReplicaFetchBackoffMs) * time.Millisecond
 	}
 	if o.FetchMinBytes <= 0 {
-		o.FetchMinBytes = d.ReplicaFetchMinBytes
+		o.FetchMinBytes = config.Default().ReplicaFetchMinBytes
 	}
 }
 
