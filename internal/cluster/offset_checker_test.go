@@ -104,4 +104,3 @@ func (o *offsetChecker) check(t *testing.T) {
 		t.Errorf("committed offsets went backwards: %s", p)
 	}
 }
-
