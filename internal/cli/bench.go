@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/runnel-io/runnel/client"
 	"github.com/runnel-io/runnel/internal/benchfmt"
 	"github.com/runnel-io/runnel/internal/gcfloor"
 	"github.com/spf13/cobra"
@@ -161,7 +162,7 @@ func (f *benchFlags) validate(producing bool) error {
 	if _, err := f.producerOpts(); err != nil {
 		return err
 	}
-	_, err := f.policies()
+	_, err := f.overloadOptions()
 	return err
 }
 
@@ -181,30 +182,18 @@ func (f *benchFlags) producerOpts() ([]kgo.Opt, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &f.overload
-	if o.bufferRecords < 1 || o.bufferBytes < 0 {
-		return nil, usageErrorf("--buffer-records must be at least 1 and --buffer-bytes at least 0")
-	}
-	opts = append(append(opts, acks...), kgo.ProducerBatchCompression(codec), kgo.MaxBufferedRecords(o.bufferRecords))
-	if o.bufferBytes > 0 {
-		opts = append(opts, kgo.MaxBufferedBytes(o.bufferBytes))
-	}
-	return opts, nil
+	return append(append(opts, acks...), kgo.ProducerBatchCompression(codec)), nil
 }
 
-// policies builds one overload policy per producer, each with its share of --rate.
-func (f *benchFlags) policies() ([]*overloadPolicy, error) {
-	share := f.overload
-	share.rate = f.overload.rate / float64(f.producers)
-	ps := make([]*overloadPolicy, f.producers)
-	for i := range ps {
-		p, err := share.policy()
-		if err != nil {
-			return nil, err
-		}
-		ps[i] = p
-	}
-	return ps, nil
+// overloadOptions are each producer's overload options (client.Producer), each
+// producer with its share of --rate.
+func (f *benchFlags) overloadOptions() ([]client.Option, error) {
+	return f.overload.overloadOptions(f.producerRate())
+}
+
+// producerRate is one producer's share of --rate.
+func (f *benchFlags) producerRate() float64 {
+	return f.overload.rate / float64(max(f.producers, 1))
 }
 
 // consumerOpts are the kgo options of the bench consumer: large fetches.

@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/runnel-io/runnel/client"
 	"github.com/runnel-io/runnel/internal/benchfmt"
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -17,8 +19,8 @@ import (
 // values carry its id and a sequence number (bench_check.go), carving values and
 // kgo.Records out of slabs so that a record costs no allocation of its own.
 type benchProducer struct {
-	cl       *kgo.Client
-	policy   *overloadPolicy
+	prod     *client.Producer
+	overload *produceFlags // the overload flags, to name the one behind a buffer-full failure
 	id       uint32
 	topic    string
 	size     int    // bytes per value; >= benchfmt.HeaderSize
@@ -42,8 +44,8 @@ type benchProducer struct {
 // slabBytes is about how much value memory one slab allocation covers.
 const slabBytes = 256 << 10
 
-func newBenchProducer(cl *kgo.Client, policy *overloadPolicy, id int, topic string, size int, acked *atomic.Int64) *benchProducer {
-	p := &benchProducer{cl: cl, policy: policy, id: uint32(id), topic: topic, size: size,
+func newBenchProducer(prod *client.Producer, overload *produceFlags, id int, topic string, size int, acked *atomic.Int64) *benchProducer {
+	p := &benchProducer{prod: prod, overload: overload, id: uint32(id), topic: topic, size: size,
 		template: benchFiller(size), hist: benchfmt.NewLatencyHist(), acked: acked}
 	p.promiseFn = p.promise
 	return p
@@ -85,20 +87,15 @@ func (p *benchProducer) run(ctx context.Context, n int64, stop *atomic.Bool) err
 		if p.failed.Load() || stop.Load() {
 			break
 		}
-		if err := p.policy.produce(ctx, p.cl, p.next(uint64(p.sent)), p.promiseFn); err != nil {
-			return fmt.Errorf("produce to %q: %w", p.topic, err)
+		err := p.prod.Produce(ctx, p.next(uint64(p.sent)), p.promiseFn)
+		if err != nil && !errors.Is(err, client.ErrDropped) { // drops are counted (producerGroup.dropped)
+			return fmt.Errorf("produce to %q: %w", p.topic, overloadError(err, p.overload))
 		}
 	}
-	if err := p.cl.Flush(ctx); err != nil {
+	if err := p.prod.Flush(ctx); err != nil {
 		return fmt.Errorf("produce to %q: %w", p.topic, err)
 	}
-	if err := p.err(); err != nil {
-		return err
-	}
-	if err := p.policy.Err(); err != nil {
-		return fmt.Errorf("produce to %q: %w", p.topic, err)
-	}
-	return nil
+	return p.err()
 }
 
 // promise records the produce latency of an acknowledged record, or the first failure.
@@ -140,25 +137,25 @@ func newProducerGroup(conn *connFlags, f *benchFlags, topic string) (*producerGr
 	if err != nil {
 		return nil, err
 	}
-	policies, err := f.policies()
+	overload, err := f.overloadOptions()
 	if err != nil {
 		return nil, err
 	}
 	g := &producerGroup{}
-	for i, pol := range policies {
-		cl, err := conn.client(opts...)
+	for i := range f.producers {
+		prod, err := newOverloadProducer(conn, opts, overload)
 		if err != nil {
 			g.close()
 			return nil, err
 		}
-		g.ps = append(g.ps, newBenchProducer(cl, pol, i, topic, f.recordSize, &g.acked))
+		g.ps = append(g.ps, newBenchProducer(prod, &f.overload, i, topic, f.recordSize, &g.acked))
 	}
 	return g, nil
 }
 
 func (g *producerGroup) close() {
 	for _, p := range g.ps {
-		p.cl.Close()
+		p.prod.Close()
 	}
 }
 
@@ -198,7 +195,7 @@ func (g *producerGroup) latency() *benchfmt.LatencyHist {
 func (g *producerGroup) dropped() int64 {
 	var n int64
 	for _, p := range g.ps {
-		n += p.policy.Dropped()
+		n += p.prod.Stats().Dropped
 	}
 	return n
 }

@@ -50,13 +50,12 @@ func TestBenchFlagDefaults(t *testing.T) {
 			t.Errorf("--%s = %q, want %q", name, got, want)
 		}
 	}
-	f := &benchFlags{producers: 4, overload: produceFlags{onFull: "block", rate: 1000}}
-	ps, err := f.policies()
-	if err != nil {
+	f := &benchFlags{producers: 4, overload: produceFlags{bufferRecords: 100000, onFull: "block", rate: 1000}}
+	if _, err := f.overloadOptions(); err != nil {
 		t.Fatal(err)
 	}
-	if len(ps) != 4 || ps[0].limiter == nil || ps[0].limiter.rate != 250 {
-		t.Fatalf("policies: %d, want 4 each limited to 250/s", len(ps))
+	if got := f.producerRate(); got != 250 {
+		t.Fatalf("each of 4 producers is limited to %v/s, want 250/s", got)
 	}
 }
 

@@ -17,7 +17,7 @@
 //	topic.go          topic create/list/delete/alter/add-partitions
 //	topic_describe.go topic describe: partitions (leader, epoch, replicas, ISR, offsets), configs
 //	produce.go        produce: stdin lines → records; acks, partition, compression, headers
-//	overload.go       overloadPolicy: --on-full block|drop|error, --enqueue-timeout, --rate
+//	overload.go       the overload flags (--on-full, --enqueue-timeout, --rate) → client.Producer options
 //	consume.go        consume: group member, or chosen partitions from an offset spec
 //	format.go         the kcat-style --format compiler (allocation-free per record)
 //	offsets.go        --offset and --to specs; the reset-offsets target rule

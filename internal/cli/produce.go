@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runnel-io/runnel/client"
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -125,13 +126,6 @@ func (f *produceFlags) clientOpts() ([]kgo.Opt, error) {
 		return nil, err
 	}
 	opts = append(opts, kgo.ProducerBatchCompression(codec))
-	if f.bufferRecords < 1 || f.bufferBytes < 0 {
-		return nil, usageErrorf("--buffer-records must be at least 1 and --buffer-bytes at least 0")
-	}
-	opts = append(opts, kgo.MaxBufferedRecords(f.bufferRecords))
-	if f.bufferBytes > 0 {
-		opts = append(opts, kgo.MaxBufferedBytes(f.bufferBytes))
-	}
 	if f.partition >= 0 {
 		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	}
@@ -167,26 +161,6 @@ func compressionCodec(name string) (kgo.CompressionCodec, error) {
 		return kgo.ZstdCompression(), nil
 	}
 	return kgo.CompressionCodec{}, usageErrorf("bad --compression %q: want none, gzip, snappy, lz4 or zstd", name)
-}
-
-// policy builds the overload policy from --on-full, --enqueue-timeout and --rate.
-func (f *produceFlags) policy() (*overloadPolicy, error) {
-	mode, err := parseOnFull(f.onFull)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	var timeout *time.Duration
-	if f.enqueueTimeout != "" {
-		d, err := parseEnqueueTimeout(f.enqueueTimeout)
-		if err != nil {
-			return nil, usageError{err}
-		}
-		timeout = &d
-	}
-	if f.rate < 0 {
-		return nil, usageErrorf("bad --rate %v: want records per second, 0 for no limit", f.rate)
-	}
-	return newOverloadPolicy(mode, timeout, f.rate), nil
 }
 
 func parseHeaders(kvs []string) ([]kgo.RecordHeader, error) {
@@ -254,7 +228,7 @@ func runProduce(cmd *cobra.Command, conn *connFlags, f *produceFlags, topic stri
 	if err != nil {
 		return err
 	}
-	policy, err := f.policy()
+	overload, err := f.overloadOptions(f.rate)
 	if err != nil {
 		return err
 	}
@@ -262,15 +236,15 @@ func runProduce(cmd *cobra.Command, conn *connFlags, f *produceFlags, topic stri
 	if err != nil {
 		return err
 	}
-	cl, err := conn.client(opts...)
+	prod, err := newOverloadProducer(conn, opts, overload)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	if err := checkCluster(cmd.Context(), cl, topic, f.partition); err != nil {
+	defer prod.Close()
+	if err := checkCluster(cmd.Context(), prod.Client(), topic, f.partition); err != nil {
 		return err
 	}
-	p := newLineProducer(cl, policy, topic, f.partition, f.keySep, headers)
+	p := newLineProducer(prod, f, topic, headers)
 	p.key, p.nullEmpty = key, f.nullEmpty
 	start := time.Now()
 	err = p.run(cmd.Context(), source)
@@ -297,10 +271,11 @@ func checkCluster(ctx context.Context, cl *kgo.Client, topic string, partition i
 	return nil
 }
 
-// lineProducer turns input lines into records and produces them under a policy.
+// lineProducer turns input lines into records and produces them under the overload
+// policy of its Producer.
 type lineProducer struct {
-	cl        *kgo.Client
-	policy    *overloadPolicy
+	prod      *client.Producer
+	flags     *produceFlags // for naming the flag behind a buffer-full failure
 	topic     string
 	partition int32  // < 0: the partitioner chooses
 	keySep    []byte // nil: lines are values only
@@ -309,16 +284,16 @@ type lineProducer struct {
 	nullEmpty bool                     // -Z: an empty value or key becomes null
 	promiseFn func(*kgo.Record, error) // p.promise, stored once
 
-	sent, acked, bytes atomic.Int64 // records handed to the client, acknowledged, and their value+key bytes; only grow
+	sent, acked, bytes atomic.Int64 // records handed to the producer (dropped ones too), acknowledged, and their value+key bytes; only grow
 
 	mu       sync.Mutex // guards firstErr
 	firstErr error      // the first record that failed; produce stops at it
 }
 
-func newLineProducer(cl *kgo.Client, policy *overloadPolicy, topic string, partition int32, keySep string, headers []kgo.RecordHeader) *lineProducer {
-	p := &lineProducer{cl: cl, policy: policy, topic: topic, partition: partition, headers: headers}
-	if keySep != "" {
-		p.keySep = []byte(keySep)
+func newLineProducer(prod *client.Producer, f *produceFlags, topic string, headers []kgo.RecordHeader) *lineProducer {
+	p := &lineProducer{prod: prod, flags: f, topic: topic, partition: f.partition, headers: headers}
+	if f.keySep != "" {
+		p.keySep = []byte(f.keySep)
 	}
 	p.promiseFn = p.promise
 	return p
@@ -371,14 +346,12 @@ func (p *lineProducer) run(ctx context.Context, source recordSource) error {
 	if err == nil {
 		err = <-readErr
 	}
-	ferr := p.cl.Flush(ctx)
+	ferr := p.prod.Flush(ctx)
 	switch {
 	case p.err() != nil: // a record failed: the most specific error
 		return p.err()
 	case err != nil:
 		return err
-	case p.policy.Err() != nil: // the buffer filled up after the last line was read
-		return fmt.Errorf("produce to %q: %w", p.topic, p.policy.Err())
 	case ferr != nil:
 		return fmt.Errorf("produce to %q: %w", p.topic, ferr)
 	}
@@ -401,10 +374,10 @@ func (p *lineProducer) produceLines(ctx context.Context, lines <-chan []byte) er
 		n++
 		r, err := p.record(line, n)
 		if err == nil {
-			err = p.policy.produce(ctx, p.cl, r, p.promiseFn)
+			err = p.prod.Produce(ctx, r, p.promiseFn)
 		}
-		if err != nil {
-			return fmt.Errorf("produce to %q: %w", p.topic, err)
+		if err != nil && !errors.Is(err, client.ErrDropped) { // a drop is counted and reported at the end
+			return fmt.Errorf("produce to %q: %w", p.topic, overloadError(err, p.flags))
 		}
 		p.sent.Add(1)
 	}
@@ -493,7 +466,7 @@ func (p *lineProducer) err() error {
 
 // report prints the dropped-record count (always) and, when verbose, a summary.
 func (p *lineProducer) report(w io.Writer, took time.Duration, verbose bool) {
-	if d := p.policy.Dropped(); d > 0 {
+	if d := p.prod.Stats().Dropped; d > 0 {
 		fmt.Fprintf(w, "runnel: dropped %d of %d records: the producer buffer was full (--on-full drop)\n",
 			d, p.sent.Load())
 	}
