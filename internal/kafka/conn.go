@@ -116,6 +116,8 @@ type conn struct {
 	// lastAppend is the appended channel of the latest produce request read; only the
 	// reader goroutine touches it.
 	lastAppend chan struct{}
+	// sawRequest is set once a request frame was read; only the reader touches it.
+	sawRequest bool
 
 	// idle is connections.max.idle.ms (<= 0: never closed for idleness). The reader
 	// closes a connection that for that long read no byte, wrote no response and had
@@ -159,7 +161,10 @@ func (c *conn) serve() {
 	err := c.readLoop()
 	if errors.Is(err, errIdle) {
 		s.logger.Debug("closing idle connection", "remote", c.remote, "idle", c.idle)
-	} else if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && s.ctx.Err() == nil {
+	} else if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && s.ctx.Err() == nil &&
+		(c.sawRequest || !errors.Is(err, syscall.ECONNRESET)) {
+		// A connection reset before it sent anything is another node's liveness probe
+		// (internal/reach), not worth a line.
 		s.logger.Info("closing connection", "remote", c.remote, "err", err)
 	}
 	close(c.queue)
@@ -179,6 +184,7 @@ func (c *conn) readLoop() error {
 		if err := c.readFull(br, sizeBuf[:]); err != nil {
 			return err
 		}
+		c.sawRequest = true
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
 		if size < 8 || (maxBytes > 0 && size > maxBytes) {
 			return fmt.Errorf("request frame of %d bytes is outside [8, socket.request.max.bytes=%d]", size, maxBytes)

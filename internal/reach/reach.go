@@ -27,6 +27,12 @@ const (
 	// DefaultRefusedTTL is how long a refusal is believed before the next dial, which
 	// bounds the dials to a dead node to one per TTL however many callers ask.
 	DefaultRefusedTTL = 50 * time.Millisecond
+	// DefaultDialEvery is how often a node whose watch is open is dialled anyway. A
+	// process that is killed closes its listener (one of its first sockets) before
+	// its other connections, the watch among them, may be gone: for a millisecond or
+	// so a refused dial is the only sign, and a client that saw its own connection
+	// reset asks for metadata within that time.
+	DefaultDialEvery = 10 * time.Millisecond
 )
 
 // Prober keeps one idle connection (a watch) to each address it was asked about. While
@@ -38,6 +44,7 @@ const (
 type Prober struct {
 	dialTimeout time.Duration
 	refusedTTL  time.Duration
+	dialEvery   time.Duration
 	dial        func(ctx context.Context, addr string) (net.Conn, error)
 	now         func() time.Time
 
@@ -50,12 +57,13 @@ type target struct {
 	mu      sync.Mutex // serialises the dials of one address
 	watch   net.Conn   // nil: none open
 	refused time.Time  // when the last dial was refused; zero if it was not
+	dialed  time.Time  // when the last dial beside an open watch succeeded
 }
 
 // New returns a Prober with the default timeout and TTL.
 func New() *Prober {
 	d := &net.Dialer{}
-	return &Prober{dialTimeout: DefaultDialTimeout, refusedTTL: DefaultRefusedTTL,
+	return &Prober{dialTimeout: DefaultDialTimeout, refusedTTL: DefaultRefusedTTL, dialEvery: DefaultDialEvery,
 		dial: func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) },
 		now:  time.Now, m: map[string]*target{}}
 }
@@ -75,11 +83,14 @@ func (p *Prober) Gone(ctx context.Context, addr string) bool {
 	tg.mu.Lock()
 	defer tg.mu.Unlock()
 	if tg.watch != nil {
-		if open(tg.watch) {
+		if !open(tg.watch) {
+			tg.watch.Close()
+			tg.watch = nil
+		} else if p.now().Sub(tg.dialed) < p.dialEvery {
 			return false
+		} else {
+			return p.checkListener(ctx, addr, tg)
 		}
-		tg.watch.Close()
-		tg.watch = nil
 	}
 	if !tg.refused.IsZero() && p.now().Sub(tg.refused) < p.refusedTTL {
 		return true
@@ -89,11 +100,33 @@ func (p *Prober) Gone(ctx context.Context, addr string) bool {
 	cancel()
 	switch {
 	case err == nil:
-		tg.watch, tg.refused = c, time.Time{}
+		tg.watch, tg.refused, tg.dialed = c, time.Time{}, p.now()
 		return false
 	case Refused(err):
 		tg.refused = p.now()
 		return true
+	}
+	return false
+}
+
+// checkListener dials tg's address beside its open watch: a refusal closes the watch
+// and says gone; anything else says alive. The extra connection is reset, not closed,
+// so that frequent checks leave no TIME_WAIT sockets behind.
+func (p *Prober) checkListener(ctx context.Context, addr string, tg *target) bool {
+	dctx, cancel := context.WithTimeout(ctx, p.dialTimeout)
+	c, err := p.dial(dctx, addr)
+	cancel()
+	if Refused(err) {
+		tg.watch.Close()
+		tg.watch, tg.refused = nil, p.now()
+		return true
+	}
+	if err == nil {
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetLinger(0)
+		}
+		c.Close()
+		tg.dialed = p.now()
 	}
 	return false
 }

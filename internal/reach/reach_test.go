@@ -89,18 +89,54 @@ func TestGoneDials(t *testing.T) {
 		}
 	}
 	if n := dials.Load(); n != 1 {
-		t.Fatalf("%d dials for 5 calls with an open watch, want 1", n)
+		t.Fatalf("%d dials for 5 calls with an open watch within DefaultDialEvery, want 1", n)
+	}
+	clock = clock.Add(DefaultDialEvery)
+	if p.Gone(ctx, addr) || p.Gone(ctx, addr) {
+		t.Fatal("Gone = true for a listening address")
+	}
+	if n := dials.Load(); n != 2 {
+		t.Fatalf("%d dials after DefaultDialEvery, want 2 (one check of the listener beside the watch)", n)
 	}
 	refuse = true
 	if !p.Gone(ctx, "127.0.0.1:1") || !p.Gone(ctx, "127.0.0.1:1") {
 		t.Fatal("Gone = false for a refused address")
 	}
-	if n := dials.Load(); n != 2 {
-		t.Fatalf("a refusal within the TTL dialled again (%d dials, want 2)", n)
+	if n := dials.Load(); n != 3 {
+		t.Fatalf("a refusal within the TTL dialled again (%d dials, want 3)", n)
 	}
 	clock = clock.Add(DefaultRefusedTTL)
 	p.Gone(ctx, "127.0.0.1:1")
-	if n := dials.Load(); n != 3 {
-		t.Fatalf("a call after the TTL did not dial again (%d dials, want 3)", n)
+	if n := dials.Load(); n != 4 {
+		t.Fatalf("a call after the TTL did not dial again (%d dials, want 4)", n)
+	}
+}
+
+// A process being killed closes its listener before its other sockets: with the watch
+// still open, a refused dial (at most DefaultDialEvery after the last) says gone.
+func TestGoneSeesAClosedListenerBesideAnOpenWatch(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- c
+		}
+	}()
+	addr := ln.Addr().String()
+	p := New()
+	defer p.Close()
+	ctx := context.Background()
+	if p.Gone(ctx, addr) {
+		t.Fatal("Gone = true while it listens")
+	}
+	watch := <-accepted
+	defer watch.Close() // held open: only the listener goes
+	ln.Close()
+	time.Sleep(DefaultDialEvery)
+	if !p.Gone(ctx, addr) {
+		t.Fatal("Gone = false with the listener closed and the watch still open")
 	}
 }
