@@ -25,10 +25,11 @@ type Heartbeat struct {
 // HeartbeatReply is the controller's answer to a Heartbeat.
 type HeartbeatReply struct {
 	// IsCaughtUp: the broker had applied every record the controller had when it
-	// answered. A broker serves as a leader or coordinator only while it holds a lease
-	// from a caught-up, unfenced answer (server/lease.go), so that a node whose
-	// metadata is stale (it was paused, or cannot apply) stops answering for roles that
-	// may have moved.
+	// answered, or did so less than half a session timeout ago (or this controller's
+	// grace period started that recently). A broker serves as a leader or coordinator
+	// only while it holds a lease from a caught-up, unfenced answer (server/lease.go),
+	// so that a node whose metadata cannot advance stops answering for roles that may
+	// have moved; a fenced one (it was paused past its session) loses it at once.
 	IsCaughtUp bool
 	IsFenced   bool
 	// ShouldShutdown answers WantShutdown: the broker leads nothing any more (it is
@@ -61,12 +62,17 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, hb Heartbeat) (Heartbe
 		s.lastContact = time.Now()
 		s.metadataOffset = max(s.metadataOffset, hb.MetadataOffset)
 		c.applied.report(hb.ID, hb.Epoch, hb.MetadataOffset)
-		reply.IsCaughtUp = hb.MetadataOffset >= max(im.Offset, b.RegisteredOffset)
+		now := time.Now()
+		caughtUp := hb.MetadataOffset >= max(im.Offset, b.RegisteredOffset)
+		if caughtUp {
+			s.caughtUpAt = now
+		}
+		reply.IsCaughtUp = caughtUp || now.Sub(s.caughtUpAt) < c.cfg.SessionTimeout/2
 		if hb.WantShutdown {
 			s.shuttingDown = true
 			return c.controlledShutdownLocked(ctx, im, hb.ID, &reply)
 		}
-		if b.Fenced && reply.IsCaughtUp {
+		if b.Fenced && caughtUp {
 			if im, err = c.unfenceLocked(ctx, im, hb.ID); err != nil {
 				return err
 			}

@@ -18,6 +18,12 @@ type brokerSession struct {
 	lastContact time.Time
 	// metadataOffset is the last CurrentMetadataOffset the broker reported.
 	metadataOffset uint64
+	// caughtUpAt is when a heartbeat last reported every record this controller had
+	// (or the start of the grace period): a broker stays "caught up" in the answers,
+	// and so keeps its lease, for half a session timeout after it, so that a record
+	// committed just before a heartbeat, or a new controller's first records, do not
+	// take the lease of a broker that is a moment behind.
+	caughtUpAt time.Time
 	// shuttingDown is set by a heartbeat with WantShutdown: the broker may no longer
 	// lead or join an ISR.
 	shuttingDown bool
@@ -41,7 +47,7 @@ func newSessions(term uint64, now time.Time) *sessions {
 func (s *sessions) get(id metadata.NodeID, epoch int64) *brokerSession {
 	bs := s.m[id]
 	if bs == nil || bs.epoch != epoch {
-		bs = &brokerSession{epoch: epoch, lastContact: s.since}
+		bs = &brokerSession{epoch: epoch, lastContact: s.since, caughtUpAt: s.since}
 		s.m[id] = bs
 	}
 	return bs
