@@ -60,7 +60,6 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, hb Heartbeat) (Heartbe
 		}
 		s := c.sessions.get(hb.ID, hb.Epoch)
 		s.lastContact = time.Now()
-		s.metadataOffset = max(s.metadataOffset, hb.MetadataOffset)
 		c.applied.report(hb.ID, hb.Epoch, hb.MetadataOffset)
 		now := time.Now()
 		caughtUp := hb.MetadataOffset >= max(im.Offset, b.RegisteredOffset)

@@ -16,8 +16,6 @@ type brokerSession struct {
 	// lastContact is the time of the last valid heartbeat (or registration, or the
 	// start of the grace period).
 	lastContact time.Time
-	// metadataOffset is the last CurrentMetadataOffset the broker reported.
-	metadataOffset uint64
 	// caughtUpAt is when a heartbeat last reported every record this controller had
 	// (or the start of the grace period): a broker stays "caught up" in the answers,
 	// and so keeps its lease, for half a session timeout after it, so that a record

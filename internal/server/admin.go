@@ -102,12 +102,20 @@ func (a *admin) ControllerID() metadata.NodeID {
 // node (they report it in their heartbeats), so that whichever node a client asks
 // next answers with the change. A timeout (the request's) is returned, wrapping
 // REQUEST_TIMED_OUT and naming the nodes behind: the change is committed and will
-// show everywhere, but not yet.
-func (a *admin) settle(ctx context.Context) error {
+// show everywhere, but not yet. what names the change in that error (`topic "orders"`).
+func (a *admin) settle(ctx context.Context, what string) error {
+	if err := a.awaitEveryNode(ctx); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// awaitEveryNode is settle's wait; its error does not name the change.
+func (a *admin) awaitEveryNode(ctx context.Context) error {
 	offset := a.ctrl.Image().Offset
 	if err := a.waitLocal(ctx, offset); err != nil {
-		return fmt.Errorf("%w: the change is committed but not yet applied on this node (metadata offset %d): %w",
-			kerr.RequestTimedOut, offset, err)
+		return fmt.Errorf("%w: the change is committed but not yet applied on node %d (metadata offset %d): %w",
+			kerr.RequestTimedOut, a.ctrl.NodeID(), offset, err)
 	}
 	err := a.ctrl.WaitBrokersApplied(ctx, offset)
 	switch {
@@ -120,13 +128,16 @@ func (a *admin) settle(ctx context.Context) error {
 	}
 }
 
-// settleAll is settle for a request of several items: items that succeeded get the
-// settle error.
-func (a *admin) settleAll(ctx context.Context, errs []error) {
-	err := a.settle(ctx)
+// settleTopics is settle for a request of several topics: the ones that succeeded get
+// the settle error, naming the topic.
+func (a *admin) settleTopics(ctx context.Context, names []string, errs []error) {
+	err := a.awaitEveryNode(ctx)
+	if err == nil {
+		return
+	}
 	for i := range errs {
 		if errs[i] == nil {
-			errs[i] = err
+			errs[i] = fmt.Errorf("topic %q: %w", names[i], err)
 		}
 	}
 }
@@ -175,7 +186,11 @@ func (a *admin) CreateTopics(ctx context.Context, specs []kafka.TopicSpec, valid
 	for i := range errs {
 		errs[i] = kafkaError(errs[i])
 	}
-	a.settleAll(ctx, errs)
+	names := make([]string, len(specs))
+	for i, sp := range specs {
+		names[i] = sp.Name
+	}
+	a.settleTopics(ctx, names, errs)
 	return errs
 }
 
@@ -196,7 +211,7 @@ func (a *admin) DeleteTopics(ctx context.Context, names []string) []error {
 	for i := range errs {
 		errs[i] = kafkaError(errs[i])
 	}
-	a.settleAll(ctx, errs)
+	a.settleTopics(ctx, names, errs)
 	return errs
 }
 
@@ -215,7 +230,7 @@ func (a *admin) CreatePartitions(ctx context.Context, topic string, total int32,
 	if err != nil || validateOnly {
 		return kafkaError(err)
 	}
-	return a.settle(ctx)
+	return a.settle(ctx, fmt.Sprintf("partitions of topic %q", topic))
 }
 
 func (a *admin) AlterTopicConfigs(ctx context.Context, topic string, set map[string]*string, replaceAll, validateOnly bool) error {
@@ -233,7 +248,7 @@ func (a *admin) AlterTopicConfigs(ctx context.Context, topic string, set map[str
 	if err != nil || validateOnly {
 		return kafkaError(err)
 	}
-	return a.settle(ctx)
+	return a.settle(ctx, fmt.Sprintf("configs of topic %q", topic))
 }
 
 func (a *admin) AlterBrokerConfigs(ctx context.Context, set map[string]*string, validateOnly bool) error {
@@ -248,7 +263,7 @@ func (a *admin) AlterBrokerConfigs(ctx context.Context, set map[string]*string, 
 	if err != nil || validateOnly {
 		return kafkaError(err)
 	}
-	return a.settle(ctx)
+	return a.settle(ctx, "cluster-wide broker configs")
 }
 
 // configsApplied reports whether have reflects set (nil values deleted; with

@@ -67,12 +67,13 @@ func (a *admin) AwaitLeaderMove(ctx context.Context, tp metadata.TopicPartition)
 	if a.probe == nil {
 		return false
 	}
-	p, ok := a.Image().Partition(tp)
+	im := a.Image()
+	p, ok := im.Partition(tp)
 	if !ok || p.Leader == a.ctrl.NodeID() {
 		return false
 	}
 	if p.Leader != metadata.NoLeader {
-		b, ok := a.Image().Brokers[p.Leader]
+		b, ok := im.Brokers[p.Leader]
 		if !ok || !b.Fenced && !a.probe.Gone(ctx, brokerAddr(b)) {
 			return false
 		}
