@@ -48,6 +48,13 @@ func MainIO(args []string, stdin io.Reader, stdout, stderr io.Writer, extra ...*
 }
 
 // NewRoot builds the `runnel` command tree: the client commands plus extra.
+// registered holds the top-level commands that files of this package add with
+// register from an init function, so that a new command lives in its own file(s).
+var registered []func() *cobra.Command
+
+// register adds a top-level command to every root NewRoot builds. Call it from init.
+func register(newCommand func() *cobra.Command) { registered = append(registered, newCommand) }
+
 func NewRoot(extra ...*cobra.Command) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "runnel",
@@ -61,6 +68,9 @@ func NewRoot(extra ...*cobra.Command) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newTopicCommand(), newProduceCommand(), newConsumeCommand(),
 		newGroupCommand(), newClusterCommand(), newBenchCommand(), newVersionCommand())
+	for _, c := range registered {
+		root.AddCommand(c())
+	}
 	setVersionFlag(root)
 	root.AddCommand(extra...)
 	return root
