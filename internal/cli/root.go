@@ -47,7 +47,6 @@ func MainIO(args []string, stdin io.Reader, stdout, stderr io.Writer, extra ...*
 	return report(stderr, cmd, err)
 }
 
-// NewRoot builds the `runnel` command tree: the client commands plus extra.
 // registered holds the top-level commands that files of this package add with
 // register from an init function, so that a new command lives in its own file(s).
 var registered []func() *cobra.Command
@@ -55,6 +54,7 @@ var registered []func() *cobra.Command
 // register adds a top-level command to every root NewRoot builds. Call it from init.
 func register(newCommand func() *cobra.Command) { registered = append(registered, newCommand) }
 
+// NewRoot builds the `runnel` command tree: the client commands plus extra.
 func NewRoot(extra ...*cobra.Command) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "runnel",
