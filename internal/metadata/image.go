@@ -77,6 +77,8 @@ type Image struct {
 	// NextProducerID is the first producer id not yet handed out in a block. It only
 	// grows, so ids from different blocks never collide, across restarts and leaders.
 	NextProducerID int64 `json:"next_producer_id,omitempty"`
+	// ClientQuotas are the client quotas set (quotas.go); nil when none is.
+	ClientQuotas *ClientQuotas `json:"client_quotas,omitempty"`
 }
 
 // Empty returns the image before any record.

@@ -50,6 +50,8 @@ type Record struct {
 	// AtMs is when the controller proposed the record (Unix milliseconds), for
 	// records whose time is shown to users (FenceBrokerType: Broker.FencedAtMs).
 	AtMs int64 `json:"at_ms,omitempty"`
+	// ClientQuota is the ClientQuotaType payload (quotas.go).
+	ClientQuota *ClientQuotaChange `json:"client_quota,omitempty"`
 }
 
 // Encode serialises records for the Raft log.
@@ -106,6 +108,8 @@ func (im *Image) Apply(rec Record, offset uint64) *Image {
 		}
 	case ConfigType:
 		n.applyConfig(im, rec)
+	case ClientQuotaType:
+		n.ClientQuotas = applyClientQuota(im.ClientQuotas, rec.ClientQuota)
 	case ProducerIDsType:
 		if rec.ProducerIDBlockStart == im.NextProducerID && rec.NextProducerID > im.NextProducerID {
 			n.NextProducerID = rec.NextProducerID
