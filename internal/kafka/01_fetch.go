@@ -54,6 +54,9 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 		resp.SessionID = session.id
 	}
 	s.resolveParts(parts)
+	if replicaID >= 0 {
+		recordFollowerFetch(parts, metadata.NodeID(replicaID))
+	}
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	read := func() int {
 		resp.Topics = resp.Topics[:0]
@@ -192,6 +195,19 @@ func (s *Server) resolveParts(parts []*fetchPart) {
 			continue
 		}
 		fp.part, fp.err = s.leaderPartition(fp.sp.tp)
+	}
+}
+
+// recordFollowerFetch tells each partition led here where the follower's fetch starts,
+// once per request (the long poll below may read several times). A partition that
+// refuses (not leader, fenced epoch, out of range) records nothing; its read reports
+// the error.
+func recordFollowerFetch(parts []*fetchPart, follower metadata.NodeID) {
+	now := time.Now()
+	for _, fp := range parts {
+		if fp.part != nil {
+			_ = fp.part.RecordFollowerFetch(follower, fp.sp.fetchOffset, fp.sp.currentLeaderEpoch, now)
+		}
 	}
 }
 

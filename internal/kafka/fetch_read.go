@@ -75,8 +75,7 @@ func appendFetchPartition(resp *kmsg.FetchResponse, topicIdx map[string]int, fp 
 }
 
 // readPart reads one partition into rp and returns the bytes added. With the response
-// budget spent it still reads (zero bytes): the offsets are reported, and a follower's
-// fetch position is recorded, which the high watermark depends on.
+// budget spent it still reads (zero bytes), so that the offsets are reported.
 // readCommitted (IsolationLevel 1) bounds the read at the last stable offset and
 // returns the aborted transactions of the range.
 func (s *Server) readPart(r *request, fp *fetchPart, rp *kmsg.FetchResponseTopicPartition, budget int, first bool, replicaID int32, readCommitted bool) int {

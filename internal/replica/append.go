@@ -3,7 +3,6 @@ package replica
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/runnel-io/runnel/internal/log"
 	"github.com/runnel-io/runnel/internal/metadata"
@@ -37,7 +36,7 @@ func (p *Partition) Append(records []byte, acks int16) (log.AppendInfo, error) {
 	if acks != 0 && acks != 1 && acks != -1 {
 		return log.AppendInfo{}, ErrInvalidRequiredAcks
 	}
-	return p.appendLocked(records, acks)
+	return p.appendAsLeader(records, acks)
 }
 
 // CompleteAppend is the second half of AppendToLeader: it makes the append durable per
@@ -51,11 +50,11 @@ func (p *Partition) CompleteAppend(ctx context.Context, info log.AppendInfo, ack
 // writes markers with acks=all). Errors are log.AppendControl's and AppendToLeader's.
 func (p *Partition) AppendTxnMarker(ctx context.Context, t log.ControlType, pid int64, epoch int16, coordinatorEpoch int32) (log.AppendInfo, error) {
 	p.leaderIsrLock.RLock()
-	if p.leader != p.node {
+	if !p.rs.isLeader() {
 		p.leaderIsrLock.RUnlock()
 		return log.AppendInfo{}, ErrNotLeader
 	}
-	info, err := p.log.AppendControl(t, pid, epoch, coordinatorEpoch, p.leaderEpoch)
+	info, err := p.log.AppendControl(t, pid, epoch, coordinatorEpoch, p.rs.leaderEpoch)
 	p.leaderIsrLock.RUnlock()
 	if err != nil {
 		return info, err
@@ -76,7 +75,7 @@ func (p *Partition) completeAppend(ctx context.Context, info log.AppendInfo, ack
 		}
 	}
 	p.leaderIsrLock.RLock()
-	if p.leader == p.node {
+	if p.rs.isLeader() {
 		p.maybeIncrementHWLocked()
 	}
 	p.leaderIsrLock.RUnlock()
@@ -87,7 +86,7 @@ func (p *Partition) completeAppend(ctx context.Context, info log.AppendInfo, ack
 		return err
 	}
 	p.leaderIsrLock.RLock()
-	short := int32(len(p.isr)) < p.minISR
+	short := int32(len(p.rs.isr)) < p.rs.minISR
 	p.leaderIsrLock.RUnlock()
 	if short {
 		return ErrNotEnoughReplicasAfterAppend
@@ -95,16 +94,18 @@ func (p *Partition) completeAppend(ctx context.Context, info log.AppendInfo, ack
 	return nil
 }
 
-func (p *Partition) appendLocked(records []byte, acks int16) (log.AppendInfo, error) {
+// appendAsLeader appends to the log as leader of the current epoch, holding
+// leaderIsrLock for reading so that no role change interleaves.
+func (p *Partition) appendAsLeader(records []byte, acks int16) (log.AppendInfo, error) {
 	p.leaderIsrLock.RLock()
 	defer p.leaderIsrLock.RUnlock()
-	if p.leader != p.node {
+	if !p.rs.isLeader() {
 		return log.AppendInfo{}, ErrNotLeader
 	}
-	if acks == -1 && int32(len(p.isr)) < p.minISR {
+	if acks == -1 && int32(len(p.rs.isr)) < p.rs.minISR {
 		return log.AppendInfo{}, ErrNotEnoughReplicas
 	}
-	return p.log.AppendAsLeader(records, p.leaderEpoch)
+	return p.log.AppendAsLeader(records, p.rs.leaderEpoch)
 }
 
 // ReadOptions describe one partition of a fetch.
@@ -116,7 +117,8 @@ type ReadOptions struct {
 	MinOneBatch bool
 	// CurrentLeaderEpoch from the client (KIP-320); -1 skips the check.
 	CurrentLeaderEpoch int32
-	// ReplicaID is the fetching follower's node id, or -1 for a consumer.
+	// ReplicaID is the fetching follower's node id, or -1 for a consumer. A follower
+	// reads up to the log end; its fetch is recorded by RecordFollowerFetch, not here.
 	ReplicaID metadata.NodeID
 	// ReadCommitted (IsolationLevel 1) stops a consumer's read at the last stable
 	// offset and returns the aborted transactions of the range read.
@@ -137,12 +139,13 @@ type ReadResult struct {
 
 // Read returns the batches at o.FetchOffset. Consumers read below the high watermark
 // (read_committed: below the last stable offset); followers read up to the log end. An
-// offset between that bound and the log end is valid and yields no records.
+// offset between that bound and the log end is valid and yields no records. Read only
+// reads: a long-polling fetch may call it several times for one request.
 func (p *Partition) Read(o ReadOptions) (ReadResult, error) {
 	p.leaderIsrLock.RLock()
-	leader, epoch := p.leader, p.leaderEpoch
+	leading, epoch := p.rs.isLeader(), p.rs.leaderEpoch
 	p.leaderIsrLock.RUnlock()
-	if leader != p.node {
+	if !leading {
 		return ReadResult{}, ErrNotLeader
 	}
 	if err := checkEpoch(o.CurrentLeaderEpoch, epoch); err != nil {
@@ -161,12 +164,6 @@ func (p *Partition) Read(o ReadOptions) (ReadResult, error) {
 	}
 	if o.FetchOffset < res.LogStartOffset || o.FetchOffset > res.LogEndOffset {
 		return res, log.ErrOffsetOutOfRange
-	}
-	if o.ReplicaID >= 0 {
-		if p.updateFollowerFetchState(o.ReplicaID, o.FetchOffset, time.Now()) && p.onFollowerFetch != nil {
-			p.onFollowerFetch(p, o.ReplicaID)
-		}
-		res.HighWatermark = p.hw.Load()
 	}
 	if o.FetchOffset >= maxOffset {
 		return res, nil
@@ -203,5 +200,5 @@ func IsRetriable(err error) bool {
 func (p *Partition) hasFollowers() bool {
 	p.leaderIsrLock.RLock()
 	defer p.leaderIsrLock.RUnlock()
-	return len(p.replicas) > 1
+	return len(p.rs.replicas) > 1
 }

@@ -209,40 +209,25 @@ func (f *Fetcher) truncateDiverged(ctx context.Context, parts []*fetchState) err
 	return nil
 }
 
-// applyEpochEnd truncates a follower log to where it agrees with the leader (KIP-279):
-// to the leader's end offset for our latest epoch, or, when the leader does not know
-// that epoch, to the end of the largest epoch both know.
+// applyEpochEnd truncates a follower log to where it agrees with the leader
+// (divergencePoint, KIP-101 and KIP-279).
 func (f *Fetcher) applyEpochEnd(s *fetchState, rp kmsg.OffsetForLeaderEpochResponseTopicPartition) {
 	if rp.ErrorCode != 0 {
 		f.m.logger.Debug("OffsetForLeaderEpoch failed", "topic", s.p.tp.Topic, "partition", s.p.tp.Partition,
 			"leader", f.source, "err", kerr.ErrorForCode(rp.ErrorCode))
 		return
 	}
-	l := s.p.log
-	leo := l.LogEndOffset()
-	to := leo
-	if rp.LeaderEpoch < 0 || rp.EndOffset < 0 {
-		to = min(leo, s.p.HighWatermark())
-	} else {
-		latest, _ := l.LatestEpoch()
-		to = min(leo, rp.EndOffset)
-		if rp.LeaderEpoch < latest {
-			_, ourEnd := l.EndOffsetForEpoch(rp.LeaderEpoch)
-			if ourEnd >= 0 {
-				to = min(to, ourEnd)
-			}
-		}
-	}
+	leo := s.p.log.LogEndOffset()
+	to := divergencePoint(s.p.log, s.p.HighWatermark(), rp.LeaderEpoch, rp.EndOffset)
 	if to < leo {
 		f.m.logger.Warn("truncating divergent log tail before following the new leader",
 			"topic", s.p.tp.Topic, "partition", s.p.tp.Partition, "leader", f.source, "leader_epoch", s.leaderEpoch,
 			"log_end_offset", leo, "truncate_to", to, "records_dropped", leo-to)
-		if err := l.Truncate(to); err != nil {
-			f.m.logger.Error("truncate failed", "topic", s.p.tp.Topic, "partition", s.p.tp.Partition, "err", err)
+		if err := s.p.truncateAsFollower(to, s.leaderEpoch); err != nil {
+			if !errors.Is(err, errRoleChanged) {
+				f.m.logger.Error("truncate failed", "topic", s.p.tp.Topic, "partition", s.p.tp.Partition, "err", err)
+			}
 			return
-		}
-		if s.p.hw.Load() > to {
-			s.p.hw.Store(to)
 		}
 	}
 	s.truncated = true

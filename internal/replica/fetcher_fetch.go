@@ -87,11 +87,12 @@ func (f *Fetcher) fetchOnce(ctx context.Context, parts []*fetchState) error {
 }
 
 // appliedPart is a partition whose fetched records were appended: it adopts leaderHW
-// once flushTo (0: nothing to flush) is durable.
+// once flushTo (0: nothing to flush) is durable, if it still follows leaderEpoch.
 type appliedPart struct {
-	p        *Partition
-	flushTo  int64
-	leaderHW int64
+	p           *Partition
+	leaderEpoch int32
+	flushTo     int64
+	leaderHW    int64
 }
 
 // flushFetched makes the appended partitions durable per their flush policy, all at
@@ -123,7 +124,7 @@ func flushFetched(applied []appliedPart) error {
 			}
 			continue
 		}
-		a.p.setFollowerHW(a.leaderHW)
+		a.p.adoptLeaderHighWatermark(a.leaderHW, a.leaderEpoch)
 	}
 	return firstErr
 }
@@ -155,9 +156,12 @@ func (f *Fetcher) applyFetched(s *fetchState, rp kmsg.FetchResponseTopicPartitio
 		// whom to follow; until then, back off.
 		return appliedPart{}, err
 	}
-	a := appliedPart{p: p, leaderHW: rp.HighWatermark}
+	a := appliedPart{p: p, leaderEpoch: s.leaderEpoch, leaderHW: rp.HighWatermark}
 	if len(rp.RecordBatches) > 0 {
-		info, err := p.log.AppendAsFollower(rp.RecordBatches)
+		info, err := p.appendAsFollower(rp.RecordBatches, s.leaderEpoch)
+		if errors.Is(err, errRoleChanged) {
+			return appliedPart{}, nil // the next round works for the new role
+		}
 		if errors.Is(err, log.ErrDiskFull) {
 			return appliedPart{}, err // logged once per episode (noteDisk)
 		}
@@ -181,26 +185,12 @@ func (f *Fetcher) handleOutOfRange(s *fetchState, rp kmsg.FetchResponseTopicPart
 		f.m.logger.Warn("follower is behind the leader's log start; restarting the log there",
 			"topic", p.tp.Topic, "partition", p.tp.Partition, "leader", f.source,
 			"log_end_offset", p.log.LogEndOffset(), "leader_log_start", rp.LogStartOffset)
-		return p.log.TruncateFullyAndStartAt(rp.LogStartOffset)
+		if err := p.restartAsFollowerAt(rp.LogStartOffset, s.leaderEpoch); !errors.Is(err, errRoleChanged) {
+			return err
+		}
+		return nil
 	}
 	// Ahead of the leader: divergence; resolve it again through the epochs.
 	s.truncated = false
 	return log.ErrOffsetOutOfRange
-}
-
-// setFollowerHW adopts the leader's high watermark, capped by the local log end. A
-// fetch still in flight when this node became the partition's leader must not touch
-// the high watermark the new leader maintains, so it is ignored then.
-func (p *Partition) setFollowerHW(leaderHW int64) {
-	p.leaderIsrLock.RLock()
-	defer p.leaderIsrLock.RUnlock()
-	if p.leader == p.node {
-		return
-	}
-	hw := min(leaderHW, p.log.LogEndOffset())
-	if hw < 0 {
-		return
-	}
-	p.hw.Store(hw)
-	p.log.SetHighWatermark(hw)
 }

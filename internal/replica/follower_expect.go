@@ -33,8 +33,8 @@ func (v *leaderView) update(self metadata.NodeID, parts []*Partition, newLeaders
 	expected := map[metadata.NodeID]int{}
 	for _, p := range parts {
 		p.leaderIsrLock.RLock()
-		if p.leader == self {
-			for _, r := range p.replicas {
+		if p.rs.leader == self {
+			for _, r := range p.rs.replicas {
 				if r != self {
 					expected[r]++
 				}

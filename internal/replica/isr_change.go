@@ -2,7 +2,6 @@ package replica
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/runnel-io/runnel/internal/metadata"
@@ -13,69 +12,59 @@ import (
 // this node leads.
 func (m *Manager) maybeShrinkIsr(p *Partition, now time.Time, maxLag time.Duration, diskFull func(metadata.NodeID) bool) {
 	p.leaderIsrLock.RLock()
-	if p.leader != p.node || p.pendingISR != nil {
-		p.leaderIsrLock.RUnlock()
-		return
-	}
 	p.stateMu.Lock()
-	drop := outOfSyncReplicas(p.isr, p.node, p.followers, p.log.LogEndOffset(), now.UnixMilli(), maxLag.Milliseconds(), diskFull)
+	newISR, drop := p.rs.shrinkISR(p.log.LogEndOffset(), now.UnixMilli(), maxLag.Milliseconds(), diskFull)
 	p.stateMu.Unlock()
-	isr := p.isr
+	isr := p.rs.isr
 	p.leaderIsrLock.RUnlock()
-	if len(drop) == 0 {
+	if newISR == nil {
 		return
 	}
-	newISR := slices.DeleteFunc(slices.Clone(isr), func(r metadata.NodeID) bool { return slices.Contains(drop, r) })
 	m.logger.Info("shrinking ISR: followers are not caught up", "topic", p.tp.Topic, "partition", p.tp.Partition,
 		"isr", isr, "new_isr", newISR, "out_of_sync", drop, "replica_lag_time_max", maxLag)
 	m.metrics.isrShrinks.Add(1)
-	m.proposeISR(p, newISR, false)
+	m.proposeISR(p, newISR)
 }
 
 // maybeExpandIsr proposes to add a follower that has caught up.
 func (m *Manager) maybeExpandIsr(p *Partition, follower metadata.NodeID) {
 	p.leaderIsrLock.RLock()
-	if p.leader != p.node || p.pendingISR != nil || slices.Contains(p.isr, follower) {
-		p.leaderIsrLock.RUnlock()
+	newISR := p.rs.expandISR(follower)
+	isr := p.rs.isr
+	p.leaderIsrLock.RUnlock()
+	if newISR == nil {
 		return
 	}
-	newISR := append(slices.Clone(p.isr), follower)
-	isr := p.isr
-	p.leaderIsrLock.RUnlock()
 	m.logger.Info("expanding ISR: follower caught up", "topic", p.tp.Topic, "partition", p.tp.Partition,
 		"isr", isr, "new_isr", newISR, "follower", follower)
 	m.metrics.isrExpands.Add(1)
-	m.proposeISR(p, newISR, true)
+	m.proposeISR(p, newISR)
 }
 
 // proposeISR sends one ISR change to the controller in the background. At most one
-// change per partition is in flight (pendingISR). For an expansion the pending ISR
-// counts toward the high watermark at once; for a shrink only once committed.
-func (m *Manager) proposeISR(p *Partition, newISR []metadata.NodeID, expansion bool) {
+// change per partition is in flight (replicationState.pendingISR), and the high
+// watermark counts the maximal ISR meanwhile.
+func (m *Manager) proposeISR(p *Partition, newISR []metadata.NodeID) {
 	if m.opts.IsrChanger == nil {
 		return
 	}
 	p.leaderIsrLock.Lock()
-	if p.leader != p.node || p.pendingISR != nil {
-		p.leaderIsrLock.Unlock()
+	sent := p.rs.isrChangeSent(newISR)
+	leader, epoch, pepoch := p.rs.leader, p.rs.leaderEpoch, p.rs.partitionEpoch
+	p.leaderIsrLock.Unlock()
+	if !sent {
 		return
 	}
-	if expansion {
-		p.pendingISR = newISR
-	} else {
-		p.pendingISR = p.isr // shrinking: keep counting the current ISR until committed
-	}
-	leader, epoch, pepoch := p.leader, p.leaderEpoch, p.partitionEpoch
-	p.leaderIsrLock.Unlock()
 	m.goTracked(func(ctx context.Context) {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		st, err := m.opts.IsrChanger.AlterPartition(ctx, p.tp, leader, epoch, pepoch, newISR)
-		p.leaderIsrLock.Lock()
-		if err == nil && st.LeaderEpoch == p.leaderEpoch && st.PartitionEpoch > p.partitionEpoch {
-			p.isr, p.partitionEpoch = st.ISR, st.PartitionEpoch
+		var committed *metadata.Partition
+		if err == nil {
+			committed = &st
 		}
-		p.pendingISR = nil
+		p.leaderIsrLock.Lock()
+		p.rs.isrChangeAnswered(committed)
 		p.leaderIsrLock.Unlock()
 		if err != nil {
 			m.logger.Warn("ISR change rejected; will retry after the next metadata update",
@@ -83,7 +72,7 @@ func (m *Manager) proposeISR(p *Partition, newISR []metadata.NodeID, expansion b
 			return
 		}
 		p.leaderIsrLock.RLock()
-		if p.leader == p.node {
+		if p.rs.isLeader() {
 			p.maybeIncrementHWLocked()
 		}
 		p.leaderIsrLock.RUnlock()

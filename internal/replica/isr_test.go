@@ -117,7 +117,7 @@ func TestAcksAllWaitsForISR(t *testing.T) {
 	}()
 	waitFor(t, func() bool { return p.log.LogEndOffset() == 5 }, "leader append")
 	fetch := func(id metadata.NodeID, off int64) {
-		if _, err := p.Read(ReadOptions{FetchOffset: off, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1, ReplicaID: id}); err != nil {
+		if err := p.RecordFollowerFetch(id, off, -1, time.Now()); err != nil {
 			t.Fatalf("follower %d fetch at %d: %v", id, off, err)
 		}
 	}
@@ -160,7 +160,7 @@ func TestFollowerRejoinsISR(t *testing.T) {
 		t.Fatal(err)
 	}
 	fetch := func(off int64) {
-		if _, err := p.Read(ReadOptions{FetchOffset: off, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1, ReplicaID: 3}); err != nil {
+		if err := p.RecordFollowerFetch(3, off, -1, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -197,5 +197,38 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Read only reads: a follower's read (a long poll reads several times per request)
+// records nothing about the follower; RecordFollowerFetch does, once.
+func TestReadIsARead(t *testing.T) {
+	_, p := newTestPartition(t, []metadata.NodeID{1, 2}, 1)
+	if _, err := p.AppendToLeader(context.Background(), logtest.Batch(5, 10), 1); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := p.Read(ReadOptions{FetchOffset: 5, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1, ReplicaID: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if lag := p.State().FollowerLag[2]; lag != 5 {
+		t.Fatalf("follower 2's lag after reads alone = %d, want 5 (nothing recorded)", lag)
+	}
+	if hw := p.HighWatermark(); hw != 0 {
+		t.Fatalf("reads moved the high watermark to %d", hw)
+	}
+	if err := p.RecordFollowerFetch(2, 5, -1, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if lag, hw := p.State().FollowerLag[2], p.HighWatermark(); lag != 0 || hw != 5 {
+		t.Fatalf("after RecordFollowerFetch(5): lag %d, high watermark %d; want 0 and 5", lag, hw)
+	}
+	// A fetch the leader would refuse records nothing.
+	if err := p.RecordFollowerFetch(2, 9, -1, time.Now()); !errors.Is(err, log.ErrOffsetOutOfRange) {
+		t.Fatalf("fetch past the log end: %v, want ErrOffsetOutOfRange", err)
+	}
+	if err := p.RecordFollowerFetch(2, 5, 7, time.Now()); !errors.Is(err, ErrUnknownLeaderEpoch) {
+		t.Fatalf("fetch naming a future epoch: %v, want ErrUnknownLeaderEpoch", err)
 	}
 }

@@ -192,21 +192,25 @@ func (m *Manager) ApplyImage(im *metadata.Image) error {
 
 func (m *Manager) applyPartition(im *metadata.Image, tp metadata.TopicPartition, st metadata.Partition) error {
 	settings := m.opts.Resolve(im, im.Topics[tp.Topic])
-	m.mu.Lock()
+	m.mu.RLock()
 	p := m.partitions[tp]
-	if p == nil {
+	m.mu.RUnlock()
+	if p != nil {
+		p.log.UpdateConfig(settings.Log)
+	} else {
+		// Creating a log makes directories and files: never under m.mu, which every
+		// produce and fetch takes to find its partition. ApplyImage's calls are
+		// serialised, so no one else adds tp meanwhile.
 		l, err := m.opts.Logs.GetOrCreate(tp, settings.Log)
 		if err != nil {
-			m.mu.Unlock()
 			return err
 		}
-		p = newPartition(tp, m.opts.Node, l, m.logger)
+		p = newPartition(tp, m.opts.Node, l, m.opts.ReplicaLagTimeMax, m.logger)
 		p.onFollowerFetch = m.maybeExpandIsr
+		m.mu.Lock()
 		m.partitions[tp] = p
-	} else {
-		p.log.UpdateConfig(settings.Log)
+		m.mu.Unlock()
 	}
-	m.mu.Unlock()
 	hw, ok := m.checkpointHW[tp]
 	if !ok {
 		hw = -1
@@ -236,8 +240,8 @@ func (m *Manager) deletePartition(tp metadata.TopicPartition) {
 	m.mu.Unlock()
 	if p != nil {
 		p.leaderIsrLock.Lock()
-		wasLeader, epoch := p.leader == p.node, p.leaderEpoch
-		p.leader = metadata.NoLeader
+		wasLeader, epoch := p.rs.isLeader(), p.rs.leaderEpoch
+		p.rs.leader = metadata.NoLeader
 		p.leaderIsrLock.Unlock()
 		p.notifyWaiters()
 		if wasLeader && m.opts.OnLeadershipChange != nil {

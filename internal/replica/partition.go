@@ -7,77 +7,61 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/invariants"
 	"github.com/runnel-io/runnel/internal/log"
 	"github.com/runnel-io/runnel/internal/metadata"
 )
 
 // Partition is one local replica of a partition (Kafka's cluster.Partition).
+//
+// Locks, in this order (never two Partitions' at once):
+//
+//	leaderIsrLock (RW) -> stateMu -> waitersMu, and the log's own locks inside either.
+//
+// leaderIsrLock guards the role in rs (everything but rs.followers): a role change
+// takes it for writing; every write to the log (a leader's append, a follower's append,
+// a truncation) holds it for reading, so a role change never interleaves with one.
+// stateMu guards rs.followers and serialises the writes of hw, which go through
+// setHighWatermarkLocked alone.
 type Partition struct {
 	// Immutable after construction.
 	tp     metadata.TopicPartition
 	node   metadata.NodeID
 	log    *log.Log
 	logger *slog.Logger
+	// maxLagMs is replica.lag.time.max.ms: the ISR rules' lag window.
+	maxLagMs int64
+	// onFollowerFetch is called (no lock held) when a follower's fetch shows it may
+	// join the ISR. Set once by the Manager before the partition is shared.
+	onFollowerFetch func(p *Partition, follower metadata.NodeID)
 
-	// hw is the high watermark: consumers never see offsets at or above it.
-	// Invariant: log.LogStartOffset() <= hw <= min(durable end of every ISR member).
-	// Only grows while this node leads the current epoch. Written under stateMu,
-	// read lock-free.
+	// hw is the high watermark: consumers never see offsets at or above it. Read
+	// lock-free; written only by setHighWatermarkLocked.
+	// Invariant (leader): log start <= hw <= min(log end of every maximal-ISR member),
+	// and hw only grows within a leader epoch. Invariant (follower): hw <= the leader's
+	// high watermark and hw <= its own log end.
 	hw atomic.Int64
 
-	// leaderIsrLock guards the role fields below. Appends take it for reading, so a
-	// leadership change never interleaves with an append (Kafka's leaderIsrUpdateLock).
-	leaderIsrLock  sync.RWMutex
-	leader         metadata.NodeID
-	leaderEpoch    int32
-	partitionEpoch int32
-	replicas       []metadata.NodeID
-	isr            []metadata.NodeID
-	minISR         int32
-	// pendingISR is the ISR proposed to the controller and not yet confirmed (nil when
-	// none is in flight). The high watermark counts the union of isr and pendingISR
-	// (Kafka's "maximal ISR"), so an expansion is safe before it commits and a shrink
-	// takes effect only once it has.
-	pendingISR []metadata.NodeID
-	// epochStartOffset is the log end offset when this node became leader of the
-	// current epoch; a follower joins the ISR only once it has reached it.
-	epochStartOffset int64
-	// syncOnAppend: the topic's flush policy fsyncs every acknowledged batch, so the
-	// leader only counts durable offsets toward the high watermark.
-	syncOnAppend bool
-
-	// stateMu guards followers and serialises high watermark updates.
-	stateMu   sync.Mutex
-	followers map[metadata.NodeID]*followerState
-
-	// onFollowerFetch is called (no lock held) when a follower's fetch shows it may
-	// rejoin the ISR. Set once by the Manager before the partition is shared.
-	onFollowerFetch func(p *Partition, follower metadata.NodeID)
+	leaderIsrLock sync.RWMutex
+	stateMu       sync.Mutex
+	// rs is the replication state (core.go): its role under leaderIsrLock, its
+	// followers under stateMu.
+	rs replicationState
 
 	waitersMu sync.Mutex
 	// waiters are woken (non-blocking send) whenever the high watermark moves.
 	waiters map[chan struct{}]struct{}
 }
 
-// followerState is what the leader knows of one follower (Kafka's ReplicaState).
-type followerState struct {
-	// logEndOffset is the follower's fetch offset: it holds every offset below, durably.
-	logEndOffset       int64
-	lastCaughtUpTimeMs int64
-	lastFetchTimeMs    int64
-	// lastFetchLeaderEnd is the leader's log end at the follower's previous fetch.
-	lastFetchLeaderEnd int64
-}
-
-func newPartition(tp metadata.TopicPartition, node metadata.NodeID, l *log.Log, logger *slog.Logger) *Partition {
+func newPartition(tp metadata.TopicPartition, node metadata.NodeID, l *log.Log, maxLag time.Duration, logger *slog.Logger) *Partition {
 	p := &Partition{
-		tp:        tp,
-		node:      node,
-		log:       l,
-		logger:    logger.With("topic", tp.Topic, "partition", tp.Partition),
-		leader:    metadata.NoLeader,
-		followers: map[metadata.NodeID]*followerState{},
-		waiters:   map[chan struct{}]struct{}{},
+		tp:       tp,
+		node:     node,
+		log:      l,
+		maxLagMs: maxLag.Milliseconds(),
+		logger:   logger.With("topic", tp.Topic, "partition", tp.Partition),
+		rs:       replicationState{self: node, leader: metadata.NoLeader, followers: map[metadata.NodeID]*followerState{}},
+		waiters:  map[chan struct{}]struct{}{},
 	}
 	p.hw.Store(l.LogStartOffset())
 	return p
@@ -96,14 +80,14 @@ func (p *Partition) HighWatermark() int64 { return p.hw.Load() }
 func (p *Partition) IsLeader() bool {
 	p.leaderIsrLock.RLock()
 	defer p.leaderIsrLock.RUnlock()
-	return p.leader == p.node
+	return p.rs.isLeader()
 }
 
 // LeaderEpoch is the current leader epoch known to this replica.
 func (p *Partition) LeaderEpoch() int32 {
 	p.leaderIsrLock.RLock()
 	defer p.leaderIsrLock.RUnlock()
-	return p.leaderEpoch
+	return p.rs.leaderEpoch
 }
 
 // State is a snapshot of the replication state, for metrics and admin.
@@ -126,14 +110,14 @@ func (p *Partition) State() State {
 	p.leaderIsrLock.RLock()
 	defer p.leaderIsrLock.RUnlock()
 	st := State{
-		Leader: p.leader, LeaderEpoch: p.leaderEpoch, ISR: p.isr, Replicas: p.replicas,
+		Leader: p.rs.leader, LeaderEpoch: p.rs.leaderEpoch, ISR: p.rs.isr, Replicas: p.rs.replicas,
 		HighWatermark: p.hw.Load(), LogStartOffset: p.log.LogStartOffset(),
-		LogEndOffset: p.log.LogEndOffset(), MinISR: p.minISR,
+		LogEndOffset: p.log.LogEndOffset(), MinISR: p.rs.minISR,
 	}
-	if p.leader == p.node {
+	if p.rs.isLeader() {
 		p.stateMu.Lock()
-		st.FollowerLag = make(map[metadata.NodeID]int64, len(p.followers))
-		for id, f := range p.followers {
+		st.FollowerLag = make(map[metadata.NodeID]int64, len(p.rs.followers))
+		for id, f := range p.rs.followers {
 			st.FollowerLag[id] = max(0, st.LogEndOffset-max(f.logEndOffset, 0))
 		}
 		p.stateMu.Unlock()
@@ -142,36 +126,20 @@ func (p *Partition) State() State {
 }
 
 // applyState installs the controller's view of the partition. It returns whether this
-// node became leader with this change.
+// node became leader with this change. checkpointHW is the high watermark this node
+// wrote before it restarted (-1: none): a new leader starts from it if its own is lower.
 func (p *Partition) applyState(st metadata.Partition, minISR int32, syncOnAppend bool, checkpointHW int64) bool {
 	p.leaderIsrLock.Lock()
 	defer p.leaderIsrLock.Unlock()
-	wasLeader := p.leader == p.node
-	epochChanged := p.leaderEpoch != st.LeaderEpoch
-	p.leader, p.leaderEpoch, p.partitionEpoch = st.Leader, st.LeaderEpoch, st.PartitionEpoch
-	p.replicas, p.isr = st.Replicas, st.ISR
-	p.pendingISR = nil
-	p.minISR, p.syncOnAppend = minISR, syncOnAppend
-	becameLeader := st.Leader == p.node && (!wasLeader || epochChanged)
+	p.stateMu.Lock()
+	becameLeader := p.rs.become(st, minISR, syncOnAppend, p.log.LogEndOffset(), time.Now().UnixMilli())
 	if becameLeader {
-		p.stateMu.Lock()
-		p.epochStartOffset = p.log.LogEndOffset()
-		nowMs := time.Now().UnixMilli()
-		p.followers = map[metadata.NodeID]*followerState{}
-		for _, r := range st.Replicas {
-			if r != p.node {
-				// A new leader gives every follower a full lag window to catch up
-				// before it may be dropped from the ISR (Kafka resets ReplicaState).
-				p.followers[r] = &followerState{logEndOffset: -1, lastCaughtUpTimeMs: nowMs}
-			}
+		if hw, ok := leaderStartHighWatermark(checkpointHW, p.log.LogStartOffset(), p.log.LogEndOffset(), p.hw.Load()); ok {
+			p.setHighWatermarkLocked(hw, hwLeaderStart)
 		}
-		hw := min(max(checkpointHW, p.log.LogStartOffset()), p.log.LogEndOffset())
-		if hw > p.hw.Load() {
-			p.hw.Store(hw)
-		}
-		p.stateMu.Unlock()
 	}
-	if st.Leader == p.node {
+	p.stateMu.Unlock()
+	if p.rs.isLeader() {
 		p.maybeIncrementHWLocked()
 	} else {
 		// Producers and fetches waiting on this replica as leader must notice.
@@ -181,25 +149,22 @@ func (p *Partition) applyState(st metadata.Partition, minISR int32, syncOnAppend
 }
 
 // leaderEndLocked is the leader's own contribution to the high watermark: its durable
-// end when every acknowledged batch must be fsynced, its log end otherwise.
+// end when every acknowledged batch must be fsynced, its log end otherwise. Caller
+// holds leaderIsrLock.
 func (p *Partition) leaderEndLocked() int64 {
-	if p.syncOnAppend {
+	if p.rs.syncOnAppend {
 		return p.log.RecoveryPoint()
 	}
 	return p.log.LogEndOffset()
 }
 
-// maybeIncrementHWLocked raises the high watermark to the minimum end offset over the
-// ISR. Caller holds leaderIsrLock (read or write).
+// maybeIncrementHWLocked raises the high watermark to what the maximal ISR holds.
+// Caller holds leaderIsrLock (either mode), not stateMu.
 func (p *Partition) maybeIncrementHWLocked() {
 	p.stateMu.Lock()
-	newHW := highWatermark(p.leaderEndLocked(), p.node, p.maximalISRLocked(), p.followers)
-	raised := false
-	if newHW > p.hw.Load() {
-		p.hw.Store(newHW)
-		// Retention must never delete what consumers have not been allowed to see.
-		p.log.SetHighWatermark(newHW)
-		raised = true
+	hw, raised := p.rs.advanceHighWatermark(p.hw.Load(), p.leaderEndLocked())
+	if raised {
+		p.setHighWatermarkLocked(hw, hwLeaderAdvance)
 	}
 	p.stateMu.Unlock()
 	if raised {
@@ -207,35 +172,57 @@ func (p *Partition) maybeIncrementHWLocked() {
 	}
 }
 
-// maximalISRLocked is the ISR plus any member a pending change adds.
-func (p *Partition) maximalISRLocked() []metadata.NodeID {
-	if p.pendingISR == nil {
-		return p.isr
+// hwChange says why the high watermark is written, for its invariant checks.
+type hwChange uint8
+
+const (
+	// hwLeaderAdvance: the maximal ISR holds more (advanceHighWatermark).
+	hwLeaderAdvance hwChange = iota
+	// hwLeaderStart: a new leader resumes from its checkpointed high watermark.
+	hwLeaderStart
+	// hwFollower: a follower adopts its leader's (followerHighWatermark).
+	hwFollower
+	// hwTruncate: a follower cut its divergent tail below its high watermark.
+	hwTruncate
+)
+
+// setHighWatermarkLocked is the one writer of the high watermark. Caller holds stateMu
+// (inside leaderIsrLock, either mode). In invariants builds it checks the rules that
+// make the high watermark safe to expose.
+func (p *Partition) setHighWatermarkLocked(hw int64, why hwChange) {
+	if invariants.Enabled {
+		p.checkHighWatermarkLocked(hw, why)
 	}
-	out := append([]metadata.NodeID(nil), p.isr...)
-	for _, r := range p.pendingISR {
-		if !metadata.Contains(out, r) {
-			out = append(out, r)
-		}
-	}
-	return out
+	p.hw.Store(hw)
+	// Retention must never delete what consumers have not been allowed to see.
+	p.log.SetHighWatermark(hw)
 }
 
-// highWatermark is the minimum of the leader's end and every other ISR member's log end
-// offset. A follower the leader has not heard from yet counts as -1 (holds the HW).
-func highWatermark(leaderEnd int64, self metadata.NodeID, isr []metadata.NodeID, followers map[metadata.NodeID]*followerState) int64 {
-	hw := leaderEnd
-	for _, r := range isr {
-		if r == self {
-			continue
+func (p *Partition) checkHighWatermarkLocked(hw int64, why hwChange) {
+	old, leo := p.hw.Load(), p.log.LogEndOffset()
+	switch why {
+	case hwLeaderAdvance:
+		if !p.rs.isLeader() || hw < old {
+			invariants.Failf("%v: leader high watermark moved from %d to %d (leader %v of epoch %d)",
+				p.tp, old, hw, p.rs.isLeader(), p.rs.leaderEpoch)
 		}
-		f := followers[r]
-		if f == nil {
-			return -1
+		if end := p.leaderEndLocked(); hw > end {
+			invariants.Failf("%v: high watermark %d above the leader's end %d", p.tp, hw, end)
 		}
-		hw = min(hw, f.logEndOffset)
+		for _, r := range p.rs.maximalISR() {
+			if f := p.rs.followers[r]; r != p.node && (f == nil || f.logEndOffset < hw) {
+				invariants.Failf("%v: high watermark %d above ISR member %d's log end (%+v)", p.tp, hw, r, f)
+			}
+		}
+	case hwLeaderStart:
+		if !p.rs.isLeader() || hw > leo || hw < old {
+			invariants.Failf("%v: new leader's high watermark %d (was %d, log end %d)", p.tp, hw, old, leo)
+		}
+	case hwFollower, hwTruncate:
+		if p.rs.isLeader() || hw > leo {
+			invariants.Failf("%v: follower high watermark %d above its log end %d (leader %v)", p.tp, hw, leo, p.rs.isLeader())
+		}
 	}
-	return hw
 }
 
 // addWaiter registers ch to be signalled when the high watermark moves.

@@ -21,6 +21,8 @@ func followerWithEpochs(t *testing.T, epochs ...[2]int32) (*Manager, *Partition)
 			}
 		}
 	}
+	// Node 2 leads epoch 2 now; this replica follows it.
+	p.applyState(metadata.Partition{Replicas: []metadata.NodeID{1, 2, 3}, ISR: []metadata.NodeID{1, 2, 3}, Leader: 2, LeaderEpoch: 2}, 1, true, -1)
 	return m, p
 }
 
@@ -63,10 +65,28 @@ func TestTruncateWhenLeaderLacksOurEpoch(t *testing.T) {
 func TestNoTruncationWhenLogsAgree(t *testing.T) {
 	m, p := followerWithEpochs(t, [2]int32{0, 5}, [2]int32{1, 5})
 	f := &Fetcher{m: m, source: 2}
-	s := &fetchState{p: p, leaderEpoch: 1}
+	s := &fetchState{p: p, leaderEpoch: 2}
 	f.applyEpochEnd(s, epochEnd(1, 12))
 	if leo := p.log.LogEndOffset(); leo != 10 {
 		t.Fatalf("log end = %d, want 10 (nothing to truncate)", leo)
+	}
+	if !s.truncated {
+		t.Fatal("partition not marked truncated")
+	}
+}
+
+// A fetcher still working for an epoch the replica no longer follows must not cut its
+// log: the new role's divergence check decides.
+func TestNoTruncationForAnOldEpoch(t *testing.T) {
+	m, p := followerWithEpochs(t, [2]int32{0, 5}, [2]int32{1, 5})
+	f := &Fetcher{m: m, source: 2}
+	s := &fetchState{p: p, leaderEpoch: 1}
+	f.applyEpochEnd(s, epochEnd(0, 3))
+	if leo := p.log.LogEndOffset(); leo != 10 {
+		t.Fatalf("log end = %d after a truncation for epoch 1 while following epoch 2, want 10", leo)
+	}
+	if s.truncated {
+		t.Fatal("an old epoch's fetch state was marked truncated")
 	}
 }
 
