@@ -39,6 +39,8 @@ type Broker struct {
 	SocketRequestMaxBytes           int32  `config:"socket.request.max.bytes"`                // 104857600
 	FetchMaxBytes                   int32  `config:"fetch.max.bytes"`                         // 57671680
 	ConnectionsMaxIdleMs            int64  `config:"connections.max.idle.ms"`                 // 600000
+	QuotaWindowNum                  int32  `config:"quota.window.num"`                        // 11
+	QuotaWindowSizeSeconds          int32  `config:"quota.window.size.seconds"`               // 1
 
 	ReplicaLagTimeMaxMs          int64 `config:"replica.lag.time.max.ms"`          // 30000
 	ReplicaFetchMaxBytes         int32 `config:"replica.fetch.max.bytes"`          // 1048576

@@ -81,6 +81,8 @@ var brokerProps = []prop{
 	{name: "queued.max.request.bytes", typ: TypeLong, dflt: "268435456", check: atLeast(1), doc: "Bytes of requests held in memory before the listeners stop reading sockets. Kafka's default is -1 (no limit); Runnel bounds memory by default."},
 	{name: "socket.request.max.bytes", typ: TypeInt, dflt: "104857600", check: atLeast(1), doc: "Largest request accepted."},
 	{name: "fetch.max.bytes", typ: TypeInt, dflt: "57671680", check: atLeast(1024), doc: "Most bytes one Fetch response carries."},
+	{name: "quota.window.num", typ: TypeInt, dflt: "11", check: atLeast(2), doc: "Samples a client quota's rate is measured over (Kafka's): a client may send a quota's worth of bytes for quota.window.num-1 windows in a burst before it is throttled."},
+	{name: "quota.window.size.seconds", typ: TypeInt, dflt: "1", check: atLeast(1), doc: "Length of one client quota sample, in seconds."},
 	{name: "connections.max.idle.ms", typ: TypeLong, dflt: "600000", doc: "A connection that for this long sent no request and had no response pending or written is closed (within twice this). 0 or less: never. Nodes redial their idle watch connections."},
 	{name: "num.io.threads", typ: TypeInt, dflt: "8", check: atLeast(1), ignored: true, doc: "Kafka's request handler threads. Runnel handles each request on a goroutine of its own, bounded by queued.max.requests and queued.max.request.bytes."},
 	{name: "num.network.threads", typ: TypeInt, dflt: "3", check: atLeast(1), ignored: true, doc: "Kafka's network threads. Runnel reads each connection on its own goroutine."},

@@ -94,6 +94,9 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 		}
 		stop()
 	}
+	if s.throttleFetch(r, resp) {
+		return resp, nil // emptied by a client quota: the session keeps what it last reported
+	}
 	if session != nil {
 		commitSession(parts)
 	}
@@ -239,6 +242,7 @@ func (s *Server) watch(parts []*fetchPart) (<-chan struct{}, func()) {
 // waitForData parks until ch signals that a partition moved (true), or the deadline
 // passes, leadershipChanged closes (nil: never) or the server stops (false).
 func (s *Server) waitForData(ctx context.Context, ch, leadershipChanged <-chan struct{}, deadline time.Time) bool {
+	defer parkedSince(ctx, time.Now())
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/quota"
 	"github.com/runnel-io/runnel/internal/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -46,6 +47,8 @@ type request struct {
 	// splices are the fetch response's partitions sent from their segment files
 	// (sendfile.go).
 	splices []*splice
+	// quota is what client quotas know of the request (quota.go).
+	quota requestQuota
 }
 
 // releaseRecords drops what a fetch response's records refer to: the buffers in
@@ -88,6 +91,7 @@ func (r *request) appendDone() {
 	if r.appended != nil {
 		close(r.appended)
 		r.appended = nil
+		r.quota.appendedAt = time.Now()
 	}
 }
 
@@ -118,6 +122,12 @@ type conn struct {
 	lastAppend chan struct{}
 	// sawRequest is set once a request frame was read; only the reader touches it.
 	sawRequest bool
+	// user is the principal's name client quotas apply to: quota.AnonymousUser until
+	// authentication (SASL) sets the authenticated one.
+	user string
+	// mutedUntil (Unix ns) is when a client quota's throttle ends: the reader reads no
+	// request before it (quota.go).
+	mutedUntil atomic.Int64
 
 	// idle is connections.max.idle.ms (<= 0: never closed for idleness). The reader
 	// closes a connection that for that long read no byte, wrote no response and had
@@ -136,7 +146,7 @@ type conn struct {
 var errIdle = errors.New("idle for connections.max.idle.ms")
 
 func newConn(s *Server, nc net.Conn) *conn {
-	c := &conn{s: s, nc: nc, remote: nc.RemoteAddr().String(), queue: make(chan *pending, maxInFlightPerConn),
+	c := &conn{s: s, nc: nc, remote: nc.RemoteAddr().String(), queue: make(chan *pending, maxInFlightPerConn), user: quota.AnonymousUser,
 		idle: time.Duration(s.cfg.Broker.ConnectionsMaxIdleMs) * time.Millisecond}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
@@ -185,6 +195,9 @@ func (c *conn) readLoop() error {
 			return err
 		}
 		c.sawRequest = true
+		if !c.waitUnmuted() {
+			return nil
+		}
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
 		if size < 8 || (maxBytes > 0 && size > maxBytes) {
 			return fmt.Errorf("request frame of %d bytes is outside [8, socket.request.max.bytes=%d]", size, maxBytes)
@@ -318,7 +331,8 @@ func (c *conn) handle(p *pending) {
 	if !ok || r.version < reg.min || r.version > reg.max {
 		resp, err = unsupportedVersion(r)
 	} else {
-		resp, err = reg.fn(withClientID(s.ctx, r.clientID), s, r)
+		s.quotaBefore(r)
+		resp, err = reg.fn(withRequest(withClientID(s.ctx, r.clientID), r), s, r)
 	}
 	s.metrics.observe(name, time.Since(r.received), err)
 	if err != nil {
@@ -327,6 +341,7 @@ func (c *conn) handle(p *pending) {
 		p.closeAfter = true
 		return
 	}
+	c.quotaAfter(r, resp, p.size)
 	if resp == nil {
 		return
 	}

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/runnel-io/runnel/internal/quota"
 )
 
 // Metrics are the protocol server's Prometheus metrics.
@@ -14,6 +16,8 @@ type Metrics struct {
 	bytesIn     prometheus.Counter
 	bytesOut    prometheus.Counter
 	connections prometheus.Gauge
+	// quota are the per-entity client quota metrics (internal/quota).
+	quota *quota.Metrics
 	// Per-API children are cached so the hot path does no label lookup.
 	byAPI map[string]apiMetrics
 }
@@ -41,6 +45,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		bytesOut:    prometheus.NewCounter(prometheus.CounterOpts{Name: "runnel_network_bytes_out_total", Help: "Bytes written to Kafka clients."}),
 		connections: prometheus.NewGauge(prometheus.GaugeOpts{Name: "runnel_connections", Help: "Open Kafka client connections."}),
 		byAPI:       map[string]apiMetrics{},
+		quota:       quota.NewMetrics(reg),
 	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.errors, m.latency, m.bytesIn, m.bytesOut, m.connections)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/runnel-io/runnel/internal/config"
 	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/quota"
 	"github.com/runnel-io/runnel/internal/replica"
 )
 
@@ -27,6 +28,9 @@ type Admin interface {
 	AlterTopicConfigs(ctx context.Context, topic string, set map[string]*string, replaceAll, validateOnly bool) error
 	AlterBrokerConfigs(ctx context.Context, set map[string]*string, validateOnly bool) error
 	AllocateProducerID(ctx context.Context) (int64, error)
+	// AlterClientQuotas applies each alteration (one error each, in order) and returns
+	// once every live node enforces them (49_alter_client_quotas.go).
+	AlterClientQuotas(ctx context.Context, alts []QuotaAlteration, validateOnly bool) []error
 	// AwaitLiveLeaders returns im, unless one of leaders is a node whose process is
 	// gone (its Kafka listener refuses connections) and im does not show it fenced
 	// yet: it then waits, bounded, for the controller to fence it and returns the
@@ -84,6 +88,8 @@ type Server struct {
 	slots chan struct{}
 	// bytes bounds the request bytes in memory (queued.max.request.bytes).
 	bytes *byteBudget
+	// quotas are the client quotas' rates (quota.go).
+	quotas *quota.Manager
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -112,6 +118,7 @@ func NewServer(cfg Config, replicas *replica.Manager, admin Admin, metrics *Metr
 		sessions: newFetchSessions(1000),
 		slots:    make(chan struct{}, q),
 		bytes:    newByteBudget(cfg.Broker.QueuedMaxRequestBytes),
+		quotas:   newQuotaManager(cfg, metrics),
 		ctx:      ctx, cancel: cancel,
 		conns: map[*conn]struct{}{},
 	}

@@ -8,6 +8,7 @@ package metadata
 import (
 	"fmt"
 	"maps"
+	"math"
 	"net/url"
 	"strings"
 )
@@ -164,4 +165,23 @@ func applyClientQuota(q *ClientQuotas, ch *ClientQuotaChange) *ClientQuotas {
 		n.Entities[ch.Entity] = vals
 	}
 	return n
+}
+
+// ValidateQuota checks one quota value, with an error naming the key: the keys Kafka
+// has for users and client ids, byte rates as whole numbers of bytes per second, all
+// of them positive (a rate of 0 would throttle for ever).
+func ValidateQuota(key string, value float64) error {
+	switch key {
+	case ProducerByteRate, ConsumerByteRate:
+		if value != math.Trunc(value) || value > math.MaxInt64 {
+			return fmt.Errorf("%s=%v: must be a whole number of bytes per second", key, value)
+		}
+	case RequestPercentage:
+	default:
+		return fmt.Errorf("unknown quota key %q (want %s, %s or %s)", key, ProducerByteRate, ConsumerByteRate, RequestPercentage)
+	}
+	if !(value > 0) || math.IsInf(value, 0) {
+		return fmt.Errorf("%s=%v: must be above 0", key, value)
+	}
+	return nil
 }

@@ -24,8 +24,8 @@ type Config struct {
 	// Samples is quota.window.num, Window quota.window.size.seconds.
 	Samples int
 	Window  time.Duration
-	// Registerer receives the metrics (Metrics); nil: not registered.
-	Registerer prometheus.Registerer
+	// Metrics are where the per-entity metrics go (NewMetrics); nil: unregistered ones.
+	Metrics *Metrics
 }
 
 // Manager keeps the rates of every quota entity in use and answers, for each request
@@ -33,7 +33,7 @@ type Config struct {
 type Manager struct {
 	samples int
 	window  time.Duration
-	metrics *metrics
+	metrics *Metrics
 
 	mu sync.Mutex // guards the fields below
 	// quotas is the set resolved holds answers for; a new set clears resolved.
@@ -83,7 +83,10 @@ func NewManager(cfg Config) *Manager {
 	if cfg.Window <= 0 {
 		cfg.Window = DefaultWindow
 	}
-	return &Manager{samples: cfg.Samples, window: cfg.Window, metrics: newMetrics(cfg.Registerer),
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(nil)
+	}
+	return &Manager{samples: cfg.Samples, window: cfg.Window, metrics: cfg.Metrics,
 		resolved: map[resolveKey]resolution{}, sensors: map[sensorKey]*sensor{}}
 }
 

@@ -2,17 +2,18 @@ package quota
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// metrics are the per-entity quota metrics, for entities a quota applies to (others
+// Metrics are the per-entity quota metrics, for entities a quota applies to (others
 // are not tracked: their client ids are unbounded).
-type metrics struct {
+type Metrics struct {
 	throttle *prometheus.CounterVec
 	bytes    *prometheus.CounterVec
 	reqTime  *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+// NewMetrics registers the quota metrics with reg (nil: not registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
 	labels := []string{"quota", "user", "client_id"}
-	m := &metrics{
+	m := &Metrics{
 		throttle: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "runnel_throttle_time_seconds_total",
 			Help: "Time connections were throttled (muted, throttle_time_ms) by client quotas, by quota type (produce, fetch, request) and the entity whose rate it is (a dimension the quota does not name is empty).",
@@ -32,19 +33,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-func (m *metrics) values(t Type) *prometheus.CounterVec {
+func (m *Metrics) values(t Type) *prometheus.CounterVec {
 	if t == Request {
 		return m.reqTime
 	}
 	return m.bytes
 }
 
-func (m *metrics) children(t Type, tags Tags) (value, throttle prometheus.Counter) {
+func (m *Metrics) children(t Type, tags Tags) (value, throttle prometheus.Counter) {
 	return m.values(t).WithLabelValues(t.String(), tags.User, tags.ClientID),
 		m.throttle.WithLabelValues(t.String(), tags.User, tags.ClientID)
 }
 
-func (m *metrics) drop(t Type, tags Tags) {
+func (m *Metrics) drop(t Type, tags Tags) {
 	m.values(t).DeleteLabelValues(t.String(), tags.User, tags.ClientID)
 	m.throttle.DeleteLabelValues(t.String(), tags.User, tags.ClientID)
 }
