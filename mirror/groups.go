@@ -17,7 +17,7 @@ import (
 type groupSync struct {
 	m *Mirror
 
-	mu      sync.Mutex                                // guards the fields below
+	mu      sync.Mutex                               // guards the fields below
 	pending map[string]map[TopicPartition]Checkpoint // translated, not yet committed on the target
 	status  map[string]*GroupStatus
 }
@@ -165,7 +165,7 @@ func CommitCheckpoints(ctx context.Context, adm *kadm.Client, group string, cps 
 	if err != nil || len(moves) == 0 {
 		return 0, err
 	}
-	return len(moves), applyMoves(ctx, adm, group, moves)
+	return len(moves), ApplyMoves(ctx, adm, group, moves)
 }
 
 // PlanCommit returns the offset moves CommitCheckpoints would make.
@@ -195,7 +195,8 @@ func PlanCommit(ctx context.Context, adm *kadm.Client, group string, cps map[Top
 	return moves, nil
 }
 
-func applyMoves(ctx context.Context, adm *kadm.Client, group string, moves []OffsetMove) error {
+// ApplyMoves commits the moves' new offsets for group (OffsetMove.Topic is the target topic).
+func ApplyMoves(ctx context.Context, adm *kadm.Client, group string, moves []OffsetMove) error {
 	var os kadm.Offsets
 	for _, mv := range moves {
 		os.Add(kadm.Offset{Topic: mv.Topic, Partition: mv.Partition, At: mv.New, LeaderEpoch: -1})

@@ -18,9 +18,9 @@ import (
 // Mirror copies the topics Config selects from the source to the target until its
 // Run's context ends. Build it with New.
 type Mirror struct {
-	cfg    Config     // immutable after New
-	topics *filter    // immutable
-	groups *filter    // immutable; nil: no group sync
+	cfg    Config  // immutable after New
+	topics *filter // immutable
+	groups *filter // immutable; nil: no group sync
 	log    *slog.Logger
 	owner  string // immutable: host/pid, written in states
 

@@ -182,7 +182,9 @@ func ReadProgress(ctx context.Context, target []string, opts []kgo.Opt, name str
 			return nil, fmt.Errorf("mirror %s: reading %s/0 on the target: at offset %d of %d: %w", name, topic, seen+1, end.Offset, err)
 		}
 		var ferr error
-		fs.EachError(func(t string, part int32, err error) { ferr = fmt.Errorf("mirror %s: reading %s/%d on the target: %w", name, t, part, err) })
+		fs.EachError(func(t string, part int32, err error) {
+			ferr = fmt.Errorf("mirror %s: reading %s/%d on the target: %w", name, t, part, err)
+		})
 		if ferr != nil {
 			return nil, ferr
 		}
