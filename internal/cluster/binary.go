@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/runnel-io/runnel/internal/invariants"
 )
 
 // mainPackage is the import path of the runnel binary.
@@ -49,7 +51,13 @@ func build() {
 		return
 	}
 	built.path = filepath.Join(built.dir, "clusternode")
-	out, err := exec.Command("go", "build", "-o", built.path, mainPackage).CombinedOutput()
+	args := []string{"build", "-o", built.path}
+	if invariants.Enabled {
+		// The nodes check what the test binary checks (scripts/test.sh sets the tag);
+		// shutdown fails the test when a node reports a violation.
+		args = append(args, "-tags", "invariants")
+	}
+	out, err := exec.Command("go", append(args, mainPackage)...).CombinedOutput()
 	if err != nil {
 		built.err = fmt.Errorf("%w\n%s", err, out)
 	}

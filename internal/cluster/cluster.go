@@ -227,6 +227,12 @@ func (c *Cluster) shutdown() {
 		}
 	}
 	c.mu.Unlock()
+	for _, n := range c.nodes {
+		if i := strings.Index(n.Logs(), invariantViolated); i >= 0 {
+			line, _, _ := strings.Cut(n.Logs()[i:], "\n")
+			c.t.Errorf("node %d broke an invariant: %s", n.ID, line)
+		}
+	}
 	if c.t.Failed() {
 		for _, n := range c.nodes {
 			kept := n.keepLog(c.t.Name())
@@ -234,6 +240,9 @@ func (c *Cluster) shutdown() {
 		}
 	}
 }
+
+// invariantViolated starts the panic of a failed check of internal/invariants.
+const invariantViolated = "invariant violated: "
 
 // Bootstrap returns the Kafka addresses of every node, comma-separated.
 func (c *Cluster) Bootstrap() string { return strings.Join(c.addrs(), ",") }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/runnel-io/runnel/internal/config"
+	"github.com/runnel-io/runnel/internal/invariants"
 	"github.com/runnel-io/runnel/internal/server"
 	"github.com/runnel-io/runnel/internal/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -31,7 +32,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	runnelBin = filepath.Join(dir, "runnel")
-	build := exec.Command("go", "build", "-o", runnelBin, "github.com/runnel-io/runnel/cmd/runnel")
+	args := []string{"build", "-o", runnelBin}
+	if invariants.Enabled {
+		args = append(args, "-tags", "invariants") // the node checks what the tests check
+	}
+	build := exec.Command("go", append(args, "github.com/runnel-io/runnel/cmd/runnel")...)
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "interop: go build ./cmd/runnel: %v\n%s", err, out)
 		os.RemoveAll(dir)

@@ -203,24 +203,24 @@ func (p *Partition) checkHighWatermarkLocked(hw int64, why hwChange) {
 	switch why {
 	case hwLeaderAdvance:
 		if !p.rs.isLeader() || hw < old {
-			invariants.Failf("%v: leader high watermark moved from %d to %d (leader %v of epoch %d)",
-				p.tp, old, hw, p.rs.isLeader(), p.rs.leaderEpoch)
+			invariants.Failf("partition %s/%d: leader high watermark moved from %d to %d (leader %v of epoch %d)",
+				p.tp.Topic, p.tp.Partition, old, hw, p.rs.isLeader(), p.rs.leaderEpoch)
 		}
 		if end := p.leaderEndLocked(); hw > end {
-			invariants.Failf("%v: high watermark %d above the leader's end %d", p.tp, hw, end)
+			invariants.Failf("partition %s/%d: high watermark %d above the leader's end %d", p.tp.Topic, p.tp.Partition, hw, end)
 		}
 		for _, r := range p.rs.maximalISR() {
 			if f := p.rs.followers[r]; r != p.node && (f == nil || f.logEndOffset < hw) {
-				invariants.Failf("%v: high watermark %d above ISR member %d's log end (%+v)", p.tp, hw, r, f)
+				invariants.Failf("partition %s/%d: high watermark %d above ISR member %d's log end (%+v)", p.tp.Topic, p.tp.Partition, hw, r, f)
 			}
 		}
 	case hwLeaderStart:
 		if !p.rs.isLeader() || hw > leo || hw < old {
-			invariants.Failf("%v: new leader's high watermark %d (was %d, log end %d)", p.tp, hw, old, leo)
+			invariants.Failf("partition %s/%d: new leader's high watermark %d (was %d, log end %d)", p.tp.Topic, p.tp.Partition, hw, old, leo)
 		}
 	case hwFollower, hwTruncate:
 		if p.rs.isLeader() || hw > leo {
-			invariants.Failf("%v: follower high watermark %d above its log end %d (leader %v)", p.tp, hw, leo, p.rs.isLeader())
+			invariants.Failf("partition %s/%d: follower high watermark %d above its log end %d (leader %v)", p.tp.Topic, p.tp.Partition, hw, leo, p.rs.isLeader())
 		}
 	}
 }
