@@ -243,6 +243,16 @@ func (c *conn) readLoop() error {
 		}
 		c.reads++
 		go c.handle(p)
+		if s.quotaLimited(p.req) {
+			// As Kafka, a connection a client quota applies to has one request at a
+			// time: the next is read once this one is handled, so that its throttle
+			// holds back the requests a client pipelines (quota.go).
+			select {
+			case <-p.done:
+			case <-s.ctx.Done():
+				return nil
+			}
+		}
 	}
 }
 

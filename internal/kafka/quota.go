@@ -80,6 +80,12 @@ func (s *Server) clientQuotas(r *request) *metadata.ClientQuotas {
 	return s.admin.Image().ClientQuotas
 }
 
+// quotaLimited reports whether any client quota applies to r's user and client id.
+func (s *Server) quotaLimited(r *request) bool {
+	q := s.clientQuotas(r)
+	return q != nil && s.quotas.Applies(q, r.conn.user, r.clientID)
+}
+
 func fetchReplicaID(req *kmsg.FetchRequest) int32 {
 	if req.Version >= 15 {
 		return req.ReplicaState.ID

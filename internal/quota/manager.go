@@ -149,6 +149,18 @@ func (m *Manager) Throttled(t Type, match Match, d time.Duration) {
 	}
 }
 
+// Applies reports whether a quota of any type applies to user and clientID.
+func (m *Manager) Applies(q *metadata.ClientQuotas, user, clientID string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for t := range numTypes {
+		if _, ok := m.resolveLocked(q, t, user, clientID); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // MaxInWindow is the most that can be recorded for t without a certain throttle
 // (Kafka's getMaxValueInQuotaWindow: the bound over the n-1 full windows), and whether
 // a quota applies. A consumer fetch asks for no more than this.
