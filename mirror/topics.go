@@ -168,7 +168,9 @@ func (tt *targetTopics) syncOne(ctx context.Context, s kadm.TopicDetail, tgt kad
 		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 			return fmt.Errorf("creating target topic %s (%d partitions, configs %v) for source topic %s: %w", name, want, cfg, s.Topic, err)
 		}
-		tt.m.log.Info("target topic created", "topic", name, "partitions", want, "configs", cfg)
+		if err == nil {
+			tt.m.log.Info("target topic created", "topic", name, "partitions", want, "configs", cfg)
+		}
 	case d.Err != nil:
 		return fmt.Errorf("target topic %s: %w", name, d.Err)
 	default:

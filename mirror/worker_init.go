@@ -158,6 +158,14 @@ func (w *worker) sourceTopicState(ctx context.Context) (id string, start int64, 
 	if !ok || o.Err != nil {
 		return "", 0, fmt.Errorf("source log start of %s: %v", w.tp, o.Err)
 	}
+	// The source end too, so that lag is known before the first fetch.
+	if ends, err := w.m.srcAdm.ListEndOffsets(ctx, w.tp.Topic); err == nil {
+		if e, ok := ends.Lookup(w.tp.Topic, w.tp.Partition); ok && e.Err == nil {
+			w.mu.Lock()
+			w.hw = max(w.hw, e.Offset)
+			w.mu.Unlock()
+		}
+	}
 	return hex.EncodeToString(d.ID[:]), o.Offset, nil
 }
 

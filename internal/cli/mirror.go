@@ -229,4 +229,3 @@ type mirrorLiveStatus struct {
 	Partitions []mirror.PartitionState `json:"partitions"`
 	Groups     []mirror.GroupStatus    `json:"groups"`
 }
-
