@@ -213,7 +213,7 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 // rolling first when needed, then indexes them and publishes the new size and LEO.
 func (l *Log) appendLocked(records []byte, first, last int64, cfg *Config, now time.Time) error {
 	seg := l.activeLocked()
-	if l.shouldRollLocked(seg, int64(len(records)), last, cfg, now) {
+	if l.shouldRollLocked(seg, int64(len(records)), last, maxBatchTimestamp(records), cfg, now) {
 		if err := l.rollLocked(now); err != nil {
 			return err
 		}
@@ -242,8 +242,8 @@ func (l *Log) appendLocked(records []byte, first, last int64, cfg *Config, now t
 	for rest := records; len(rest) > 0; {
 		b, r, _ := recordbatch.Next(rest, 0)
 		rest = r
-		if seg.firstBatchTimestamp < 0 {
-			seg.firstBatchTimestamp = now.UnixMilli()
+		if p == 0 { // the segment's first batch
+			seg.firstBatchTimestamp, seg.firstBatchTimestampLoaded = b.MaxTimestamp(), true
 		}
 		seg.builder.add(b, p)
 		p += int64(len(b))
@@ -255,18 +255,36 @@ func (l *Log) appendLocked(records []byte, first, last int64, cfg *Config, now t
 }
 
 // shouldRollLocked is Kafka's LogSegment.shouldRoll: the batches would not fit in
-// segment.bytes, the segment is older than segment.ms (or max.compaction.lag.ms for a
+// segment.bytes, the segment spans more than segment.ms (or max.compaction.lag.ms for a
 // compacted log), its index is full, or an offset would not fit in a 4-byte relative
-// offset.
-func (l *Log) shouldRollLocked(seg *Segment, n, last int64, cfg *Config, now time.Time) bool {
+// offset. As Kafka, the span is measured in record time: from the max timestamp of the
+// segment's first batch (read back from the file after a restart) to the max timestamp
+// of the batches appended (maxTs); while the first batch's is unknown, in wall time
+// since the segment was created or opened.
+func (l *Log) shouldRollLocked(seg *Segment, n, last, maxTs int64, cfg *Config, now time.Time) bool {
 	size := seg.size.Load()
 	if size == 0 {
 		return false
 	}
+	waited := now.Sub(seg.created).Milliseconds()
+	if base := seg.rollBaseTimestamp(); base >= 0 {
+		waited = maxTs - base
+	}
 	return size > cfg.SegmentBytes-n ||
-		(seg.firstBatchTimestamp >= 0 && now.UnixMilli()-seg.firstBatchTimestamp > cfg.maxSegmentMs()) ||
+		waited > cfg.maxSegmentMs() ||
 		seg.index.isFull() ||
 		last-seg.baseOffset > math.MaxInt32
+}
+
+// maxBatchTimestamp is the largest max timestamp of the batches in records.
+func maxBatchTimestamp(records []byte) int64 {
+	maxTs := int64(-1)
+	for rest := records; len(rest) > 0; {
+		b, r, _ := recordbatch.Next(rest, 0)
+		rest = r
+		maxTs = max(maxTs, b.MaxTimestamp())
+	}
+	return maxTs
 }
 
 // Roll starts a new active segment at the log end offset (a no-op when the active

@@ -152,7 +152,9 @@ func TestCorruptLastBatchDropped(t *testing.T) {
 	cfg := DefaultConfig()
 	l := openLog(t, env, cfg)
 	appendRecords(t, l, 10, 3, 30)
-	last := mustAppend(t, l, logtest.Batch(4, 30))
+	// In the record time of appendRecords' batches: a batch stamped now would be more
+	// than segment.ms after the first one and start a segment of its own.
+	last := mustAppend(t, l, logtest.BatchWith(logtest.BatchOptions{Records: 4, ValueSize: 30, Timestamp: 2000}))
 	l.Close()
 	path := MakeFilename(env.dir, FileTypeSegment, 0)
 	data, _ := vfs.ReadFile(env.fs, path)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/runnel-io/runnel/internal/recordbatch"
 	"github.com/runnel-io/runnel/internal/vfs"
@@ -36,8 +37,14 @@ type Segment struct {
 	// guarded by Log.mu:
 	nextOffset int64 // offset after the last batch; baseOffset when empty; -1 when not scanned
 	builder    indexBuilder
-	// firstBatchTimestamp is the max timestamp of the first batch, for segment.ms; -1 when empty.
-	firstBatchTimestamp int64
+	// firstBatchTimestamp is the max timestamp of the segment's first batch, the base of
+	// segment.ms (Kafka's rollingBasedTimestamp); -1 while empty or not yet read from
+	// the file of a segment opened at start-up (firstBatchTimestampLoaded).
+	firstBatchTimestamp       int64
+	firstBatchTimestampLoaded bool
+	// created is when this process created or opened the segment: segment.ms counts
+	// from it while no batch timestamp is known (Kafka's LogSegment.created).
+	created time.Time
 	// needsSync is true for a segment that was rolled but not yet fsynced (Log.unflushed).
 	needsSync bool
 }
@@ -86,6 +93,7 @@ func newSegmentStruct(fsys vfs.FS, dir string, base int64, f vfs.File, cfg *Conf
 		timeIndex:           newTimeIndex(MakeFilename(dir, FileTypeTimeIndex, base), base),
 		nextOffset:          -1,
 		firstBatchTimestamp: -1,
+		created:             time.Now(),
 	}
 	s.builder = indexBuilder{index: s.index, timeIndex: s.timeIndex, interval: int64(cfg.IndexIntervalBytes),
 		maxTimestamp: -1, offsetOfMaxTimestamp: -1}
@@ -100,6 +108,7 @@ func createSegment(fsys vfs.FS, dir string, base int64, cfg *Config) (*Segment, 
 	}
 	s := newSegmentStruct(fsys, dir, base, f, cfg)
 	s.nextOffset = base
+	s.firstBatchTimestampLoaded = true // empty: no batch to read
 	s.indexesLoaded.Store(true)
 	if err := s.removeIndexFiles(); err != nil {
 		f.Close()
@@ -122,6 +131,19 @@ func openSegment(fsys vfs.FS, dir string, base int64, cfg *Config) (*Segment, er
 	s := newSegmentStruct(fsys, dir, base, f, cfg)
 	s.size.Store(fi.Size())
 	return s, nil
+}
+
+// rollBaseTimestamp is the first batch's max timestamp, read from the file the first
+// time it is asked for on a segment opened at start-up, so that the segment.ms clock
+// survives a restart; -1 when the segment is empty. Caller holds the log's mu.
+func (s *Segment) rollBaseTimestamp() int64 {
+	if !s.firstBatchTimestampLoaded {
+		s.firstBatchTimestampLoaded = true
+		if ts, ok := firstBatchTimestamp(s); ok {
+			s.firstBatchTimestamp = ts
+		}
+	}
+	return s.firstBatchTimestamp
 }
 
 func (s *Segment) removeIndexFiles() error {
