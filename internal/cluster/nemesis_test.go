@@ -135,21 +135,40 @@ func nemesisParams(t *testing.T) (int64, time.Duration) {
 	return seed, duration
 }
 
-// faultKind is one fault of a node.
-type faultKind int
-
-const (
-	faultKill    faultKind = iota // SIGKILL, undone by a restart on the same data
-	faultPause                    // SIGSTOP, undone by SIGCONT
-	faultIsolate                  // blackhole routes to every other node, undone by Heal
-)
-
-func (k faultKind) String() string {
-	return [...]string{"kill -9", "pause", "isolate"}[k]
+// faultKind is one fault of a node, as an entry of the faults table: how to put it in
+// force and how to undo it.
+type faultKind struct {
+	name   string
+	inject func(c *cluster.Cluster, node int)
+	heal   func(c *cluster.Cluster, node int)
+	// mayBeLong: the fault may last longLo to longHi. An isolation stays short: an
+	// isolated leader's producers fail over only after their request timeouts.
+	mayBeLong bool
+	// healLast: undone after the faults without it, so that a restarted node finds a
+	// majority of running, connected nodes to join.
+	healLast bool
 }
 
+func (k *faultKind) String() string { return k.name }
+
+// faults is every fault the nemesis injects. A new kind of fault is one more entry.
+var faults = []*faultKind{
+	{name: "kill -9", mayBeLong: true, healLast: true,
+		inject: func(c *cluster.Cluster, i int) { c.Kill(i) },
+		heal:   func(c *cluster.Cluster, i int) { c.Restart(i) }},
+	{name: "pause", mayBeLong: true,
+		inject: func(c *cluster.Cluster, i int) { c.Pause(i) },
+		heal:   func(c *cluster.Cluster, i int) { c.Resume(i) }},
+	{name: "isolate",
+		inject: func(c *cluster.Cluster, i int) { c.Isolate(i) },
+		heal:   func(c *cluster.Cluster, _ int) { c.Heal() }}, // heals every isolation: idempotent
+}
+
+// longFaults are the entries of faults that may last long.
+var longFaults = slices.DeleteFunc(slices.Clone(faults), func(k *faultKind) bool { return !k.mayBeLong })
+
 type fault struct {
-	kind faultKind
+	kind *faultKind
 	node int32
 	why  string // how the node was chosen
 }
@@ -245,14 +264,14 @@ func (n *nemesis) run(duration time.Duration) {
 
 // singleFault puts one node at fault for a while and undoes it.
 func (n *nemesis) singleFault() {
-	kind := faultKind(n.rng.IntN(3))
+	kind := n.pick(faults)
 	node, why := n.target()
 	n.inject(&step{faults: []fault{{kind: kind, node: node, why: why}}}, n.between(500*time.Millisecond, nemesisMaxHold))
 }
 
 // longFault kills or pauses one node for longLo to longHi.
 func (n *nemesis) longFault() {
-	kind := faultKind(n.rng.IntN(2))
+	kind := n.pick(longFaults)
 	node, why := n.target()
 	n.hadLong = true
 	n.inject(&step{long: true, faults: []fault{{kind: kind, node: node, why: why}}}, n.between(longLo, longHi))
@@ -267,8 +286,8 @@ func (n *nemesis) doubleFault() {
 		b++
 	}
 	s := &step{majorityLost: true, faults: []fault{
-		{kind: faultKind(n.rng.IntN(3)), node: a, why: "two faults"},
-		{kind: faultKind(n.rng.IntN(3)), node: b, why: "two faults"},
+		{kind: n.pick(faults), node: a, why: "two faults"},
+		{kind: n.pick(faults), node: b, why: "two faults"},
 	}}
 	n.inject(s, n.between(time.Second, 3*time.Second))
 }
@@ -296,14 +315,7 @@ func (n *nemesis) inject(s *step, hold time.Duration) {
 	s.injected = time.Now()
 	for _, f := range s.faults {
 		n.logf("%s node %d (%s), for %v", f.kind, f.node, f.why, hold.Round(time.Millisecond))
-		switch f.kind {
-		case faultKill:
-			n.c.Kill(int(f.node))
-		case faultPause:
-			n.c.Pause(int(f.node))
-		case faultIsolate:
-			n.c.Isolate(int(f.node))
-		}
+		f.kind.inject(n.c, int(f.node))
 		n.active = append(n.active, f)
 	}
 	s.inForce = time.Now()
@@ -317,32 +329,24 @@ func (n *nemesis) inject(s *step, hold time.Duration) {
 	}
 }
 
-// restoreAll undoes every fault in force: heals and resumes first (instant), then
-// restarts, so that a restarted node finds a majority to join.
+// restoreAll undoes every fault in force: the instant ones first, then those marked
+// healLast (restarts), so that a restarted node finds a majority to join.
 func (n *nemesis) restoreAll() {
-	healed := false
-	for _, f := range n.active {
-		switch f.kind {
-		case faultPause:
-			n.c.Resume(int(f.node))
-			n.logf("resumed node %d", f.node)
-		case faultIsolate:
-			if !healed {
-				n.c.Heal()
-				healed = true
+	for _, last := range []bool{false, true} {
+		for _, f := range n.active {
+			if f.kind.healLast != last {
+				continue
 			}
-			n.logf("healed node %d", f.node)
-		}
-	}
-	for _, f := range n.active {
-		if f.kind == faultKill {
 			start := time.Now()
-			n.c.Restart(int(f.node))
-			n.logf("restarted node %d (ready after %v)", f.node, time.Since(start).Round(time.Millisecond))
+			f.kind.heal(n.c, int(f.node))
+			n.logf("undid %s of node %d (in %v)", f.kind, f.node, time.Since(start).Round(time.Millisecond))
 		}
 	}
 	n.active = nil
 }
+
+// pick returns a random entry of kinds.
+func (n *nemesis) pick(kinds []*faultKind) *faultKind { return kinds[n.rng.IntN(len(kinds))] }
 
 // checkNoCrash fails the test for a node that exited without being killed (a panic,
 // a fatal error), and starts it again so that the run goes on: the next kill would
