@@ -186,3 +186,37 @@ func TestMirrorSourceRetentionOverrun(t *testing.T) {
 	testutil.Equal(t, st[0].Skipped, int64(30), "skipped offsets")
 	testutil.Equal(t, st[0].Records, int64(70), "records mirrored")
 }
+
+// TestMirrorFencedOwnerStops initialises a partition's transactional id from
+// outside, as a new owner does, while the mirror owns the partition: its next
+// transaction fails as fenced, nothing it produced after that reaches the target,
+// and it stops the partition instead of fencing back.
+func TestMirrorFencedOwnerStops(t *testing.T) {
+	src, tgt := startKfake(t), startRunnel(t)
+	createTopic(t, src, "t", 1, nil)
+	pcl := newClient(t, src, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceN(t, pcl, "t", 1, 0, 10)
+	m, _ := runMirror(t, Config{Name: "dr", Source: strings.Split(src, ","), Target: []string{tgt}, SourceAlias: "east",
+		Heartbeat: 200 * time.Millisecond})
+	waitCaughtUp(t, m)
+	// The new owner: InitProducerID with the same transactional id.
+	owner := newClient(t, tgt, kgo.TransactionalID(transactionalID("dr", "t", 0)), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	testutil.NoError(t, owner.BeginTransaction(), "begin")
+	testutil.NoError(t, owner.ProduceSync(ctx, &kgo.Record{Topic: ProgressTopic("dr"), Key: []byte("x")}).FirstErr(), "fence")
+	testutil.NoError(t, owner.EndTransaction(ctx, kgo.TryAbort), "abort")
+	produceN(t, pcl, "t", 1, 10, 10)
+	testutil.Eventually(t, 20*time.Second, func() error {
+		st := m.Status(time.Now())
+		if len(st) != 1 || st[0].State != "stopped" || !strings.Contains(st[0].Error, "fenced") {
+			return fmt.Errorf("partition not stopped as fenced: %+v", st)
+		}
+		return nil
+	})
+	time.Sleep(time.Second) // the stopped worker must stay stopped
+	testutil.Equal(t, len(readAll(t, tgt, "east.t", 10, 10*time.Second)[0]), 10, "records on the target")
+	if st := m.Status(time.Now()); st[0].State != "stopped" {
+		t.Fatalf("the fenced partition came back: %+v", st[0])
+	}
+}
