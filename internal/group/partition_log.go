@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/runnel-io/runnel/internal/log"
 	"github.com/runnel-io/runnel/internal/replica"
 )
 
@@ -54,10 +53,10 @@ func appendError(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, replica.ErrNotLeader), errors.Is(err, replica.ErrShuttingDown),
-		errors.Is(err, log.ErrKafkaStorage), errors.Is(err, log.ErrClosed),
+		errors.Is(err, replica.ErrKafkaStorage), errors.Is(err, replica.ErrClosed),
 		errors.Is(err, replica.ErrFencedLeaderEpoch), errors.Is(err, context.Canceled):
 		return fmt.Errorf("%w: %v", ErrNotCoordinator, err)
-	case errors.Is(err, log.ErrRecordTooLarge):
+	case errors.Is(err, replica.ErrRecordTooLarge):
 		return fmt.Errorf("%w: %v", ErrInvalidCommitOffsetSize, err)
 	default: // not enough replicas, timeouts, unknown partition
 		return fmt.Errorf("%w: %v", ErrCoordinatorNotAvailable, err)

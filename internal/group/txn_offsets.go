@@ -26,7 +26,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/runnel-io/runnel/internal/log"
+	"github.com/runnel-io/runnel/internal/replica"
 	"github.com/runnel-io/runnel/internal/recordbatch"
 )
 
@@ -254,8 +254,8 @@ func replayTxnBatch(groups map[string]*loadedGroup, pid int64, r decodedRecord) 
 
 // replayControl applies a control batch of the replay.
 func replayControl(groups map[string]*loadedGroup, b recordbatch.Batch) {
-	if t, _, ok := log.ParseControl(b); ok {
-		replayTxnMarker(groups, b.ProducerID(), t == log.ControlCommit)
+	if t, _, ok := replica.ParseControl(b); ok {
+		replayTxnMarker(groups, b.ProducerID(), t == replica.ControlCommit)
 	}
 }
 
@@ -319,7 +319,7 @@ func (sh *shard) appendWrites(ctx context.Context, batches []byte, txn bool) err
 		next[pid] = int32((int64(seq) + int64(b.LastOffsetDelta()) + 1) % (math.MaxInt32 + 1))
 	}
 	err := sh.log.Append(ctx, batches)
-	if errors.Is(err, log.ErrInvalidProducerEpoch) {
+	if errors.Is(err, replica.ErrInvalidProducerEpoch) {
 		return fmt.Errorf("%w: %v", ErrProducerFenced, err)
 	}
 	return appendError(err)

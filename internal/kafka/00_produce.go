@@ -21,7 +21,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/runnel-io/runnel/internal/log"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/recordbatch"
 	"github.com/runnel-io/runnel/internal/replica"
@@ -93,7 +92,7 @@ type producePart struct {
 	records []byte
 	resp    *kmsg.ProduceResponseTopicPartition
 	part    *replica.Partition
-	info    log.AppendInfo
+	info    replica.AppendInfo
 	err     error
 }
 

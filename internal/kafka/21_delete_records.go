@@ -9,7 +9,6 @@ package kafka
 import (
 	"context"
 
-	"github.com/runnel-io/runnel/internal/log"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/replica"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -48,7 +47,7 @@ func (s *Server) deleteRecords(tp metadata.TopicPartition, offset int64) (int64,
 		offset = hw
 	}
 	if offset < 0 || offset > hw {
-		return -1, log.ErrOffsetOutOfRange
+		return -1, replica.ErrOffsetOutOfRange
 	}
 	return p.Log().DeleteRecordsBefore(offset)
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/runnel-io/runnel/internal/log"
+	"github.com/runnel-io/runnel/internal/replica"
 	"github.com/runnel-io/runnel/internal/metadata"
 )
 
@@ -53,9 +53,9 @@ func (s *Server) WriteMarker(ctx context.Context, tp metadata.TopicPartition, pi
 	if err != nil {
 		return err
 	}
-	t := log.ControlAbort
+	t := replica.ControlAbort
 	if commit {
-		t = log.ControlCommit
+		t = replica.ControlCommit
 	}
 	if _, err = p.AppendTxnMarker(ctx, t, pid, epoch, coordinatorEpoch); err != nil {
 		return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/runnel-io/runnel/internal/log"
 	"github.com/runnel-io/runnel/internal/recordbatch"
 	"github.com/runnel-io/runnel/internal/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -25,17 +24,17 @@ var errorTable = []struct {
 	{replica.ErrInvalidRequiredAcks, kerr.InvalidRequiredAcks},
 	{replica.ErrTimeout, kerr.RequestTimedOut},
 	{replica.ErrShuttingDown, kerr.NotLeaderForPartition},
-	{log.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
-	{log.ErrRecordTooLarge, kerr.MessageTooLarge},
-	{log.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
-	{log.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
-	{log.ErrInvalidRecord, kerr.InvalidRecord},
-	{log.ErrKafkaStorage, kerr.KafkaStorageError},
-	{log.ErrClosed, kerr.NotLeaderForPartition},
+	{replica.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
+	{replica.ErrRecordTooLarge, kerr.MessageTooLarge},
+	{replica.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	{replica.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{replica.ErrInvalidRecord, kerr.InvalidRecord},
+	{replica.ErrKafkaStorage, kerr.KafkaStorageError},
+	{replica.ErrClosed, kerr.NotLeaderForPartition},
 	{recordbatch.ErrUnsupportedMagic, kerr.UnsupportedForMessageFormat},
 	{recordbatch.ErrCorrupt, kerr.CorruptMessage},
 	{recordbatch.ErrTruncated, kerr.CorruptMessage},
-	{log.ErrCorruption, kerr.CorruptMessage},
+	{replica.ErrCorruption, kerr.CorruptMessage},
 	{context.DeadlineExceeded, kerr.RequestTimedOut},
 	{context.Canceled, kerr.RequestTimedOut},
 }

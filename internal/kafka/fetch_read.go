@@ -3,7 +3,6 @@ package kafka
 import (
 	"errors"
 
-	"github.com/runnel-io/runnel/internal/log"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -105,7 +104,7 @@ func (s *Server) readPart(r *request, fp *fetchPart, rp *kmsg.FetchResponseTopic
 }
 
 func fillOffsets(rp *kmsg.FetchResponseTopicPartition, res replica.ReadResult, err error) {
-	if err != nil && !errors.Is(err, log.ErrOffsetOutOfRange) {
+	if err != nil && !errors.Is(err, replica.ErrOffsetOutOfRange) {
 		rp.ErrorCode = errorCode(err)
 		return
 	}
@@ -117,7 +116,7 @@ func fillOffsets(rp *kmsg.FetchResponseTopicPartition, res replica.ReadResult, e
 
 // fillAborted lists the aborted transactions of a read_committed read (v4+; an
 // empty list rather than null, which read_committed clients take as "none").
-func fillAborted(rp *kmsg.FetchResponseTopicPartition, aborted []log.AbortedTxn) {
+func fillAborted(rp *kmsg.FetchResponseTopicPartition, aborted []replica.AbortedTxn) {
 	for _, a := range aborted {
 		at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
 		at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset

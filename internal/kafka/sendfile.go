@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/runnel-io/runnel/internal/log"
+	"github.com/runnel-io/runnel/internal/replica"
 	"github.com/runnel-io/runnel/internal/vfs"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -46,7 +46,7 @@ type outPart struct {
 // spliceRecords puts a token for info's range in rp (instead of reading it) when the
 // connection and the file allow sendfile and the range is large enough. It reports
 // whether it did.
-func (r *request) spliceRecords(rp *kmsg.FetchResponseTopicPartition, info log.ReadInfo) bool {
+func (r *request) spliceRecords(rp *kmsg.FetchResponseTopicPartition, info replica.ReadInfo) bool {
 	if r.conn == nil || r.conn.raw == nil || int(info.Size) < sendfileMinBytes || !vfs.CanSendFile(info.File) {
 		return false
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/runnel-io/runnel/internal/log"
+	"github.com/runnel-io/runnel/internal/replica"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/recordbatch"
 	"github.com/runnel-io/runnel/internal/txn"
@@ -49,8 +49,8 @@ var txnErrorTable = []struct {
 	{txn.ErrInvalidTxnState, kerr.InvalidTxnState},
 	{txn.ErrInvalidTimeout, kerr.InvalidTransactionTimeout},
 	{txn.ErrTransactionalIDNotFound, kerr.TransactionalIDNotFound},
-	{log.ErrInvalidTxnState, kerr.InvalidTxnState},
-	{log.ErrTxnCoordinatorFenced, kerr.TransactionCoordinatorFenced},
+	{replica.ErrInvalidTxnState, kerr.InvalidTxnState},
+	{replica.ErrTxnCoordinatorFenced, kerr.TransactionCoordinatorFenced},
 }
 
 // txnErrorCode is errorCode with the transaction errors first. fencedAsEpoch answers
@@ -112,7 +112,7 @@ func (s *Server) verifyTxnProduce(ctx context.Context, txnID string, version int
 	}
 	err = check(ctx, txnID, b.ProducerID(), b.ProducerEpoch(), tp)
 	if errors.Is(err, txn.ErrProducerFenced) {
-		return fmt.Errorf("%w: %v", log.ErrInvalidProducerEpoch, err)
+		return fmt.Errorf("%w: %v", replica.ErrInvalidProducerEpoch, err)
 	}
 	return err
 }

@@ -1,0 +1,41 @@
+package replica
+
+import "github.com/runnel-io/runnel/internal/log"
+
+// The log's results, control types and errors as the layers above see them. They are
+// the log's own (aliases and the same sentinel values, so errors.Is matches either
+// name), re-exported so that internal/kafka and internal/group depend on replica alone
+// and never reach the log directly (DESIGN.md).
+
+type (
+	// AppendInfo describes an append: its offsets, sizes and whether it was a duplicate.
+	AppendInfo = log.AppendInfo
+	// ReadInfo is a range of batches read from the log, ready to be sent.
+	ReadInfo = log.ReadInfo
+	// AbortedTxn is an aborted transaction overlapping a read_committed range.
+	AbortedTxn = log.AbortedTxn
+	// ControlType is a transaction marker's kind.
+	ControlType = log.ControlType
+)
+
+const (
+	ControlAbort  = log.ControlAbort
+	ControlCommit = log.ControlCommit
+)
+
+// ParseControl reads a control batch's marker: its type and coordinator epoch; ok is
+// false for a batch that is not a transaction marker.
+var ParseControl = log.ParseControl
+
+var (
+	ErrOffsetOutOfRange     = log.ErrOffsetOutOfRange
+	ErrRecordTooLarge       = log.ErrRecordTooLarge
+	ErrOutOfOrderSequence   = log.ErrOutOfOrderSequence
+	ErrInvalidProducerEpoch = log.ErrInvalidProducerEpoch
+	ErrInvalidRecord        = log.ErrInvalidRecord
+	ErrKafkaStorage         = log.ErrKafkaStorage
+	ErrClosed               = log.ErrClosed
+	ErrCorruption           = log.ErrCorruption
+	ErrInvalidTxnState      = log.ErrInvalidTxnState
+	ErrTxnCoordinatorFenced = log.ErrTxnCoordinatorFenced
+)
