@@ -265,6 +265,14 @@ func TestQuotaPrecedence(t *testing.T) {
 	// 64 KiB against 10 KiB/s over one window: about 5 s of throttle.
 	d := oneBatch()
 	testutil.True(t, d >= 4000, "user ANONYMOUS at 10 KiB/s over client-id app at 100 MiB/s: throttle %d ms, want about 5400", d)
+	// The throttle is counted against the entity whose rate it is: user ANONYMOUS, any
+	// client id.
+	code, metrics, err := httpGet(n.HTTPAddr().String() + "/metrics")
+	testutil.NoError(t, err, "GET /metrics")
+	testutil.Equal(t, code, 200, "GET /metrics")
+	const series = `runnel_throttle_time_seconds_total{client_id="",quota="produce",user="ANONYMOUS"} `
+	i := strings.Index(metrics, series)
+	testutil.True(t, i >= 0 && !strings.HasPrefix(metrics[i+len(series):], "0\n"), "no %s> 0 in /metrics", series)
 	setQuota(t, adm, "producer_byte_rate", 0, userEntity("ANONYMOUS"))
 	testutil.Equal(t, oneBatch(), int64(0), "throttle ms once only the client-id quota is left")
 }
@@ -316,4 +324,25 @@ func TestQuotaAdmin(t *testing.T) {
 	testutil.NoError(t, err, "validate only")
 	testutil.NoError(t, res[0].Err, "validate only: %s", res[0].ErrMessage)
 	testutil.Equal(t, len(describe(false)), 3, "entities after a validate-only change")
+}
+
+// TestQuotaRequestPercentage: a client over its share of request handling time is
+// throttled whatever it asks (Metadata here).
+func TestQuotaRequestPercentage(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, quotaWindows...)
+	addr := bootstrap(n)
+	adm := newAdmin(t, addr)
+	// 0.01% of a core: 100 µs of handling per second.
+	setQuota(t, adm, "request_percentage", 0.01, clientIDEntity("busy"))
+	cl := newClient(t, addr, kgo.ClientID("busy"))
+	var throttled int32
+	for i := 0; i < 200 && throttled == 0; i++ {
+		req := kmsg.NewPtrMetadataRequest()
+		resp, err := req.RequestWith(ctxT(t), cl.Broker(1))
+		testutil.NoError(t, err, "metadata")
+		throttled = resp.ThrottleMillis
+	}
+	testutil.True(t, throttled > 0, "200 Metadata requests at request_percentage=0.01: never throttled")
+	t.Logf("throttled %d ms", throttled)
 }

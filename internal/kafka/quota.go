@@ -27,7 +27,6 @@ import (
 
 // requestQuota is a request's quota state; only its handler goroutine touches it.
 type requestQuota struct {
-	started    time.Time     // the handler started
 	appendedAt time.Time     // a produce's append phase ended (zero: not yet)
 	parked     time.Duration // time a fetch spent waiting for data
 	recorded   bool          // the fetch hook already recorded this request
@@ -97,7 +96,6 @@ func fetchReplicaID(req *kmsg.FetchRequest) int32 {
 // quota lets through in one window (Kafka's getMaxValueInQuotaWindow), so that one
 // fetch never needs a throttle longer than the window.
 func (s *Server) quotaBefore(r *request) {
-	r.quota.started = time.Now()
 	if r.key != 1 {
 		return
 	}
@@ -117,7 +115,7 @@ func (r *request) requestSeconds(now time.Time) float64 {
 	if r.key == 0 && !r.quota.appendedAt.IsZero() {
 		end = r.quota.appendedAt
 	}
-	return max(end.Sub(r.quota.started)-r.quota.parked, 0).Seconds()
+	return max(end.Sub(r.received)-r.quota.parked, 0).Seconds()
 }
 
 // noteThrottle keeps the longest throttle found for r.

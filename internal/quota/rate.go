@@ -72,6 +72,9 @@ func (r *rate) measure(now time.Time, window time.Duration) (float64, time.Durat
 	return total / size.Seconds(), size
 }
 
+// maxThrottle bounds a throttle time, so that one absurd value cannot overflow it.
+const maxThrottle = 24 * time.Hour
+
 // throttle is how long no more may be recorded for the rate to come back to bound
 // (Kafka's (value - bound) / bound * windowSize); 0 while it is within bound.
 func (r *rate) throttle(bound float64, now time.Time, window time.Duration) time.Duration {
@@ -79,5 +82,9 @@ func (r *rate) throttle(bound float64, now time.Time, window time.Duration) time
 	if v <= bound || bound <= 0 {
 		return 0
 	}
-	return time.Duration((v - bound) / bound * float64(size)).Round(time.Millisecond)
+	d := (v - bound) / bound * float64(size)
+	if d > float64(maxThrottle) {
+		return maxThrottle
+	}
+	return time.Duration(d).Round(time.Millisecond)
 }
