@@ -163,6 +163,13 @@ func (c *Controller) AlterPartition(ctx context.Context, tp metadata.TopicPartit
 		next := p
 		next.ISR = slices.Clone(newISR)
 		next.PartitionEpoch++
+		// A reassignment completes with the ISR change that brings its last target
+		// replica in (reassign.go), in the same record.
+		if done, ok := completeReassignment(next, c.liveLocked(im), diskFull(im)); ok {
+			c.log.Info("reassignment complete", "topic", tp.Topic, "partition", tp.Partition,
+				"replicas", done.Replicas, "removed", p.RemovingReplicas, "leader", done.Leader)
+			next = done
+		}
 		res, err := c.proposeLocked(ctx, []metadata.Record{{
 			Type: metadata.PartitionChangeType, TopicName: tp.Topic, Partition: tp.Partition, PartitionState: &next,
 		}})

@@ -31,6 +31,12 @@ type Admin interface {
 	// AlterClientQuotas applies each alteration (one error each, in order) and returns
 	// once every live node enforces them (49_alter_client_quotas.go).
 	AlterClientQuotas(ctx context.Context, alts []QuotaAlteration, validateOnly bool) []error
+	// AlterPartitionReassignments starts, replaces or cancels (nil Target) each
+	// reassignment, one error each, in order (45_alter_partition_reassignments.go).
+	AlterPartitionReassignments(ctx context.Context, changes []Reassignment) []error
+	// ElectLeaders runs a preferred or unclean election on each partition (nil: all),
+	// one result each (43_elect_leaders.go).
+	ElectLeaders(ctx context.Context, unclean bool, tps []metadata.TopicPartition) (map[metadata.TopicPartition]error, error)
 	// AwaitLiveLeaders returns im, unless one of leaders is a node whose process is
 	// gone (its Kafka listener refuses connections) and im does not show it fenced
 	// yet: it then waits, bounded, for the controller to fence it and returns the
@@ -42,6 +48,13 @@ type Admin interface {
 	// reports whether it did: a request may reach the new leader a moment before that
 	// node has applied its own election.
 	AwaitLeaderMove(ctx context.Context, tp metadata.TopicPartition) bool
+}
+
+// Reassignment is one partition of an AlterPartitionReassignments request: move it to
+// Target, or cancel its reassignment when Target is nil.
+type Reassignment struct {
+	TP     metadata.TopicPartition
+	Target []metadata.NodeID
 }
 
 // TopicSpec is one topic of a CreateTopics request.

@@ -53,6 +53,47 @@ type Partition struct {
 	// PartitionEpoch increases on every change of this partition (leader or ISR), so
 	// that stale AlterPartition requests can be rejected.
 	PartitionEpoch int32 `json:"partition_epoch"`
+	// AddingReplicas and RemovingReplicas describe a reassignment in progress (KIP-455):
+	// Replicas is then the target assignment followed by the replicas being removed,
+	// AddingReplicas are the target's replicas that were not in the original one, and
+	// RemovingReplicas the original's that are not in the target. Both empty when no
+	// reassignment is in progress. Invariant: AddingReplicas and RemovingReplicas are
+	// disjoint subsets of Replicas.
+	AddingReplicas   []NodeID `json:"adding_replicas,omitempty"`
+	RemovingReplicas []NodeID `json:"removing_replicas,omitempty"`
+}
+
+// Reassigning reports whether a reassignment of the partition is in progress.
+func (p Partition) Reassigning() bool { return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0 }
+
+// TargetReplicas is the assignment a reassignment in progress moves to (Replicas
+// without RemovingReplicas), or Replicas when none is.
+func (p Partition) TargetReplicas() []NodeID {
+	if len(p.RemovingReplicas) == 0 {
+		return p.Replicas
+	}
+	out := make([]NodeID, 0, len(p.Replicas))
+	for _, r := range p.Replicas {
+		if !Contains(p.RemovingReplicas, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// OriginalReplicas is the assignment before the reassignment in progress (Replicas
+// without AddingReplicas), or Replicas when none is.
+func (p Partition) OriginalReplicas() []NodeID {
+	if len(p.AddingReplicas) == 0 {
+		return p.Replicas
+	}
+	out := make([]NodeID, 0, len(p.Replicas))
+	for _, r := range p.Replicas {
+		if !Contains(p.AddingReplicas, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Topic is a topic and its partitions, indexed by partition id.
@@ -204,7 +245,8 @@ func (im *Image) LocalChanges(prev *Image, node NodeID) LocalChanges {
 
 func samePartition(a, b Partition) bool {
 	return a.Leader == b.Leader && a.LeaderEpoch == b.LeaderEpoch && a.PartitionEpoch == b.PartitionEpoch &&
-		sameIDs(a.Replicas, b.Replicas) && sameIDs(a.ISR, b.ISR)
+		sameIDs(a.Replicas, b.Replicas) && sameIDs(a.ISR, b.ISR) &&
+		sameIDs(a.AddingReplicas, b.AddingReplicas) && sameIDs(a.RemovingReplicas, b.RemovingReplicas)
 }
 
 func sameIDs(a, b []NodeID) bool {
