@@ -10,43 +10,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnel-io/runnel/internal/config"
-	"github.com/runnel-io/runnel/internal/server"
-	"github.com/runnel-io/runnel/internal/testutil"
+	"github.com/runnel-io/runnel/internal/testnode"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // startRunnel starts a real single-node Runnel cluster in this process (the same
-// server the binary runs, over real sockets) and returns its Kafka address. Its log
-// is printed if the test fails. (internal/cli's startNode does the same for the
-// cli package's tests; test helpers cannot be shared across packages.)
+// server the binary runs, over real sockets) and returns its Kafka address.
 func startRunnel(t *testing.T, sets ...string) string {
 	t.Helper()
-	cfg := config.Default()
-	props := []string{"node.id=1", "listen=127.0.0.1:0", "http.listen=127.0.0.1:0",
-		"controller.listen=" + testutil.FreeAddr(t), "log.dirs=" + t.TempDir()}
-	for _, s := range append(props, sets...) {
-		k, v, _ := strings.Cut(s, "=")
-		if err := cfg.Set(k, v); err != nil {
-			t.Fatalf("config %s: %v", s, err)
-		}
-	}
-	logs := &lockedBuffer{}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	n, err := server.Start(ctx, cfg, server.Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	if err != nil {
-		t.Fatalf("start node: %v\n%s", err, logs)
-	}
-	t.Cleanup(func() {
-		n.Close()
-		if t.Failed() {
-			t.Logf("node log (warnings):\n%s", logs)
-		}
-	})
-	return n.KafkaAddr().String()
+	return testnode.Start(t, sets...)
 }
 
 // startKfake starts franz-go's kfake, a different Kafka-protocol implementation.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/testnode"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -23,7 +24,7 @@ func entryByName(es []configEntry, name string) configEntry {
 // effective value and source (a topic override, a static broker property, the
 // default), and cluster config for the node's properties.
 func TestTopicDescribeAllAndClusterConfig(t *testing.T) {
-	b := startNode(t, "log.retention.hours=100", "message.max.bytes=2000000")
+	b := testnode.Start(t, "log.retention.hours=100", "message.max.bytes=2000000")
 	mustRun(t, "", "topic", "create", "a", "-b", b, "-c", "cleanup.policy=compact")
 	mustRun(t, "", "topic", "create", "bb", "-b", b, "-p", "2")
 
