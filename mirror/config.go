@@ -138,6 +138,13 @@ type Config struct {
 	// SessionTimeout is the membership group's session: how long a dead process
 	// keeps its partitions. Default 6 s (Kafka's group.min.session.timeout.ms).
 	SessionTimeout time.Duration
+	// TransactionTimeout is each partition producer's transaction.timeout.ms: how
+	// long the target keeps a transaction open whose producer went silent (a killed or
+	// paused process) before aborting it. Until then read_committed consumers of the
+	// target partition wait at it. A new owner does not wait for it: it fences the old
+	// owner, which aborts the open transaction at once. Default 10 s; the target's
+	// transaction.max.timeout.ms must allow it.
+	TransactionTimeout time.Duration
 	// Logger receives the mirror's events. Default: slog.Default().
 	Logger *slog.Logger
 }
@@ -172,6 +179,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.SessionTimeout <= 0 {
 		c.SessionTimeout = 6 * time.Second
+	}
+	if c.TransactionTimeout <= 0 {
+		c.TransactionTimeout = 10 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

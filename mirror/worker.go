@@ -157,7 +157,7 @@ func (w *worker) newProducer() (*client.Producer, error) {
 		kgo.ProducerBatchMaxBytes(1048588), kgo.ClientID("runnel-mirror"))
 	if w.m.cfg.Delivery == ExactlyOnce {
 		kopts = append(kopts, kgo.TransactionalID(transactionalID(w.m.cfg.Name, w.tp.Topic, w.tp.Partition)),
-			kgo.TransactionTimeout(10*time.Second))
+			kgo.TransactionTimeout(w.m.cfg.TransactionTimeout))
 	}
 	opts := append([]client.Option{client.WithClientOptions(kopts...)}, w.m.cfg.Producer...)
 	return client.NewProducer(opts...)

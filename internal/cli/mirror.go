@@ -56,6 +56,8 @@ type mirrorRunFlags struct {
 	httpListen string
 	configFile string
 	groupEvery time.Duration
+	session    time.Duration
+	txnTimeout time.Duration
 	overload   produceFlags // only the overload fields are used
 }
 
@@ -97,6 +99,8 @@ under both; drop is refused, as a mirror never drops a record).`,
 	fs.StringVar(&f.httpListen, "http-listen", "", "serve /metrics and /status on HOST:PORT")
 	fs.StringVar(&f.configFile, "config", "", "a JSON file of mirror flows to run (instead of the flow flags)")
 	fs.DurationVar(&f.groupEvery, "group-sync-interval", 5*time.Second, "how often group offsets are synced")
+	fs.DurationVar(&f.session, "session-timeout", 6*time.Second, "how long a dead or paused process keeps its partitions (the source group's session; the source's group.min.session.timeout.ms must allow it)")
+	fs.DurationVar(&f.txnTimeout, "transaction-timeout", 10*time.Second, "transaction.timeout.ms of each partition producer on the target")
 	fs.IntVar(&f.overload.bufferRecords, "buffer-records", client.DefaultMaxBufferedRecords, "most records in flight per partition producer")
 	fs.IntVar(&f.overload.bufferBytes, "buffer-bytes", 0, "most bytes in flight per partition producer (0: no limit)")
 	fs.StringVar(&f.overload.onFull, "on-full", "block", "when the buffer is full: block or error (both wait; drop is refused)")
@@ -132,7 +136,8 @@ func (f *mirrorRunFlags) flows() ([]mirrorFlow, error) {
 // config turns a flow into a mirror.Config.
 func (f *mirrorRunFlags) config(fl mirrorFlow, logger *slog.Logger) (mirror.Config, error) {
 	cfg := mirror.Config{Name: fl.Name, Topics: fl.Topics, Exclude: fl.Exclude, Groups: fl.Groups,
-		SourceAlias: fl.SourceAlias, GroupSyncInterval: f.groupEvery, Logger: logger}
+		SourceAlias: fl.SourceAlias, GroupSyncInterval: f.groupEvery, Logger: logger,
+		SessionTimeout: f.session, TransactionTimeout: f.txnTimeout}
 	var err error
 	for _, side := range []struct {
 		flag, v string
