@@ -161,7 +161,7 @@ func (c *Cluster) copyPartitions(t testing.TB, topic string, isr map[int32][]int
 		out[p] = map[int32]string{}
 		for _, id := range nodes {
 			dst := filepath.Join(root, fmt.Sprintf("node-%d", id), fmt.Sprintf("%s-%d", topic, p))
-			if err := copyDir(c.Node(int(id)).partitionDir(topic, p), dst); err != nil {
+			if err := copyDir(c.Node(int(id)).PartitionDir(topic, p), dst); err != nil {
 				t.Fatalf("copying node %d's replica of %s-%d: %v", id, topic, p, err)
 			}
 			out[p][id] = dst
@@ -181,7 +181,7 @@ func (c *Cluster) ReadReplica(t testing.TB, node int, topic string, p int32) *Re
 	if pause {
 		c.Pause(node)
 	}
-	err := copyDir(n.partitionDir(topic, p), dst)
+	err := copyDir(n.PartitionDir(topic, p), dst)
 	if pause {
 		c.Resume(node)
 	}

@@ -282,7 +282,7 @@ func (n *Node) keepLog(test string) string {
 	return dst
 }
 
-// partitionDir is where the node keeps the log of topic-partition.
-func (n *Node) partitionDir(topic string, partition int32) string {
+// PartitionDir is where the node keeps the log of topic-partition.
+func (n *Node) PartitionDir(topic string, partition int32) string {
 	return filepath.Join(n.DataDir, log.PartitionDirName(log.TopicPartition{Topic: topic, Partition: partition}))
 }

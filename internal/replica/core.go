@@ -35,6 +35,9 @@ type replicationState struct {
 	// high watermark), a member being dropped keeps counting until the drop commits, so
 	// the high watermark never passes a replica that may still be in the ISR.
 	pendingISR []metadata.NodeID
+	// isrChangeSeq numbers the changes sent (isrChangeSent), so that an answer is
+	// applied only to the change it answers, never to a later one.
+	isrChangeSeq uint64
 	// epochStartOffset is the leader's log end when it took leaderEpoch. A follower
 	// joins the ISR only at or past it: it then holds every record of this epoch.
 	epochStartOffset int64
@@ -73,6 +76,8 @@ func (s *replicationState) become(st metadata.Partition, minISR int32, syncOnApp
 	epochChanged := s.leaderEpoch != st.LeaderEpoch
 	s.leader, s.leaderEpoch, s.partitionEpoch = st.Leader, st.LeaderEpoch, st.PartitionEpoch
 	s.replicas, s.isr = st.Replicas, st.ISR
+	// The image is the truth: a change still in flight is answered by it (or lost),
+	// and the next one is proposed from this state.
 	s.pendingISR = nil
 	s.minISR, s.syncOnAppend = minISR, syncOnAppend
 	becameLeader = s.isLeader() && (!wasLeader || epochChanged)
@@ -244,24 +249,55 @@ func (s *replicationState) expandISR(follower metadata.NodeID) []metadata.NodeID
 	return append(slices.Clone(s.isr), follower)
 }
 
-// isrChangeSent marks newISR as proposed to the controller. It refuses (false) while
-// not leading or while another change is in flight.
-func (s *replicationState) isrChangeSent(newISR []metadata.NodeID) bool {
+// isrChangeSent marks newISR as proposed to the controller and returns the change's
+// number for isrChangeAnswered. It refuses (0) while not leading or while another
+// change is in flight.
+func (s *replicationState) isrChangeSent(newISR []metadata.NodeID) uint64 {
 	if !s.isLeader() || s.pendingISR != nil {
-		return false
+		return 0
 	}
 	s.pendingISR = newISR
-	return true
+	s.isrChangeSeq++
+	return s.isrChangeSeq
 }
 
-// isrChangeAnswered ends the change in flight: committed is the partition as the
-// controller stored it, nil when the change was refused or failed. A commit is adopted
-// only if it belongs to this leader epoch and is newer than the state held (an image
-// applied meanwhile may already carry it, or something newer).
-func (s *replicationState) isrChangeAnswered(committed *metadata.Partition) {
-	s.pendingISR = nil
-	if committed != nil && committed.LeaderEpoch == s.leaderEpoch && committed.PartitionEpoch > s.partitionEpoch {
-		s.isr, s.partitionEpoch = committed.ISR, committed.PartitionEpoch
+// isrAnswer is the controller's answer to an ISR change, as the core needs it.
+type isrAnswer int
+
+const (
+	// isrCommitted: the controller stored the partition as isrChangeAnswered's
+	// committed argument says.
+	isrCommitted isrAnswer = iota
+	// isrRefused: the change was not applied and will not be (an ineligible replica,
+	// an invalid request, an unknown partition).
+	isrRefused
+	// isrStale: the controller holds a newer state of the partition (a newer leader or
+	// partition epoch): the change, or one after it, is committed, and the metadata
+	// image that says so is on its way.
+	isrStale
+)
+
+// isrChangeAnswered applies the answer to change seq (an answer to an older change,
+// one that a metadata image has overtaken, is ignored). The change ends, and the
+// maximal ISR shrinks back to the committed one, only when the answer proves what the
+// ISR now is: a commit in this leader epoch, or a refusal. A commit under another
+// leader epoch (a reassignment completing with the same record, a new leader elected)
+// or a stale answer keeps the change pending until the image arrives (become): until
+// then the member being added must keep counting for the high watermark, since the
+// controller may already have made it leader on the strength of this very change, and
+// an acknowledgement it lacks would be lost with it.
+func (s *replicationState) isrChangeAnswered(seq uint64, answer isrAnswer, committed *metadata.Partition) {
+	if seq != s.isrChangeSeq || s.pendingISR == nil {
+		return
+	}
+	switch {
+	case answer == isrRefused:
+		s.pendingISR = nil
+	case answer == isrCommitted && committed != nil && committed.LeaderEpoch == s.leaderEpoch:
+		if committed.PartitionEpoch > s.partitionEpoch {
+			s.isr, s.partitionEpoch = committed.ISR, committed.PartitionEpoch
+		}
+		s.pendingISR = nil
 	}
 }
 

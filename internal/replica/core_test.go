@@ -30,7 +30,10 @@ import (
 //	                           a follower fetch, once per request (RecordFollowerFetch),
 //	                           and the expansion it may propose (Manager.maybeExpandIsr)
 //	tick now=T [lag=L]         the periodic ISR check (Manager.maybeShrinkIsr)
-//	commit | reject            the controller's answer to the change in flight
+//	commit [leader=N] | reject | stale
+//	                           the controller's answer to the change in flight: stored
+//	                           (with N made leader in the same record), refused, or
+//	                           overtaken by a newer state
 //	disk-full nodes=(2,3)        these followers' disks are full (the metadata says so)
 //	follower-log epochs=(0x5,1x5) hw=H
 //	                           a follower's real log: 5 records of epoch 0, then 5 of 1
@@ -106,7 +109,7 @@ func (s *coreSim) run(d *datadriven.TestData) string {
 			return "error: offset out of range\n"
 		}
 		if s.rs.recordFetch(id, off, s.leo, s.hw, s.intArg(d, "now", 0), s.lagMs) {
-			if newISR := s.rs.expandISR(id); newISR != nil && s.rs.isrChangeSent(newISR) {
+			if newISR := s.rs.expandISR(id); newISR != nil && s.rs.isrChangeSent(newISR) != 0 {
 				fmt.Fprintf(&out, "propose expand to %v\n", newISR)
 			}
 		}
@@ -115,19 +118,29 @@ func (s *coreSim) run(d *datadriven.TestData) string {
 		s.lagMs = s.intArg(d, "lag", s.lagMs)
 		full := func(r metadata.NodeID) bool { return slices.Contains(s.diskFull, r) }
 		newISR, drop := s.rs.shrinkISR(s.leo, s.intArg(d, "now", 0), s.lagMs, full)
-		if newISR != nil && s.rs.isrChangeSent(newISR) {
+		if newISR != nil && s.rs.isrChangeSent(newISR) != 0 {
 			fmt.Fprintf(&out, "propose shrink to %v (out of sync: %v)\n", newISR, drop)
 		}
 		s.advance(&out)
 	case "commit":
+		// The controller stores the change in flight, in this leader epoch; with
+		// leader=N it also makes N leader in the same record (a reassignment that
+		// completes), and the answer carries the new leader epoch.
 		if s.rs.pendingISR == nil {
 			return "error: no change in flight\n"
 		}
-		s.rs.isrChangeAnswered(&metadata.Partition{Leader: s.rs.leader, LeaderEpoch: s.rs.leaderEpoch,
-			PartitionEpoch: s.rs.partitionEpoch + 1, ISR: s.rs.pendingISR})
+		st := metadata.Partition{Leader: s.rs.leader, LeaderEpoch: s.rs.leaderEpoch,
+			PartitionEpoch: s.rs.partitionEpoch + 1, ISR: s.rs.pendingISR}
+		if l := s.intArg(d, "leader", -1); l >= 0 && metadata.NodeID(l) != s.rs.leader {
+			st.Leader, st.LeaderEpoch = metadata.NodeID(l), s.rs.leaderEpoch+1
+		}
+		s.rs.isrChangeAnswered(s.rs.isrChangeSeq, isrCommitted, &st)
 		s.advance(&out)
 	case "reject":
-		s.rs.isrChangeAnswered(nil)
+		s.rs.isrChangeAnswered(s.rs.isrChangeSeq, isrRefused, nil)
+		s.advance(&out)
+	case "stale":
+		s.rs.isrChangeAnswered(s.rs.isrChangeSeq, isrStale, nil)
 		s.advance(&out)
 	case "disk-full":
 		s.diskFull = s.nodesArg(d, "nodes")

@@ -2,7 +2,10 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/runnel-io/runnel/internal/metadata"
 )
@@ -43,39 +46,69 @@ func (m *Manager) maybeExpandIsr(p *Partition, follower metadata.NodeID) {
 
 // proposeISR sends one ISR change to the controller in the background. At most one
 // change per partition is in flight (replicationState.pendingISR), and the high
-// watermark counts the maximal ISR meanwhile.
+// watermark counts the maximal ISR meanwhile. An answer that does not settle what the
+// ISR is (a timeout, no controller) is retried with the same change, as Kafka's
+// AlterPartitionManager does: the change may have been committed.
 func (m *Manager) proposeISR(p *Partition, newISR []metadata.NodeID) {
 	if m.opts.IsrChanger == nil {
 		return
 	}
 	p.leaderIsrLock.Lock()
-	sent := p.rs.isrChangeSent(newISR)
+	seq := p.rs.isrChangeSent(newISR)
 	leader, epoch, pepoch := p.rs.leader, p.rs.leaderEpoch, p.rs.partitionEpoch
 	p.leaderIsrLock.Unlock()
-	if !sent {
+	if seq == 0 {
 		return
 	}
 	m.goTracked(func(ctx context.Context) {
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		st, err := m.opts.IsrChanger.AlterPartition(ctx, p.tp, leader, epoch, pepoch, newISR)
-		var committed *metadata.Partition
-		if err == nil {
-			committed = &st
-		}
-		p.leaderIsrLock.Lock()
-		p.rs.isrChangeAnswered(committed)
-		p.leaderIsrLock.Unlock()
-		if err != nil {
-			m.logger.Warn("ISR change rejected; will retry after the next metadata update",
-				"topic", p.tp.Topic, "partition", p.tp.Partition, "new_isr", newISR, "err", err)
+		for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
+			actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			st, err := m.opts.IsrChanger.AlterPartition(actx, p.tp, leader, epoch, pepoch, newISR)
+			cancel()
+			answer := isrCommitted
+			switch {
+			case err == nil:
+			case errors.Is(err, kerr.IneligibleReplica), errors.Is(err, kerr.InvalidRequest), errors.Is(err, kerr.UnknownTopicOrPartition):
+				answer = isrRefused
+			case errors.Is(err, kerr.FencedLeaderEpoch), errors.Is(err, kerr.InvalidUpdateVersion):
+				answer = isrStale
+			default:
+				// Unknown outcome: ask again, while this change is still the one in
+				// flight (an image applied meanwhile settles it) and the node runs.
+				p.leaderIsrLock.RLock()
+				current := p.rs.isrChangeSeq == seq && p.rs.pendingISR != nil
+				p.leaderIsrLock.RUnlock()
+				if !current || ctx.Err() != nil {
+					return
+				}
+				m.logger.Warn("ISR change unanswered; asking the controller again", "topic", p.tp.Topic, "partition", p.tp.Partition,
+					"new_isr", newISR, "retry_in", backoff, "err", err)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(backoff):
+				}
+				continue
+			}
+			var committed *metadata.Partition
+			if err == nil {
+				committed = &st
+			}
+			p.leaderIsrLock.Lock()
+			p.rs.isrChangeAnswered(seq, answer, committed)
+			p.leaderIsrLock.Unlock()
+			if err != nil {
+				m.logger.Warn("ISR change rejected; the next metadata update or check proposes again",
+					"topic", p.tp.Topic, "partition", p.tp.Partition, "new_isr", newISR, "err", err)
+				return
+			}
+			p.leaderIsrLock.RLock()
+			if p.rs.isLeader() {
+				p.maybeIncrementHWLocked()
+			}
+			p.leaderIsrLock.RUnlock()
 			return
 		}
-		p.leaderIsrLock.RLock()
-		if p.rs.isLeader() {
-			p.maybeIncrementHWLocked()
-		}
-		p.leaderIsrLock.RUnlock()
 	})
 }
 

@@ -1,0 +1,298 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/runnel-io/runnel/internal/cluster"
+)
+
+// reassignTimeout bounds a partition move of the few thousand records these tests
+// write (it takes well under a second on loopback).
+const reassignTimeout = 30 * time.Second
+
+// TestReassignUnderLoad moves every partition of a topic (RF 2 over three nodes) onto
+// the node it did not use, under an acks=all idempotent load with a consumer reading
+// along; half the moves take the replica that leads away, so leadership hands over in
+// the move. Afterwards every acknowledged record is on every replica of the new
+// assignment, the consumer read every offset once, and the replicas that left have
+// deleted their copies.
+func TestReassignUnderLoad(t *testing.T) {
+	skipIfShort(t)
+	c := startCluster(t, 3)
+	topic := topicName(t)
+	const parts = 4
+	createTopic(t, c, topic, parts, 2)
+	h := cluster.NewHistory()
+	load := c.StartLoad(t, h, cluster.LoadOptions{Topic: topic, Partitions: parts, Rate: 400})
+	reader := startReadAlong(t, c, topic, parts)
+	waitAcks(t, h, 400, "before the moves")
+
+	adm := c.Admin(t)
+	before := map[int32]cluster.PartitionState{}
+	req := kadm.AlterPartitionAssignmentsReq{}
+	targets := map[int32][]int32{}
+	for p := range int32(parts) {
+		c.WaitISR(t, topic, p, 2, waitTimeout)
+		full, _ := c.PartitionFrom(context.Background(), int(c.LiveIDs()[0]), topic, p)
+		before[p] = full
+		spare := spareNode(full.Replicas, 3)
+		// Even partitions lose their leader, odd ones their follower.
+		leaving := full.Leader
+		if p%2 == 1 {
+			leaving = otherReplica(t, full.Replicas, full.Leader)
+		}
+		target := []int32{spare}
+		for _, r := range full.Replicas {
+			if r != leaving {
+				target = append(target, r)
+			}
+		}
+		targets[p] = target
+		req.Assign(topic, p, target)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := adm.AlterPartitionAssignments(ctx, req)
+	if err != nil {
+		t.Fatalf("AlterPartitionReassignments: %v", err)
+	}
+	resp.Each(func(r kadm.AlterPartitionAssignmentsResponse) {
+		if r.Err != nil {
+			t.Errorf("move of %s-%d: %v (%s)", r.Topic, r.Partition, r.Err, r.ErrMessage)
+		}
+	})
+	start := time.Now()
+	waitNoReassignments(t, c, adm, topic)
+	t.Logf("every move done %v after AlterPartitionReassignments answered", time.Since(start).Round(time.Millisecond))
+	for p := range int32(parts) {
+		c.WaitISR(t, topic, p, 2, waitTimeout)
+		full := waitReplicas(t, c, topic, p, targets[p])
+		if !slices.Contains(targets[p], full.Leader) {
+			t.Errorf("%s-%d: leader %d is not a replica of %v", topic, p, full.Leader, targets[p])
+		}
+		// The replica that left deletes its copy once it applies the completion.
+		for _, r := range before[p].Replicas {
+			if slices.Contains(targets[p], r) {
+				continue
+			}
+			dir := c.Node(int(r)).PartitionDir(topic, p)
+			deadline := time.Now().Add(waitTimeout)
+			for {
+				if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Errorf("node %d still has %s after %s-%d moved off it", r, dir, topic, p)
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	}
+	waitAcks(t, h, h.Len()+400, "after the moves")
+	stopLoad(t, load, h)
+	h.Check(t, c, topic)
+	reader.check(t, c, h, topic)
+}
+
+// TestReassignSurvivesKillsAndCancels: the active controller, which is also the node
+// about to receive a replica, is killed -9; a move onto it is started while it is down
+// (and a new controller is being elected) and stays in progress, since the new replica
+// cannot catch up; once the node is back the move completes with nothing lost. Then a
+// move onto another node that is down is cancelled: the original assignment is back,
+// with its ISR. One node is down at a time, so the metadata quorum keeps a majority.
+func TestReassignSurvivesKillsAndCancels(t *testing.T) {
+	skipIfShort(t)
+	c := startCluster(t, 3)
+	topic := topicName(t)
+	const parts = 3 // RF 2 over 3 nodes: every node is left out of some partition
+	createTopic(t, c, topic, parts, 2)
+	h := cluster.NewHistory()
+	load := c.StartLoad(t, h, cluster.LoadOptions{Topic: topic, Partitions: parts, Rate: 300})
+	waitAcks(t, h, 300, "before the moves")
+	adm := c.Admin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	ctrl := c.WaitController(t, -1, waitTimeout)
+	var moved int32 = -1
+	var p0 cluster.PartitionState
+	for p := range int32(parts) {
+		st, _ := c.PartitionFrom(context.Background(), int(ctrl), topic, p)
+		if !slices.Contains(st.Replicas, ctrl) {
+			moved, p0 = p, st
+			break
+		}
+	}
+	if moved < 0 {
+		t.Fatalf("no partition of %s without node %d", topic, ctrl)
+	}
+	c.Kill(int(ctrl))
+	target := []int32{p0.Leader, ctrl}
+	alter(t, ctx, adm, topic, moved, target)
+	if got := listReassignments(t, c, adm, topic); !slices.Equal(got, []int32{moved}) {
+		t.Fatalf("reassignments in progress with node %d down: %v, want [%d]", ctrl, got, moved)
+	}
+	waitAcks(t, h, h.Len()+200, "with the controller and the receiving node killed during the move")
+	c.Restart(int(ctrl))
+	waitNoReassignments(t, c, adm, topic)
+	waitReplicas(t, c, topic, moved, target)
+	// Cancel a move half-way: another partition onto a node that is down (not the
+	// controller, so that the quorum stays up).
+	ctrl = c.WaitController(t, -1, waitTimeout)
+	var other int32 = -1
+	var p1 cluster.PartitionState
+	var dest1 int32
+	for p := range int32(parts) {
+		st, _ := c.PartitionFrom(context.Background(), int(ctrl), topic, p)
+		if spare := spareNode(st.Replicas, 3); p != moved && spare != ctrl {
+			other, p1, dest1 = p, st, spare
+			break
+		}
+	}
+	if other < 0 {
+		t.Fatalf("no partition of %s whose spare node is not the controller %d", topic, ctrl)
+	}
+	c.Kill(int(dest1))
+	alter(t, ctx, adm, topic, other, []int32{dest1, p1.Leader})
+	if got := listReassignments(t, c, adm, topic); !slices.Equal(got, []int32{other}) {
+		t.Fatalf("reassignments in progress: %v, want [%d]", got, other)
+	}
+	creq := kadm.AlterPartitionAssignmentsReq{}
+	creq.CancelAssign(topic, other)
+	cresp, err := adm.AlterPartitionAssignments(ctx, creq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cresp.Each(func(r kadm.AlterPartitionAssignmentsResponse) {
+		if r.Err != nil {
+			t.Errorf("cancel of %s-%d: %v", r.Topic, r.Partition, r.Err)
+		}
+	})
+	if got := listReassignments(t, c, adm, topic); len(got) != 0 {
+		t.Fatalf("still in progress after the cancel: %v", got)
+	}
+	after, _ := c.PartitionFrom(context.Background(), int(ctrl), topic, other)
+	if !sameSet(after.Replicas, p1.Replicas) || slices.Contains(after.ISR, dest1) {
+		t.Fatalf("after the cancel: replicas %v ISR %v, want the original %v without %d", after.Replicas, after.ISR, p1.Replicas, dest1)
+	}
+	// Cancelling again: nothing in progress.
+	cresp, err = adm.AlterPartitionAssignments(ctx, creq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cresp.Each(func(r kadm.AlterPartitionAssignmentsResponse) {
+		if !errors.Is(r.Err, kerr.NoReassignmentInProgress) {
+			t.Errorf("second cancel of %s-%d: %v, want NO_REASSIGNMENT_IN_PROGRESS", r.Topic, r.Partition, r.Err)
+		}
+	})
+	c.Restart(int(dest1))
+	waitAcks(t, h, h.Len()+200, "after the cancel")
+	stopLoad(t, load, h)
+	for p := range int32(parts) {
+		c.WaitISR(t, topic, p, 2, waitTimeout)
+	}
+	h.Check(t, c, topic)
+}
+
+// waitReplicas waits until every live node's metadata shows targets as the replicas
+// of topic-p (a move completes on its own, after ListPartitionReassignments was asked),
+// and returns the partition as the last node saw it.
+func waitReplicas(t *testing.T, c *cluster.Cluster, topic string, p int32, target []int32) cluster.PartitionState {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		var st cluster.PartitionState
+		var behind []string
+		for _, id := range c.LiveIDs() {
+			s, err := c.PartitionFrom(context.Background(), int(id), topic, p)
+			st = s
+			if err != nil || !slices.Equal(s.Replicas, target) {
+				behind = append(behind, fmt.Sprintf("node %d: %v %v", id, s.Replicas, err))
+			}
+		}
+		if len(behind) == 0 {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s-%d: replicas never %v on every node: %v", topic, p, target, behind)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// spareNode is the node of 1..n that is not in replicas (RF n-1).
+func spareNode(replicas []int32, n int32) int32 {
+	for id := int32(1); id <= n; id++ {
+		if !slices.Contains(replicas, id) {
+			return id
+		}
+	}
+	panic(fmt.Sprintf("no spare node among 1..%d besides %v", n, replicas))
+}
+
+func sameSet(a, b []int32) bool {
+	return len(a) == len(b) && !slices.ContainsFunc(a, func(x int32) bool { return !slices.Contains(b, x) })
+}
+
+func alter(t *testing.T, ctx context.Context, adm *kadm.Client, topic string, p int32, target []int32) {
+	t.Helper()
+	req := kadm.AlterPartitionAssignmentsReq{}
+	req.Assign(topic, p, target)
+	resp, err := adm.AlterPartitionAssignments(ctx, req)
+	if err != nil {
+		t.Fatalf("AlterPartitionReassignments of %s-%d to %v: %v", topic, p, target, err)
+	}
+	resp.Each(func(r kadm.AlterPartitionAssignmentsResponse) {
+		if r.Err != nil {
+			t.Fatalf("move of %s-%d to %v: %v (%s)", r.Topic, r.Partition, target, r.Err, r.ErrMessage)
+		}
+	})
+}
+
+// listReassignments returns the partitions of topic with a reassignment in progress
+// (kadm asks nothing for an empty set, so every partition is named).
+func listReassignments(t *testing.T, c *cluster.Cluster, adm *kadm.Client, topic string) []int32 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	set := kadm.TopicsSet{}
+	set.Add(topic, c.Partitions(t, topic)...)
+	resp, err := adm.ListPartitionReassignments(ctx, set)
+	if err != nil {
+		t.Fatalf("ListPartitionReassignments: %v", err)
+	}
+	var out []int32
+	resp.Each(func(r kadm.ListPartitionReassignmentsResponse) {
+		if r.Topic == topic {
+			out = append(out, r.Partition)
+		}
+	})
+	slices.Sort(out)
+	return out
+}
+
+// waitNoReassignments waits until no partition of topic is being reassigned.
+func waitNoReassignments(t *testing.T, c *cluster.Cluster, adm *kadm.Client, topic string) {
+	t.Helper()
+	deadline := time.Now().Add(reassignTimeout)
+	for {
+		got := listReassignments(t, c, adm, topic)
+		if len(got) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("partitions %v of %s still being reassigned after %v", got, topic, reassignTimeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
