@@ -135,8 +135,8 @@ func TestQuotaProduceFranz(t *testing.T) {
 	testutil.True(t, fast > 4*rate, "an unlimited client moved only %d B in 1 s", fast)
 }
 
-// TestQuotaProduceKcat: librdkafka may ignore throttle_time_ms, but the muted
-// connection holds it to the rate all the same.
+// TestQuotaProduceKcat: librdkafka ignores throttle_time_ms, but the muted connection
+// holds its producer and its consumer to their rates all the same.
 func TestQuotaProduceKcat(t *testing.T) {
 	if _, err := exec.LookPath("kcat"); err != nil {
 		t.Skip("kcat is not on PATH (scripts/install-deps.sh installs it)")
@@ -162,8 +162,19 @@ func TestQuotaProduceKcat(t *testing.T) {
 	total := len(input)
 	t.Logf("kcat moved %d B at %d B/s in %v (at least %v expected)", total, rate, took, least)
 	testutil.True(t, took >= least, "kcat moved %d B limited to %d B/s in %v, faster than %v", total, rate, took, least)
+	start = time.Now()
 	got := kcatConsume(t, addr, topic, "beginning")
 	testutil.Equal(t, len(got), strings.Count(input, "\n"), "records consumed back")
+	t.Logf("kcat consumed them without a quota in %v", time.Since(start))
+
+	// And a librdkafka consumer held to consumer_byte_rate.
+	setQuota(t, adm, "consumer_byte_rate", rate, clientIDEntity("kcat-reader"))
+	start = time.Now()
+	got = kcatConsume(t, addr, topic, "beginning", "-X", "client.id=kcat-reader")
+	took = time.Since(start)
+	t.Logf("kcat consumed %d B at %d B/s in %v (at least %v expected)", total, rate, took, least)
+	testutil.Equal(t, len(got), strings.Count(input, "\n"), "records consumed by the limited reader")
+	testutil.True(t, took >= least, "kcat consumed %d B limited to %d B/s in %v, faster than %v", total, rate, took, least)
 }
 
 // TestQuotaConsumeFranz: a consumer limited by consumer_byte_rate is held to it and told
