@@ -30,6 +30,7 @@ func newClusterCommand() *cobra.Command {
 	}
 	conn := addConnFlags(cmd.PersistentFlags())
 	cmd.AddCommand(newClusterStatus(conn), newClusterConfig(conn))
+	cmd.AddCommand(clusterExtra(conn)...)
 	return cmd
 }
 

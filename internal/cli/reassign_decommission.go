@@ -1,0 +1,265 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/runnel-io/runnel/internal/balance"
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// unregisterBrokerKey is Kafka's UnregisterBroker API (KIP-631), what
+// kafka-cluster.sh unregister sends.
+const unregisterBrokerKey = 64
+
+func newDecommission(conn *connFlags) *cobra.Command {
+	var throttle int64
+	var interval time.Duration
+	var noWait, noRacks bool
+	cmd := &cobra.Command{
+		Use:   "decommission ID",
+		Short: "Move every replica off node ID (throttled), then remove it from the cluster",
+		Long: `Move every replica off node ID onto the other live nodes, as 'runnel reassign plan
+--drain ID' plans it (the other nodes end within one replica and one preferred
+leadership of an even share), start the moves (throttled with --throttle) and show their
+progress as 'runnel reassign status' does until the node holds no replica.
+
+It refuses, changing nothing, when draining the node would leave a partition under its
+replication factor (not enough other live nodes) or under its topic's
+min.insync.replicas (too few other nodes, or the partition's other replicas are not in
+sync now).
+
+A drained node is then unregistered (UnregisterBroker) once its process is stopped,
+where the cluster serves that API; the command says what is left where it does not.
+Interrupted, it can be run again: it waits for the moves in progress, then goes on.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := strconv.ParseInt(args[0], 10, 32)
+			if err != nil || id < 0 {
+				return usageErrorf("bad node id %q", args[0])
+			}
+			if throttle < 0 {
+				return usageErrorf("--throttle must not be negative")
+			}
+			if interval <= 0 {
+				return usageErrorf("--interval must be positive")
+			}
+			d := &decommission{node: int32(id), throttle: throttle, interval: interval, noRacks: noRacks,
+				out: cmd.OutOrStdout(), term: isTerminal(cmd.OutOrStdout())}
+			cl, err := conn.client()
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			d.cl, d.adm = cl, kadm.NewClient(cl)
+			return d.run(cmd.Context(), !noWait)
+		},
+	}
+	fs := cmd.Flags()
+	fs.Int64Var(&throttle, "throttle", 0, "throttle the copies to this many bytes/s per node (0: no throttle)")
+	fs.DurationVar(&interval, "interval", 2*time.Second, "time between progress samples")
+	fs.BoolVar(&noWait, "no-wait", false, "start the moves and return; 'runnel reassign status' follows them")
+	fs.BoolVar(&noRacks, "disable-rack-aware", false, "ignore broker.rack when planning")
+	return cmd
+}
+
+// decommission drains one node.
+type decommission struct {
+	cl       *kgo.Client // for the requests kadm has no call for (UnregisterBroker)
+	adm      *kadm.Client
+	node     int32
+	throttle int64
+	interval time.Duration
+	noRacks  bool
+	out      io.Writer
+	term     bool // out is a terminal: progress redrawn in place, with bars
+}
+
+// maxDrainRounds bounds plan-execute-wait rounds: a second is needed only when
+// partitions are created on the node during the first.
+const maxDrainRounds = 3
+
+func (d *decommission) run(ctx context.Context, wait bool) error {
+	for round := 1; ; round++ {
+		v, err := loadClusterView(ctx, d.adm)
+		if err != nil {
+			return err
+		}
+		if _, live := v.live[d.node]; !live && !v.holds(d.node) {
+			return fmt.Errorf("node %d is not a live node of the cluster and holds no replica (live: %s)", d.node, joinInt32s(v.liveIDs()))
+		}
+		ms, err := listReassignments(ctx, d.adm, v)
+		if err != nil {
+			return err
+		}
+		if len(ms) == 0 && !v.holds(d.node) {
+			fmt.Fprintf(d.out, "Node %d holds no replica.\n", d.node)
+			return d.unregister(ctx, v)
+		}
+		if round > maxDrainRounds {
+			return fmt.Errorf("node %d still holds replicas after %d rounds of moves (are partitions being created on it?)", d.node, maxDrainRounds)
+		}
+		if len(ms) > 0 {
+			fmt.Fprintf(d.out, "%d reassignments are in progress (%s); waiting for them before planning.\n", len(ms), describeMoving(ms))
+		} else if err := d.start(ctx, v); err != nil {
+			return err
+		}
+		if !wait {
+			return nil
+		}
+		if err := d.waitMoves(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// start checks that the node can be drained, plans and starts the moves.
+func (d *decommission) start(ctx context.Context, v *clusterView) error {
+	var others []int32
+	for _, id := range v.liveIDs() {
+		if id != d.node {
+			others = append(others, id)
+		}
+	}
+	if err := d.check(ctx, v, others); err != nil {
+		return err
+	}
+	req, err := v.planRequest(others, d.node, nil, d.noRacks)
+	if err != nil {
+		return err
+	}
+	plan, err := balance.Compute(req)
+	if err != nil {
+		return fmt.Errorf("plan the drain of node %d: %w", d.node, err)
+	}
+	printPlanSummary(d.out, v, plan)
+	return executePlan(ctx, d.adm, d.out, planPartitions(plan), d.throttle, false)
+}
+
+// check refuses the drain if a partition on the node would be left under its
+// replication factor or its topic's min.insync.replicas.
+func (d *decommission) check(ctx context.Context, v *clusterView, others []int32) error {
+	var topics []string
+	for _, p := range v.parts {
+		if slices.Contains(p.Replicas, d.node) && !slices.Contains(topics, p.Topic) {
+			topics = append(topics, p.Topic)
+		}
+	}
+	minISR, err := minISRs(ctx, d.adm, topics)
+	if err != nil {
+		return fmt.Errorf("decommission node %d: %w", d.node, err)
+	}
+	var problems []string
+	for _, p := range v.parts {
+		if !slices.Contains(p.Replicas, d.node) {
+			continue
+		}
+		if len(p.Replicas) > len(others) {
+			problems = append(problems, fmt.Sprintf("topic %q partition %d has %d replicas and only %d other live nodes (%s) could hold them",
+				p.Topic, p.Partition, len(p.Replicas), len(others), joinInt32s(others)))
+			continue
+		}
+		isr := slices.DeleteFunc(slices.Clone(v.md.Topics[p.Topic].Partitions[p.Partition].ISR), func(id int32) bool { return id == d.node })
+		if need := minISR[p.Topic]; len(isr) < need {
+			problems = append(problems, fmt.Sprintf("topic %q partition %d: its in-sync replicas on other nodes are [%s], fewer than min.insync.replicas=%d",
+				p.Topic, p.Partition, joinInt32s(isr), need))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("refusing to decommission node %d: %s", d.node, strings.Join(problems, "\n"))
+	}
+	return nil
+}
+
+// waitMoves shows the progress every interval until nothing moves, then clears
+// the throttles.
+func (d *decommission) waitMoves(ctx context.Context) error {
+	for {
+		st, err := sampleStatus(ctx, d.adm, d.interval)
+		if err != nil {
+			return err
+		}
+		if !st.InProgress {
+			removed, err := clearThrottles(ctx, d.adm)
+			if err != nil {
+				return err
+			}
+			if len(removed) > 0 {
+				fmt.Fprintf(d.out, "Removed the reassignment throttles: %s.\n", strings.Join(removed, "; "))
+			}
+			return nil
+		}
+		if d.term {
+			fmt.Fprintf(d.out, "%sDraining node %d  %s\n\n", clearScreen, d.node, time.Now().Format("2006-01-02 15:04:05"))
+		} else {
+			fmt.Fprintf(d.out, "--- %s ---\n", time.Now().UTC().Format(time.RFC3339))
+		}
+		if err := printReassignStatus(d.out, st, d.term); err != nil {
+			return err
+		}
+	}
+}
+
+// unregister removes the drained node from the cluster where the cluster serves
+// UnregisterBroker and the node is stopped, and otherwise says what is left.
+func (d *decommission) unregister(ctx context.Context, v *clusterView) error {
+	ok, err := brokersServe(ctx, d.adm, unregisterBrokerKey)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		fmt.Fprintf(d.out, "Left to do: unregistering node %d from the cluster. This cluster does not serve UnregisterBroker (API key %d), so it stays registered: stop its process; holding no replica, it serves nothing, and 'runnel cluster status' lists it as down.\n",
+			d.node, unregisterBrokerKey)
+		return nil
+	}
+	if _, live := v.live[d.node]; live {
+		fmt.Fprintf(d.out, "Left to do: stop node %d's process, then run 'runnel cluster decommission %d' again to unregister it.\n", d.node, d.node)
+		return nil
+	}
+	req := kmsg.NewPtrUnregisterBrokerRequest()
+	req.BrokerID = d.node
+	resp, err := req.RequestWith(ctx, d.cl)
+	if err != nil {
+		return fmt.Errorf("unregister node %d: %w", d.node, err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		msg := ""
+		if resp.ErrorMessage != nil {
+			msg = *resp.ErrorMessage
+		}
+		return fmt.Errorf("unregister node %d: %w", d.node, withMessage(err, msg))
+	}
+	fmt.Fprintf(d.out, "Unregistered node %d: it is no longer part of the cluster.\n", d.node)
+	return nil
+}
+
+// brokersServe reports whether every live node that answered ApiVersions lists key.
+func brokersServe(ctx context.Context, adm *kadm.Client, key int16) (bool, error) {
+	vs, err := adm.ApiVersions(ctx)
+	if err != nil {
+		return false, fmt.Errorf("api versions: %w", err)
+	}
+	answered := 0
+	for _, v := range vs {
+		if v.Err != nil {
+			continue
+		}
+		answered++
+		if _, ok := v.KeyMaxVersion(key); !ok {
+			return false, nil
+		}
+	}
+	if answered == 0 {
+		return false, fmt.Errorf("api versions: no node answered")
+	}
+	return true, nil
+}
