@@ -208,6 +208,9 @@ func (v *clusterView) planRequest(ids []int32, drain int32, include func(string)
 		}
 		req.Drain = []int32{drain}
 		ids = slices.DeleteFunc(slices.Clone(ids), func(id int32) bool { return id == drain })
+		if len(ids) == 0 {
+			return req, fmt.Errorf("--drain %d: no other node to move its replicas to", drain)
+		}
 	}
 	ns, err := v.balanceNodes(ids)
 	if err != nil {

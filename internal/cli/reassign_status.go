@@ -91,9 +91,11 @@ func logSizes(ctx context.Context, adm *kadm.Client, ms []moving) (map[string]ma
 		set.Add(m.Topic, m.Partition)
 	}
 	dirs, err := adm.DescribeAllLogDirs(ctx, set)
-	if err != nil {
+	if err != nil && len(dirs) == 0 {
 		return nil, fmt.Errorf("describe log dirs: %w", err)
 	}
+	// A node that did not answer (down, say the one receiving a replica) counts as
+	// holding nothing yet: its partitions show what the others hold.
 	sizes := map[string]map[int32]map[int32]int64{}
 	dirs.Each(func(d kadm.DescribedLogDir) {
 		d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
@@ -443,9 +445,11 @@ func configsSet(ctx context.Context, adm *kadm.Client, kind kmsg.ConfigResourceT
 	} else {
 		rcs, err = adm.DescribeTopicConfigs(ctx, topics...)
 	}
-	if err != nil {
+	if err != nil && len(rcs) == 0 {
 		return nil, fmt.Errorf("describe configs: %w", brokerMessage(err))
 	}
+	// A node that did not answer (down) is left out: it holds no throttle of ours
+	// that matters while it is down, and a later status clears it.
 	var names []string
 	for _, rc := range rcs {
 		if rc.Err != nil {
