@@ -78,6 +78,13 @@ const (
 	Identity
 )
 
+func (n Naming) String() string {
+	if n == Identity {
+		return "identity"
+	}
+	return "prefix"
+}
+
 // ParseNaming reads "prefix" or "identity".
 func ParseNaming(s string) (Naming, error) {
 	switch s {

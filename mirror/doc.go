@@ -33,6 +33,8 @@
 // `__runnel_mirror.NAME` on the target, one partition, cleanup.policy=compact (keys
 // below are overwritten, so the topic stays the size of the latest values). Keys:
 //
+//	m                          the mirror's Meta (JSON): source and target cluster
+//	                           ids, alias, naming; written before any topic is made
 //	s/TOPIC/PARTITION          partition state (JSON): next source offset, target end,
 //	                           source topic id, lag, totals, state and last error
 //	r/TOPIC/PARTITION/GEN/N    chunk N of the offset map (binary runs, see below)
@@ -62,6 +64,10 @@
 // clusters it has been on, comma-separated, origin first. A record whose path holds
 // the target's cluster id is not written (its offset becomes a gap), so two mirrors in
 // opposite directions settle with each record once per cluster, whatever the naming.
+// Under prefix naming topics could still loop (a→b makes b:a.T, b→a would make
+// a:b.a.T, then b:a.b.a.T, ...): a mirror reads the Meta of every mirror progress
+// topic on its source, and a source topic ALIAS.* whose ALIAS is that of a prefix
+// mirror from its target is a copy of a target topic, never mirrored back.
 //
 // # Data loss on the source
 //

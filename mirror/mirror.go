@@ -100,6 +100,9 @@ func (m *Mirror) Run(ctx context.Context) error {
 	if err := m.targets.ensureProgressTopic(ctx); err != nil {
 		return err
 	}
+	if err := m.targets.writeMeta(ctx); err != nil {
+		return err
+	}
 	if err := m.startConsumer(); err != nil {
 		return err
 	}
@@ -208,6 +211,13 @@ func (m *Mirror) onAssigned(ctx context.Context, offsets map[string]map[int32]kg
 	case <-ctx.Done():
 		return offsets, ctx.Err()
 	}
+	// Decided before m.mu is taken: isCopy may read the source. Undecided (an
+	// error) starts a worker: its init asks again before creating anything.
+	var topics []string
+	for t := range offsets {
+		topics = append(topics, t)
+	}
+	copies, _ := m.targets.copies(ctx, topics)
 	pause := map[string][]int32{}
 	m.mu.Lock()
 	for t, ps := range offsets {
@@ -217,6 +227,9 @@ func (m *Mirror) onAssigned(ctx context.Context, offsets map[string]map[int32]kg
 				continue
 			}
 			pause[t] = append(pause[t], p)
+			if copies[t] {
+				continue // owned, never fetched: see targetTopics.isCopy
+			}
 			w := newWorker(m, tp)
 			m.workers[tp] = w
 			m.wg.Add(1)

@@ -40,6 +40,7 @@ func produceN(t *testing.T, cl *kgo.Client, topic string, partitions int32, from
 // an aborted source transaction never arrive; and the offset map translates exactly
 // across the gaps the transaction markers and aborted records leave.
 func TestMirrorToKfake(t *testing.T) {
+	t.Parallel()
 	src := startRunnel(t)
 	tgt := startKfake(t)
 	createTopic(t, src, "orders", 3, nil)

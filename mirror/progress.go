@@ -67,9 +67,21 @@ type Checkpoint struct {
 	Updated      int64  `json:"updated_ms"`
 }
 
+// Meta says which clusters a mirror links and how it names topics (key m). A mirror
+// writes it before it creates any target topic, so that a mirror in the opposite
+// direction, reading it on its own source, knows which topics there are copies of
+// its target's topics (ALIAS.*) and does not copy them back.
+type Meta struct {
+	SourceCluster string `json:"source_cluster"`
+	TargetCluster string `json:"target_cluster"`
+	Alias         string `json:"alias"`
+	Naming        string `json:"naming"` // prefix or identity
+}
+
 // Progress is what a mirror has committed to its progress topic.
 type Progress struct {
 	Name       string
+	Meta       *Meta // nil: none written (a mirror of an older version)
 	States     map[TopicPartition]*PartitionState
 	Checkpoint map[string]map[TopicPartition]Checkpoint // by group
 	// chunks[tp][gen][n] is chunk n of the map of generation gen.
@@ -203,6 +215,11 @@ func (p *Progress) apply(r *kgo.Record) {
 	k := string(r.Key)
 	kind, rest, _ := strings.Cut(k, "/")
 	switch kind {
+	case "m":
+		var m Meta
+		if r.Value != nil && json.Unmarshal(r.Value, &m) == nil {
+			p.Meta = &m
+		}
 	case "s":
 		tp, ok := parseTP(rest)
 		if !ok {

@@ -16,6 +16,7 @@ import (
 // identity naming between two Runnel clusters, producing on both: each cluster ends
 // with each record exactly once, and the loop counters show the records stopped.
 func TestMirrorActiveActiveIdentity(t *testing.T) {
+	t.Parallel()
 	a, b := startRunnel(t), startRunnel(t)
 	createTopic(t, a, "events", 2, nil)
 	createTopic(t, b, "events", 2, nil)
@@ -83,6 +84,7 @@ func waitCaughtUp(t *testing.T, ms ...*Mirror) {
 // and checks that a consumer of the group on the target starts at the very record
 // after the source commit.
 func TestMirrorGroupFailover(t *testing.T) {
+	t.Parallel()
 	src, tgt := startRunnel(t), startRunnel(t)
 	createTopic(t, src, "pay", 2, nil)
 	pcl := newClient(t, src, kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -147,6 +149,7 @@ func TestMirrorGroupFailover(t *testing.T) {
 // copied yet (as retention would) and checks that the partition stops with an error
 // naming the lost range, and that OnDataLossSkip goes on and counts.
 func TestMirrorSourceRetentionOverrun(t *testing.T) {
+	t.Parallel()
 	src, tgt := startRunnel(t), startRunnel(t)
 	createTopic(t, src, "logs", 1, nil)
 	pcl := newClient(t, src, kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -192,6 +195,7 @@ func TestMirrorSourceRetentionOverrun(t *testing.T) {
 // transaction fails as fenced, nothing it produced after that reaches the target,
 // and it stops the partition instead of fencing back.
 func TestMirrorFencedOwnerStops(t *testing.T) {
+	t.Parallel()
 	src, tgt := startKfake(t), startRunnel(t)
 	createTopic(t, src, "t", 1, nil)
 	pcl := newClient(t, src, kgo.RecordPartitioner(kgo.ManualPartitioner()))

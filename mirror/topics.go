@@ -3,13 +3,16 @@ package mirror
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // notCopied are topic configs the target keeps its own value of: replication and
@@ -28,12 +31,99 @@ var notCopied = map[string]bool{
 type targetTopics struct {
 	m *Mirror
 
-	mu    sync.Mutex       // guards ready
+	mu    sync.Mutex       // guards ready, copyOf
 	ready map[string]int32 // target topic -> partitions known to exist
+	// copyOf holds the source topics decided: true for a copy of one of the target's
+	// own topics (see copies), which is never mirrored back. A topic's answer never
+	// changes once decided.
+	copyOf map[string]bool
 }
 
 func newTargetTopics(m *Mirror) *targetTopics {
-	return &targetTopics{m: m, ready: map[string]int32{}}
+	return &targetTopics{m: m, ready: map[string]int32{}, copyOf: map[string]bool{}}
+}
+
+// writeMeta records, before any target topic is created, which clusters this mirror
+// links and its naming, for the mirrors in the opposite direction (see Meta). It is
+// not transactional: every process of the mirror writes the same value.
+func (tt *targetTopics) writeMeta(ctx context.Context) error {
+	v, _ := json.Marshal(&Meta{SourceCluster: tt.m.srcID, TargetCluster: tt.m.tgtID, Alias: tt.m.alias, Naming: tt.m.cfg.Naming.String()})
+	r := &kgo.Record{Topic: ProgressTopic(tt.m.cfg.Name), Key: []byte("m"), Value: v}
+	if err := tt.m.tgtCl.ProduceSync(ctx, r).FirstErr(); err != nil {
+		return fmt.Errorf("mirror %s: writing its meta record to %s on the target: %w", tt.m.cfg.Name, r.Topic, err)
+	}
+	return nil
+}
+
+// copies reports, for each source topic in names, whether it is a copy of a target
+// topic made by a prefix mirror from the target into the source (ALIAS.NAME, ALIAS
+// that mirror's): mirroring it would send the target's own records back (all skipped
+// as loops) and create ALIAS2.ALIAS.NAME on the target, and so on for ever.
+// MirrorMaker 2 stops the same cycle by name (ReplicationPolicy.topicSource); here
+// the alias is read from the reverse mirror's Meta, so no flag has to name it.
+//
+// The metas are read after the caller listed names, once for every undecided name:
+// the reverse mirror writes its Meta before it creates any topic, so a copy that
+// was listed always has its Meta read. An error leaves the undecided names undecided
+// (asked again next time) and is returned.
+func (tt *targetTopics) copies(ctx context.Context, names []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	var undecided []string
+	tt.mu.Lock()
+	for _, n := range names {
+		if c, ok := tt.copyOf[n]; ok {
+			out[n] = c
+		} else {
+			undecided = append(undecided, n)
+		}
+	}
+	tt.mu.Unlock()
+	if len(undecided) == 0 {
+		return out, nil
+	}
+	aliases, err := tt.reverseAliases(ctx)
+	if err != nil {
+		return out, fmt.Errorf("deciding whether source topics %v are copies of target topics: %w", undecided, err)
+	}
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	for _, n := range undecided {
+		c := false
+		for _, a := range aliases {
+			c = c || strings.HasPrefix(n, a+".")
+		}
+		tt.copyOf[n], out[n] = c, c
+		if c {
+			tt.m.log.Info("source topic not mirrored: a copy of a target topic", "topic", n, "reverse_aliases", aliases)
+		}
+	}
+	return out, nil
+}
+
+// reverseAliases reads, on the source, every mirror progress topic's Meta and returns
+// the aliases of the prefix mirrors whose source is this mirror's target.
+func (tt *targetTopics) reverseAliases(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	listed, err := tt.m.srcAdm.ListTopics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for name := range listed {
+		mname, ok := strings.CutPrefix(name, "__runnel_mirror.")
+		if !ok {
+			continue
+		}
+		p, err := ReadProgress(ctx, tt.m.cfg.Source, tt.m.cfg.SourceOptions, mname)
+		if err != nil {
+			return nil, err
+		}
+		if p.Meta != nil && p.Meta.SourceCluster == tt.m.tgtID && p.Meta.Naming == Prefix.String() && p.Meta.Alias != "" {
+			out = append(out, p.Meta.Alias)
+		}
+	}
+	return out, nil
 }
 
 // ensureProgressTopic creates the progress topic: compacted, one partition.
@@ -82,12 +172,25 @@ func (tt *targetTopics) sync(ctx context.Context, only []string) error {
 	if err != nil {
 		return fmt.Errorf("listing source topics: %w", err)
 	}
-	var names []string
+	var matched []string
 	for name, d := range src {
 		if d.Err == nil && tt.m.topics.match(name) {
-			names = append(names, name)
-			tt.noteTopicID(name, hex.EncodeToString(d.ID[:]))
+			matched = append(matched, name)
 		}
+	}
+	// An undecided topic (an error) is not mirrored yet: creating a topic cannot be
+	// undone.
+	copies, cerr := tt.copies(ctx, matched)
+	var names []string
+	for _, name := range matched {
+		if c, decided := copies[name]; decided && !c {
+			names = append(names, name)
+			id := src[name].ID
+			tt.noteTopicID(name, hex.EncodeToString(id[:]))
+		}
+	}
+	if cerr != nil {
+		tt.m.log.Warn("topic sync", "err", cerr)
 	}
 	if len(names) == 0 {
 		if len(only) > 0 {

@@ -90,8 +90,14 @@ func (w *worker) load(ctx context.Context, p *Progress) error {
 		}
 	}
 	if w.st.TopicID != id {
-		if err := w.lost(fmt.Sprintf("source topic %s was re-created (topic id %s, was %s): offsets from %d up to the old topic's end (%d) that were not mirrored are lost; the new topic is mirrored from its offset %d",
-			w.tp.Topic, id, w.st.TopicID, w.st.Next, w.st.SourceEnd, start), max(0, w.st.SourceEnd-w.st.Next)); err != nil {
+		// The old topic is gone: its end is known only as the mirror last saw it.
+		lostMsg := fmt.Sprintf("no offset of the old topic was left unmirrored (its end when last seen: %d)", w.st.SourceEnd)
+		if w.st.SourceEnd > w.st.Next {
+			lostMsg = fmt.Sprintf("offsets %d to %d of the old topic were not mirrored and are lost (its end when last seen: %d)",
+				w.st.Next, w.st.SourceEnd-1, w.st.SourceEnd)
+		}
+		if err := w.lost(fmt.Sprintf("source %s: the topic was re-created (topic id %s, was %s): %s; the new topic is mirrored from its offset %d",
+			w.tp, id, w.st.TopicID, lostMsg, start), max(0, w.st.SourceEnd-w.st.Next)); err != nil {
 			return err
 		}
 		w.restartTopic(id, start)
