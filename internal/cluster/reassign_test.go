@@ -2,15 +2,18 @@ package cluster_test
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/runnel-io/runnel/internal/cluster"
 )
@@ -295,4 +298,91 @@ func waitNoReassignments(t *testing.T, c *cluster.Cluster, adm *kadm.Client, top
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// TestReassignThrottled moves a replica holding D bytes under KIP-73 throttles of T
+// bytes/s on both sides, as kafka-reassign-partitions.sh sets them (the broker rates,
+// the leaders' replicas on the leader side, the moving replica on the follower side),
+// while an acks=all load writes to the same partition. The move takes at least 0.8 ×
+// D/T (the rate is measured over replication.quota.window.num=2 one-second samples,
+// so about one second's worth goes before the throttle bites), and the load's
+// acknowledgements keep flowing: the ISR's traffic is not throttled.
+func TestReassignThrottled(t *testing.T) {
+	skipIfShort(t)
+	c := cluster.Start(t, cluster.Options{Nodes: 3, StartTimeout: startTimeout,
+		Sets: append(slices.Clone(cluster.FastFailureDetection), "replication.quota.window.num=2")})
+	topic := topicName(t)
+	createTopic(t, c, topic, 1, 2)
+	st, _ := c.PartitionFrom(context.Background(), int(c.LiveIDs()[0]), topic, 0)
+	dest := spareNode(st.Replicas, 3)
+
+	// D bytes on the partition, before the move.
+	const record, count = 64 << 10, 96 // 6 MiB
+	const rate = 768 << 10            // T: 768 KiB/s, so D/T = 8 s
+	cl := c.Client(t, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for range count {
+		r := &kgo.Record{Topic: topic, Partition: 0, Value: make([]byte, record)}
+		rand.Read(r.Value) // incompressible: D bytes on disk
+		cl.Produce(ctx, r, nil)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	adm := c.Admin(t)
+	r := fmt.Sprint(rate)
+	bresp, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
+		{Name: "leader.replication.throttled.rate", Value: &r},
+		{Name: "follower.replication.throttled.rate", Value: &r},
+	})
+	if err == nil {
+		for _, b := range bresp {
+			err = errors.Join(err, b.Err)
+		}
+	}
+	if err != nil {
+		t.Fatalf("setting the throttle rates: %v", err)
+	}
+	var leaders []string
+	for _, id := range st.Replicas {
+		leaders = append(leaders, fmt.Sprintf("0:%d", id))
+	}
+	lv, fv := strings.Join(leaders, ","), fmt.Sprintf("0:%d", dest)
+	tresp, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
+		{Name: "leader.replication.throttled.replicas", Value: &lv},
+		{Name: "follower.replication.throttled.replicas", Value: &fv},
+	}, topic)
+	if err == nil {
+		for _, tr := range tresp {
+			err = errors.Join(err, tr.Err)
+		}
+	}
+	if err != nil {
+		t.Fatalf("setting the throttled replicas: %v", err)
+	}
+
+	h := cluster.NewHistory()
+	load := c.StartLoad(t, h, cluster.LoadOptions{Topic: topic, Partitions: 1, Rate: 200})
+	waitAcks(t, h, 100, "before the move")
+	load.ResetStalls()
+	start := time.Now()
+	alter(t, ctx, adm, topic, 0, []int32{st.Leader, dest})
+	waitNoReassignments(t, c, adm, topic)
+	took := time.Since(start)
+	stall, _ := load.MaxStall()
+	d := float64(record * count)
+	t.Logf("moved %.1f MiB under a %d KiB/s throttle in %v (D/T %.1f s); longest gap between acknowledgements meanwhile %v",
+		d/(1<<20), rate>>10, took.Round(time.Millisecond), d/rate, stall.Round(time.Millisecond))
+	if min := time.Duration(0.8 * d / rate * float64(time.Second)); took < min {
+		t.Errorf("the throttled move took %v, less than 0.8 × D/T = %v: the throttle did not hold", took.Round(time.Millisecond), min.Round(time.Millisecond))
+	}
+	if stall > 2*time.Second {
+		t.Errorf("acks=all stalled %v during the throttled move: the ISR's traffic was throttled", stall.Round(time.Millisecond))
+	}
+	stopLoad(t, load, h)
+	waitReplicas(t, c, topic, 0, []int32{st.Leader, dest})
+	h.Check(t, c, topic)
 }

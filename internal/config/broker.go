@@ -48,8 +48,13 @@ type Broker struct {
 	ReplicaFetchWaitMaxMs        int32 `config:"replica.fetch.wait.max.ms"`        // 500
 	ReplicaFetchMinBytes         int32 `config:"replica.fetch.min.bytes"`          // 1
 	ReplicaFetchBackoffMs        int32 `config:"replica.fetch.backoff.ms"`         // 100 (Kafka: 1000)
-	BrokerSessionTimeoutMs       int32 `config:"broker.session.timeout.ms"`        // 2000 (Kafka: 9000)
-	BrokerHeartbeatIntervalMs    int32 `config:"broker.heartbeat.interval.ms"`     // 500 (Kafka: 2000)
+	// The replication throttles (KIP-73; also dynamic, see ValidateDynamicBrokerConfig).
+	LeaderReplicationThrottledRate   int64 `config:"leader.replication.throttled.rate"`     // Long.MAX: none
+	FollowerReplicationThrottledRate int64 `config:"follower.replication.throttled.rate"`   // Long.MAX: none
+	ReplicationQuotaWindowNum        int32 `config:"replication.quota.window.num"`          // 11
+	ReplicationQuotaWindowSizeSec    int32 `config:"replication.quota.window.size.seconds"` // 1
+	BrokerSessionTimeoutMs           int32 `config:"broker.session.timeout.ms"`             // 2000 (Kafka: 9000)
+	BrokerHeartbeatIntervalMs        int32 `config:"broker.heartbeat.interval.ms"`          // 500 (Kafka: 2000)
 
 	GroupInitialRebalanceDelayMs  int32 `config:"group.initial.rebalance.delay.ms"` // 3000
 	GroupMinSessionTimeoutMs      int32 `config:"group.min.session.timeout.ms"`     // 6000

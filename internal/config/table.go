@@ -22,6 +22,10 @@ type prop struct {
 	// ignored marks a property accepted so that a Kafka server.properties loads
 	// unchanged, which Runnel does not act on.
 	ignored bool
+	// dynamic marks a broker property that AlterConfigs may also set at run time on a
+	// broker resource (ValidateDynamicBrokerConfig); the metadata's value then wins
+	// over the node's own.
+	dynamic bool
 }
 
 const (
@@ -70,8 +74,10 @@ var brokerProps = []prop{
 	{name: "replica.fetch.wait.max.ms", typ: TypeInt, dflt: "500", check: atLeast(0), doc: "Longest a follower fetch waits for data."},
 	{name: "replica.fetch.min.bytes", typ: TypeInt, dflt: "1", check: atLeast(1), doc: "Bytes a follower fetch waits for: the leader answers once it has this many, or after replica.fetch.wait.max.ms."},
 	{name: "replica.fetch.backoff.ms", typ: TypeInt, dflt: "100", check: atLeast(0), doc: "Pause after a failed follower fetch. Kafka's default is 1000; Runnel's 100 lets a follower start fetching from a new leader soon after a failover, which acks=all produces wait for."},
-	{name: "leader.replication.throttled.rate", typ: TypeLong, dflt: longMax, check: atLeast(0), ignored: true, doc: "Kafka's bytes/s a leader sends to throttled followers during a reassignment. Runnel has no partition reassignment yet, so there is nothing to throttle."},
-	{name: "follower.replication.throttled.rate", typ: TypeLong, dflt: longMax, check: atLeast(0), ignored: true, doc: "Kafka's bytes/s a follower fetches for throttled replicas during a reassignment. Runnel has no partition reassignment yet, so there is nothing to throttle."},
+	{name: "leader.replication.throttled.rate", typ: TypeLong, dflt: longMax, check: atLeast(0), dynamic: true, doc: "Bytes/s a leader sends, over all its partitions, to followers outside the ISR of the replicas listed in a topic's leader.replication.throttled.replicas (a reassignment's catch-up traffic, KIP-73). Settable at run time (AlterConfigs on a broker resource; Runnel applies it to every node). The default does not throttle."},
+	{name: "follower.replication.throttled.rate", typ: TypeLong, dflt: longMax, check: atLeast(0), dynamic: true, doc: "Bytes/s a follower fetches, over all its partitions, for its replicas outside the ISR listed in a topic's follower.replication.throttled.replicas (KIP-73). Settable at run time like leader.replication.throttled.rate. The default does not throttle."},
+	{name: "replication.quota.window.num", typ: TypeInt, dflt: "11", check: atLeast(2), doc: "Samples the replication throttles' rates are measured over (Kafka's): a moving replica may catch up replication.quota.window.num-1 samples' worth in a burst before it is throttled."},
+	{name: "replication.quota.window.size.seconds", typ: TypeInt, dflt: "1", check: atLeast(1), doc: "Length of one replication throttle sample, in seconds."},
 	{name: "broker.session.timeout.ms", typ: TypeInt, dflt: "2000", check: atLeast(1), doc: "A node without a heartbeat for this long is fenced by the controller and its partitions get new leaders. Kafka's default is 9000; Runnel's 2000 gives failover under 3 s after a crash."},
 	{name: "broker.heartbeat.interval.ms", typ: TypeInt, dflt: "500", check: atLeast(1), doc: "How often a node heartbeats to the controller (Kafka: 2000)."},
 

@@ -69,6 +69,41 @@ func ValidateTopicConfig(key, value string) error {
 	return nil
 }
 
+// ValidateDynamicBrokerConfig checks one config entry of a broker resource in
+// AlterConfigs or IncrementalAlterConfigs: a topic config (a cluster-wide default for
+// every topic) or a broker property marked dynamic (the replication throttles' rates).
+func ValidateDynamicBrokerConfig(key, value string) error {
+	if p, ok := brokerByName[key]; ok && p.dynamic {
+		if err := p.validate(strings.TrimSpace(value)); err != nil {
+			return err
+		}
+		return nil
+	}
+	return ValidateTopicConfig(key, value)
+}
+
+// IsDynamicBrokerProperty reports whether key is a broker property that AlterConfigs
+// may set at run time (not a topic config).
+func IsDynamicBrokerProperty(key string) bool {
+	p, ok := brokerByName[key]
+	return ok && p.dynamic
+}
+
+// DynamicBrokerLong is the value of dynamic broker property key: the metadata's
+// (dynamic, from AlterConfigs) when it holds a valid one, else fallback (the node's
+// own).
+func DynamicBrokerLong(dynamic map[string]string, key string, fallback int64) int64 {
+	v, ok := dynamic[key]
+	if !ok {
+		return fallback
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		return fallback
+	}
+	return n
+}
+
 // TopicDefaults maps every topic config to its effective broker default: the first
 // broker synonym that was set (log.retention.ms, then .minutes, then .hours), else the
 // first synonym's default, else the topic config's own default.

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"errors"
+	"time"
 
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/replica"
@@ -26,9 +27,22 @@ func (s *Server) readParts(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchR
 		rp.Partition = fp.sp.tp.Partition
 		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
 		rp.PreferredReadReplica = -1
-		if fp.err != nil {
+		switch {
+		case fp.err != nil:
 			rp.ErrorCode = errorCode(fp.err)
-		} else {
+		case replicaID >= 0 && fp.part.LeaderThrottledFor(metadata.NodeID(replicaID)):
+			// A moving replica's catch-up (KIP-73): over the leader's throttle, only
+			// the offsets go back this time; under it, what is sent counts.
+			q := s.replicas.LeaderThrottle()
+			if q.Exceeded(time.Now()) {
+				s.readPart(r, fp, &rp, 0, false, replicaID, false)
+				break
+			}
+			n := s.readPart(r, fp, &rp, min(budget, int(q.Chunk(int32(min(budget, 1<<30))))), total == 0, replicaID, false)
+			q.Record(n, time.Now())
+			budget -= n
+			total += n
+		default:
 			n := s.readPart(r, fp, &rp, budget, total == 0, replicaID, req.IsolationLevel == 1)
 			budget -= n
 			total += n

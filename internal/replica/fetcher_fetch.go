@@ -12,6 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// errThrottled: every partition ready to fetch is a throttled moving replica and the
+// follower throttle is over its rate; the fetcher waits its backoff.
+var errThrottled = errors.New("every partition to fetch is throttled (follower.replication.throttled.rate)")
+
 // fetchOnce sends one Fetch for every truncated partition and appends what comes back.
 func (f *Fetcher) fetchOnce(ctx context.Context, parts []*fetchState) error {
 	o := f.m.opts
@@ -24,12 +28,21 @@ func (f *Fetcher) fetchOnce(ctx context.Context, parts []*fetchState) error {
 	req.SessionID, req.SessionEpoch = 0, -1
 	byTopic := map[string]int{}
 	byKey := map[metadata.TopicPartition]*fetchState{}
+	throttled := map[metadata.TopicPartition]bool{}
+	now := time.Now()
+	overQuota := f.m.followerQuota.Exceeded(now)
 	for _, s := range parts {
 		// An offline log's end may include records whose fsync failed: fetching
 		// from there would report them to the leader as replicated. The node stops
 		// (in a cluster) and recovers the log on restart; until then it stays behind.
 		if !s.truncated || s.p.log.Offline() {
 			continue
+		}
+		if s.p.followerThrottledNow() {
+			if overQuota {
+				continue // a moving replica over follower.replication.throttled.rate
+			}
+			throttled[s.p.tp] = true
 		}
 		i, ok := byTopic[s.p.tp.Topic]
 		if !ok {
@@ -43,10 +56,16 @@ func (f *Fetcher) fetchOnce(ctx context.Context, parts []*fetchState) error {
 		rp.Partition, rp.CurrentLeaderEpoch = s.p.tp.Partition, s.leaderEpoch
 		rp.FetchOffset, rp.LogStartOffset = s.p.log.LogEndOffset(), s.p.log.LogStartOffset()
 		rp.LastFetchedEpoch, rp.PartitionMaxBytes = -1, o.FetchMaxBytes
+		if throttled[s.p.tp] {
+			rp.PartitionMaxBytes = f.m.followerQuota.Chunk(o.FetchMaxBytes)
+		}
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		byKey[s.p.tp] = s
 	}
 	if len(byKey) == 0 {
+		if overQuota {
+			return errThrottled
+		}
 		return errors.New("no partition ready to fetch")
 	}
 	rctx, cancel := context.WithTimeout(ctx, o.FetchWait+10*time.Second)
@@ -70,6 +89,9 @@ func (f *Fetcher) fetchOnce(ctx context.Context, parts []*fetchState) error {
 			s := f.match(byKey, t, rp.Partition)
 			if s == nil {
 				continue
+			}
+			if throttled[s.p.tp] {
+				f.m.followerQuota.Record(len(rp.RecordBatches), time.Now())
 			}
 			a, err := f.applyFetched(s, rp)
 			if err != nil && firstErr == nil {

@@ -13,12 +13,16 @@ import (
 	"github.com/runnel-io/runnel/internal/config"
 	"github.com/runnel-io/runnel/internal/log"
 	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/quota"
 )
 
 // TopicSettings is what the replica layer needs from a topic's configuration.
 type TopicSettings struct {
 	Log    log.Config
 	MinISR int32
+	// LeaderThrottledReplicas and FollowerThrottledReplicas are the topic's
+	// leader/follower.replication.throttled.replicas ("", "*" or PARTITION:BROKER,...).
+	LeaderThrottledReplicas, FollowerThrottledReplicas string
 }
 
 // Options configure a Manager.
@@ -54,6 +58,15 @@ type Options struct {
 	FetchBackoff time.Duration
 	// Disk, if set, knows whether this node's data disk is full (DiskFull).
 	Disk *DiskMonitor
+	// ThrottleRates, if set, gives the replication throttles in bytes/s
+	// (leader.replication.throttled.rate, follower.replication.throttled.rate; <= 0 or
+	// math.MaxInt64: none) in force with an image (dynamic broker configs over the
+	// node's own). ThrottleSamples and ThrottleWindow measure them
+	// (replication.quota.window.num, replication.quota.window.size.seconds; Kafka's 11
+	// and 1 s when zero).
+	ThrottleRates   func(im *metadata.Image) (leader, follower int64)
+	ThrottleSamples int
+	ThrottleWindow  time.Duration
 }
 
 func (o *Options) setDefaults() {
@@ -81,6 +94,12 @@ func (o *Options) setDefaults() {
 	}
 	if o.FetchMinBytes <= 0 {
 		o.FetchMinBytes = config.Default().ReplicaFetchMinBytes
+	}
+	if o.ThrottleSamples <= 0 {
+		o.ThrottleSamples = throttleSamplesDefault
+	}
+	if o.ThrottleWindow <= 0 {
+		o.ThrottleWindow = throttleWindowDefault
 	}
 }
 
@@ -116,6 +135,10 @@ type Manager struct {
 	// view is what followers should fetch from this node (see leaderView).
 	view *leaderView
 
+	// leaderQuota and followerQuota are the replication throttles (throttle.go).
+	// Immutable pointers; their rates follow the image.
+	leaderQuota, followerQuota *quota.Replication
+
 	// hwCheckpointFailing is set while writing the high watermark checkpoint fails
 	// (a full disk), so that the failure is logged once rather than at every interval.
 	hwCheckpointFailing atomic.Bool
@@ -134,10 +157,12 @@ func NewManager(o Options) (*Manager, error) {
 	}
 	m := &Manager{
 		opts: o, logger: o.Logger, checkpointHW: hw,
-		partitions: map[metadata.TopicPartition]*Partition{},
-		image:      metadata.Empty(),
-		fetchers:   map[metadata.NodeID]*Fetcher{},
-		view:       newLeaderView(),
+		partitions:    map[metadata.TopicPartition]*Partition{},
+		image:         metadata.Empty(),
+		fetchers:      map[metadata.NodeID]*Fetcher{},
+		view:          newLeaderView(),
+		leaderQuota:   quota.NewReplication(o.ThrottleSamples, o.ThrottleWindow),
+		followerQuota: quota.NewReplication(o.ThrottleSamples, o.ThrottleWindow),
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.goTracked(m.checkpointLoop)
@@ -167,6 +192,7 @@ func (m *Manager) ApplyImage(im *metadata.Image) error {
 	prev := m.image
 	m.image = im
 	m.mu.Unlock()
+	m.applyThrottleRates(im)
 	lc := im.LocalChanges(prev, m.opts.Node)
 	var firstErr error
 	apply := func(tp metadata.TopicPartition, st metadata.Partition) {
@@ -197,6 +223,7 @@ func (m *Manager) applyPartition(im *metadata.Image, tp metadata.TopicPartition,
 	m.mu.RUnlock()
 	if p != nil {
 		p.log.UpdateConfig(settings.Log)
+		p.setThrottled(settings)
 	} else {
 		// Creating a log makes directories and files: never under m.mu, which every
 		// produce and fetch takes to find its partition. ApplyImage's calls are
@@ -207,6 +234,7 @@ func (m *Manager) applyPartition(im *metadata.Image, tp metadata.TopicPartition,
 		}
 		p = newPartition(tp, m.opts.Node, l, m.opts.ReplicaLagTimeMax, m.logger)
 		p.onFollowerFetch = m.maybeExpandIsr
+		p.setThrottled(settings)
 		m.mu.Lock()
 		m.partitions[tp] = p
 		m.mu.Unlock()

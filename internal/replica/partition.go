@@ -31,6 +31,10 @@ type Partition struct {
 	logger *slog.Logger
 	// maxLagMs is replica.lag.time.max.ms: the ISR rules' lag window.
 	maxLagMs int64
+	// leaderThrottled and followerThrottled: this node's replica is listed in the
+	// topic's leader/follower.replication.throttled.replicas (throttle.go). Set on
+	// every image.
+	leaderThrottled, followerThrottled atomic.Bool
 	// onFollowerFetch is called (no lock held) when a follower's fetch shows it may
 	// join the ISR. Set once by the Manager before the partition is shared.
 	onFollowerFetch func(p *Partition, follower metadata.NodeID)

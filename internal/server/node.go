@@ -158,6 +158,12 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 		FetchMinBytes:         cfg.ReplicaFetchMinBytes,
 		FetchBackoff:          fetchBackoff(cfg.ReplicaFetchBackoffMs),
 		Disk:                  n.disk,
+		ThrottleRates: func(im *metadata.Image) (int64, int64) {
+			return config.DynamicBrokerLong(im.Configs, "leader.replication.throttled.rate", cfg.LeaderReplicationThrottledRate),
+				config.DynamicBrokerLong(im.Configs, "follower.replication.throttled.rate", cfg.FollowerReplicationThrottledRate)
+		},
+		ThrottleSamples: int(cfg.ReplicationQuotaWindowNum),
+		ThrottleWindow:  time.Duration(cfg.ReplicationQuotaWindowSizeSec) * time.Second,
 	})
 	if err != nil {
 		return err
@@ -202,6 +208,7 @@ func (n *Node) controllerConfig() controller.Config {
 		NodeID: metadata.NodeID(cfg.NodeID), DataDir: cfg.DataDir, Listen: cfg.ControllerListen,
 		Voters: voters, Logger: n.logger, // the controller adds component=controller, its Raft component=raft
 		ValidateTopicConfig:      config.ValidateTopicConfig,
+		ValidateBrokerConfig:     config.ValidateDynamicBrokerConfig,
 		DefaultPartitions:        cfg.NumPartitions,
 		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
 		DisableTopicDeletion:     !cfg.DeleteTopicEnable,

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/runnel-io/runnel/internal/config"
 	"github.com/runnel-io/runnel/internal/log"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/replica"
@@ -19,6 +20,9 @@ func (n *Node) resolveTopic(im *metadata.Image, t *metadata.Topic) replica.Topic
 	if overrides == nil {
 		overrides = map[string]string{}
 	}
+	// The dynamic broker properties (the replication throttles' rates) share the
+	// cluster-wide configs with the topic defaults; they are not topic configs.
+	maps.DeleteFunc(overrides, func(k, _ string) bool { return config.IsDynamicBrokerProperty(k) })
 	if t != nil {
 		maps.Copy(overrides, t.Configs)
 	}
@@ -30,7 +34,9 @@ func (n *Node) resolveTopic(im *metadata.Image, t *metadata.Topic) replica.Topic
 		tc, _ = n.cfg.ResolveTopic(nil)
 	}
 	return replica.TopicSettings{
-		MinISR: tc.MinInsyncReplicas,
+		MinISR:                    tc.MinInsyncReplicas,
+		LeaderThrottledReplicas:   tc.LeaderReplicationThrottledReplicas,
+		FollowerThrottledReplicas: tc.FollowerReplicationThrottledReplicas,
 		Log: log.Config{
 			SegmentBytes: tc.SegmentBytes, SegmentMs: tc.SegmentMs, SegmentIndexBytes: tc.SegmentIndexBytes,
 			IndexIntervalBytes: tc.IndexIntervalBytes, RetentionMs: tc.RetentionMs, RetentionBytes: tc.RetentionBytes,
