@@ -128,13 +128,15 @@ type Config struct {
 	// OnDataLoss is OnDataLossStop (default) or OnDataLossSkip.
 	OnDataLoss OnDataLoss
 	// Producer are the overload options (client.WithMaxBufferedRecords, ...) of each
-	// partition's producer. The buffer bounds the records in flight: under Block a
-	// worker waits for room; under Error it waits for what it already sent
-	// (Flush) and produces again, since a mirror never fails or drops its own
-	// records; under Drop a dropped record aborts the transaction, which is then
-	// retried from the target's committed position (nothing is lost, and the
-	// runnel mirror command refuses drop). WithRate applies per source partition.
-	// Default: the client package's defaults (10,000 records, Block, no rate).
+	// partition's producer. The buffer bounds the records in flight: under Block (the
+	// one runnel mirror accepts) a worker waits for room, and a Block wait that ends
+	// with ErrBufferFull (WithEnqueueTimeout) waits for what it already sent (Flush)
+	// and produces again; under Error it does the same at once. Nothing is ever
+	// lost: under Drop a dropped record (ErrDropped) aborts the transaction, which is
+	// retried from the target's committed position, over and over while the buffer
+	// stays full, so Drop only costs; the runnel mirror command refuses drop and
+	// error. WithRate applies per source partition. Default: the client package's
+	// defaults (10,000 records, Block, no rate).
 	Producer []client.Option
 	// TopicRefresh is how often the source's topic list, partition counts and configs
 	// are compared with the target. Default 3 s.

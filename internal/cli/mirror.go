@@ -58,6 +58,7 @@ type mirrorRunFlags struct {
 	groupEvery time.Duration
 	session    time.Duration
 	txnTimeout time.Duration
+	securityX  [2][]string // --source-X, --target-X: refused until security lands
 	overload   produceFlags // only the overload fields are used
 }
 
@@ -80,8 +81,17 @@ mirrored. --config FILE runs several flows: {"mirrors": [{"name": ..., "source":
 
 Overload options apply to each source partition's producer on the target:
 --buffer-records and --buffer-bytes bound what is in flight, --rate caps records
-per second per partition, --on-full block|error (a mirror waits for its own records
-under both; drop is refused, as a mirror never drops a record).`,
+per second per partition, --enqueue-timeout bounds one wait for room. --on-full
+takes only block (the default): the mirror waits for room, which is backpressure
+on the source fetch, never loss. drop is refused at start-up (an exactly-once
+mirror never drops a record), and so is error (a mirror has no caller to hand the
+error to: the partition would abort and retry its transaction for as long as the
+target is slow).
+
+Security: the per-side client properties (--source-X KEY=VALUE, --target-X
+KEY=VALUE) are not yet available; both sides are plaintext without authentication
+(giving either flag fails at start-up). The Go package (mirror.Config.SourceOptions,
+TargetOptions) takes franz-go options for TLS and SASL today.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runMirror(cmd, f) },
 	}
@@ -103,7 +113,9 @@ under both; drop is refused, as a mirror never drops a record).`,
 	fs.DurationVar(&f.txnTimeout, "transaction-timeout", 10*time.Second, "transaction.timeout.ms of each partition producer on the target")
 	fs.IntVar(&f.overload.bufferRecords, "buffer-records", client.DefaultMaxBufferedRecords, "most records in flight per partition producer")
 	fs.IntVar(&f.overload.bufferBytes, "buffer-bytes", 0, "most bytes in flight per partition producer (0: no limit)")
-	fs.StringVar(&f.overload.onFull, "on-full", "block", "when the buffer is full: block or error (both wait; drop is refused)")
+	fs.StringVar(&f.overload.onFull, "on-full", "block", "when the buffer is full: block (wait for room; drop and error are refused, see above)")
+	fs.StringArrayVar(&f.securityX[0], "source-X", nil, "source client property KEY=VALUE (not yet available)")
+	fs.StringArrayVar(&f.securityX[1], "target-X", nil, "target client property KEY=VALUE (not yet available)")
 	fs.StringVar(&f.overload.enqueueTimeout, "enqueue-timeout", "", "how long to wait for buffer room; -1 for ever")
 	fs.Float64Var(&f.overload.rate, "rate", 0, "most records per second per source partition (0: no limit)")
 	return cmd
@@ -156,8 +168,16 @@ func (f *mirrorRunFlags) config(fl mirrorFlow, logger *slog.Logger) (mirror.Conf
 	if cfg.OnDataLoss, err = mirror.ParseOnDataLoss(fl.OnDataLoss); err != nil {
 		return cfg, usageError{err}
 	}
-	if f.overload.onFull == "drop" {
-		return cfg, usageErrorf("--on-full drop: a mirror never drops records; use block or error")
+	switch f.overload.onFull {
+	case "drop":
+		return cfg, usageErrorf("--on-full drop is refused: an exactly-once mirror never drops a record; it waits for room (--on-full block, the default)")
+	case "error":
+		return cfg, usageErrorf("--on-full error is refused: a mirror has no caller to hand a full-buffer error to, so its partition would abort and retry its transaction for as long as the target is slow; it waits for room (--on-full block, the default)")
+	}
+	for i, side := range []string{"--source-X", "--target-X"} {
+		if len(f.securityX[i]) > 0 {
+			return cfg, usageErrorf("%s is not yet available: runnel mirror connects to both clusters in plaintext without authentication (the Go package mirror takes franz-go TLS/SASL options in Config.SourceOptions and TargetOptions)", side)
+		}
 	}
 	if cfg.Producer, err = f.overload.overloadOptions(f.overload.rate); err != nil {
 		return cfg, err

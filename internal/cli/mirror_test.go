@@ -162,3 +162,24 @@ func TestMirrorFailoverAndTranslateCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestMirrorRunRefusesUnsafeOptions: the overload choices that would drop or fail a
+// mirror's own records, and the security flags not built yet, fail at start-up with
+// a message naming the flag and why, before anything connects.
+func TestMirrorRunRefusesUnsafeOptions(t *testing.T) {
+	base := []string{"mirror", "run", "--source", "127.0.0.1:1", "--target", "127.0.0.1:2", "--name", "dr"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--on-full", "drop"}, "--on-full drop is refused: an exactly-once mirror never drops a record"},
+		{[]string{"--on-full", "error"}, "--on-full error is refused"},
+		{[]string{"--source-X", "security.protocol=ssl"}, "--source-X is not yet available"},
+		{[]string{"--target-X", "sasl.mechanism=PLAIN"}, "--target-X is not yet available"},
+	} {
+		r := run(t, "", append(base, c.args...)...)
+		if r.code == 0 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("runnel %s: exit %d, stderr %q; want a failure saying %q", strings.Join(c.args, " "), r.code, r.stderr, c.want)
+		}
+	}
+}
