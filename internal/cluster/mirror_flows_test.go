@@ -27,6 +27,7 @@ import (
 // while the pause lasts); once the target is resumed the lag falls to 0, and
 // `runnel mirror status --json` on the target agrees.
 func TestMirrorProcessConfigFlowsAndLag(t *testing.T) {
+	t.Parallel() // the mirror tests mostly wait on sessions and timers: they overlap
 	src := startCluster(t, 1)
 	tgt := startCluster(t, 1)
 	createTopic(t, src, "a", 1, 1)

@@ -130,6 +130,7 @@ func tailLines(s string, n int) string {
 //
 //	RUNNEL_REPORT=1 go test -run TestMirrorProcessesKill -v ./internal/cluster/
 func TestMirrorProcessesKill(t *testing.T) {
+	t.Parallel() // the mirror tests mostly wait on sessions and timers: they overlap
 	total, over := 20000, 8*time.Second
 	if os.Getenv("RUNNEL_REPORT") == "1" {
 		total, over = 100000, 30*time.Second

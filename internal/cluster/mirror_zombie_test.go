@@ -30,6 +30,7 @@ import (
 // With per-process transactional ids instead (fencing off) the test fails: the
 // zombie commits on resume and the target holds the records it had in flight twice.
 func TestMirrorProcessesZombieFenced(t *testing.T) {
+	t.Parallel() // the mirror tests mostly wait on sessions and timers: they overlap
 	// group.min.session.timeout.ms=1000 lets the mirrors use a 3 s session.
 	src := cluster.Start(t, cluster.Options{Nodes: 1, StartTimeout: startTimeout,
 		Sets: append(append([]string{}, cluster.FastFailureDetection...), "group.min.session.timeout.ms=1000")})
