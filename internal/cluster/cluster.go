@@ -61,7 +61,7 @@ const LogDirEnv = "RUNNEL_CLUSTER_LOGDIR"
 type Cluster struct {
 	t     testing.TB // immutable: the test that started the cluster
 	opts  Options    // immutable
-	nodes []*Node    // immutable: nodes[i-1] has node id i
+	nodes []*Node    // nodes[i-1] has node id i; only AddNode appends, from the test goroutine
 	net   *network   // immutable: nil unless Options.Netns
 
 	mu     sync.Mutex    // guards probes and cutOff
@@ -256,6 +256,46 @@ func (c *Cluster) addrs() []string {
 }
 
 // Size is the number of nodes.
+// AddNode starts one more node, with the next id, that joins the running cluster as a
+// broker: --controllers names the original voters only, so it joins the metadata
+// quorum as a non-voter (as a Kafka broker joins a KRaft cluster), and waits until it
+// is ready. It grows the node list: call it from the test's goroutine while no other
+// goroutine uses the cluster's methods. Not with Options.Netns.
+func (c *Cluster) AddNode(t testing.TB) *Node {
+	t.Helper()
+	if c.net != nil {
+		t.Fatal("cluster: AddNode does not support Options.Netns")
+	}
+	first := c.nodes[0]
+	id := int32(len(c.nodes) + 1)
+	root := filepath.Dir(filepath.Dir(first.DataDir))
+	dir := filepath.Join(root, fmt.Sprintf("node-%d", id))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{ID: id, DataDir: filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "server.log"), bin: first.bin,
+		KafkaAddr: freeAddr(t), ControllerAddr: freeAddr(t), HTTPAddr: freeAddr(t)}
+	n.args = []string{"server", "--node-id", fmt.Sprint(id), "--data-dir", n.DataDir,
+		"--listen", n.KafkaAddr, "--controller-listen", n.ControllerAddr, "--http-listen", n.HTTPAddr}
+	for i := 0; i+1 < len(first.args); i++ {
+		if a := first.args[i]; a == "--controllers" || a == "--set" {
+			n.args = append(n.args, a, first.args[i+1])
+		}
+	}
+	if err := n.launch(); err != nil {
+		t.Fatalf("starting node %d: %v", id, err)
+	}
+	if err := n.waitReady(time.Now().Add(c.opts.StartTimeout)); err != nil {
+		n.kill()
+		t.Fatalf("node %d joining: %v\n%s", id, err, tail(n.Logs(), LogTailLines))
+	}
+	c.nodes = append(c.nodes, n)
+	c.mu.Lock()
+	c.probes = append(c.probes, nil)
+	c.mu.Unlock()
+	return n
+}
+
 func (c *Cluster) Size() int { return len(c.nodes) }
 
 // Node returns the node with id i (1-based).

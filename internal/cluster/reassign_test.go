@@ -386,3 +386,63 @@ func TestReassignThrottled(t *testing.T) {
 	waitReplicas(t, c, topic, 0, []int32{st.Leader, dest})
 	h.Check(t, c, topic)
 }
+
+// TestScaleOutBalancesNewNode: three nodes hold a topic of 6 partitions at RF 2 (four
+// replicas and two preferred leaderships each); a fourth node joins under an acks=all
+// load with a consumer reading along. With partition.autobalancing.mode=node_add (the
+// default) the controller moves it its share: afterwards every node holds 3 replicas
+// (12 / 4) and leads 1 or 2 partitions, nothing acknowledged is lost, and the consumer
+// read every offset once.
+func TestScaleOutBalancesNewNode(t *testing.T) {
+	skipIfShort(t)
+	c := startCluster(t, 3)
+	topic := topicName(t)
+	const parts = 6
+	createTopic(t, c, topic, parts, 2)
+	h := cluster.NewHistory()
+	load := c.StartLoad(t, h, cluster.LoadOptions{Topic: topic, Partitions: parts, Rate: 300})
+	reader := startReadAlong(t, c, topic, parts)
+	waitAcks(t, h, 300, "before the new node")
+
+	joined := time.Now()
+	n := c.AddNode(t)
+	t.Logf("node %d joined in %v", n.ID, time.Since(joined).Round(time.Millisecond))
+	adm := c.Admin(t)
+	deadline := time.Now().Add(waitTimeout)
+	var replicas, leaders map[int32]int
+	for {
+		replicas, leaders = map[int32]int{}, map[int32]int{}
+		settled := len(listReassignments(t, c, adm, topic)) == 0
+		for p := range int32(parts) {
+			st, err := c.PartitionFrom(context.Background(), int(n.ID), topic, p)
+			if err != nil || len(st.ISR) != 2 {
+				settled = false
+				break
+			}
+			for _, r := range st.Replicas {
+				replicas[r]++
+			}
+			leaders[st.Leader]++
+		}
+		if settled && replicas[n.ID] == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %d never got its share: replicas per node %v, leaders %v", n.ID, replicas, leaders)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("balanced %v after the join: replicas per node %v, leaders per node %v", time.Since(joined).Round(time.Millisecond), replicas, leaders)
+	for id := int32(1); id <= 4; id++ {
+		if replicas[id] != 3 {
+			t.Errorf("node %d holds %d replicas, want 3 (12 over 4 nodes)", id, replicas[id])
+		}
+		if leaders[id] < 1 || leaders[id] > 2 {
+			t.Errorf("node %d leads %d partitions, want 1 or 2 (6 over 4 nodes)", id, leaders[id])
+		}
+	}
+	waitAcks(t, h, h.Len()+300, "after the balance")
+	stopLoad(t, load, h)
+	h.Check(t, c, topic)
+	reader.check(t, c, h, topic)
+}

@@ -33,6 +33,8 @@ type Broker struct {
 	UncleanLeaderElection           bool   `config:"unclean.leader.election.enable"`          // false
 	AutoLeaderRebalance             bool   `config:"auto.leader.rebalance.enable"`            // true
 	LeaderImbalanceCheckIntervalSec int64  `config:"leader.imbalance.check.interval.seconds"` // 300
+	LeaderImbalancePerBrokerPercent int32  `config:"leader.imbalance.per.broker.percentage"`  // 10
+	PartitionAutobalancingMode      string `config:"partition.autobalancing.mode"`            // node_add
 	MessageMaxBytes                 int32  `config:"message.max.bytes"`                       // 1048588
 	QueuedMaxRequests               int    `config:"queued.max.requests"`                     // 500
 	QueuedMaxRequestBytes           int64  `config:"queued.max.request.bytes"`                // 256 MiB (Kafka: -1)
@@ -234,6 +236,9 @@ func (b *Broker) IgnoredWarnings() []string {
 	var out []string
 	for _, k := range b.IgnoredSet() {
 		out = append(out, "property "+k+" is accepted for compatibility but ignored: "+brokerByName[k].doc)
+	}
+	if b.PartitionAutobalancingMode == "continuous" {
+		out = append(out, "partition.autobalancing.mode=continuous acts as node_add: moving replicas off nodes that stay dead or whose disk fills is not built yet")
 	}
 	return out
 }

@@ -63,7 +63,9 @@ func TestDefault(t *testing.T) {
 		{"LogFlushSchedulerIntervalMs", b.LogFlushSchedulerIntervalMs, int64(1000)},
 		{"LogFlushOffsetCheckpointIntervalMs", b.LogFlushOffsetCheckpointIntervalMs, int64(60000)},
 		{"NumRecoveryThreadsPerDataDir", b.NumRecoveryThreadsPerDataDir, 2},
-		{"Raw leader.replication.throttled.rate (ignored)", b.Raw["leader.replication.throttled.rate"], "9223372036854775807"},
+		{"LeaderReplicationThrottledRate", b.LeaderReplicationThrottledRate, int64(9223372036854775807)},
+		{"LeaderImbalancePerBrokerPercent", b.LeaderImbalancePerBrokerPercent, int32(10)},
+		{"PartitionAutobalancingMode", b.PartitionAutobalancingMode, "node_add"},
 		{"ReplicaFetchBackoffMs", b.ReplicaFetchBackoffMs, int32(100)},
 		{"ReplicaFetchMinBytes", b.ReplicaFetchMinBytes, int32(1)},
 		{"ConnectionsMaxIdleMs", b.ConnectionsMaxIdleMs, int64(600000)},
@@ -155,7 +157,7 @@ func TestLoadKafkaServerProperties(t *testing.T) {
 }
 
 func TestIgnoredWarnings(t *testing.T) {
-	b, err := Load("", []string{"num.io.threads=16", "leader.imbalance.per.broker.percentage=20", "num.partitions=3"})
+	b, err := Load("", []string{"num.io.threads=16", "num.network.threads=20", "num.partitions=3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +165,7 @@ func TestIgnoredWarnings(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("IgnoredWarnings = %q, want one for each ignored property set", got)
 	}
-	for i, name := range []string{"leader.imbalance.per.broker.percentage", "num.io.threads"} {
+	for i, name := range []string{"num.io.threads", "num.network.threads"} {
 		want := "property " + name + " is accepted for compatibility but ignored: "
 		if !strings.HasPrefix(got[i], want) || len(got[i]) < len(want)+10 {
 			t.Errorf("IgnoredWarnings[%d] = %q, want %q and why", i, got[i], want)

@@ -73,6 +73,9 @@ func (c *Controller) RegisterBroker(ctx context.Context, r Registration) (int64,
 		if _, err := c.proposeLocked(ctx, recs); err != nil {
 			return err
 		}
+		if !had {
+			c.noteNewNode(id)
+		}
 		c.sessions.register(id, b.Epoch, time.Now())
 		epoch = b.Epoch
 		c.log.Info("registered broker", "broker", id, "epoch", epoch, "addr", fmt.Sprintf("%s:%d", b.Host, b.Port), "rack", b.Rack)

@@ -74,6 +74,15 @@ type Config struct {
 	// DisableAutoLeaderRebalance turns the preferred leader election off
 	// (auto.leader.rebalance.enable=false). Default: on.
 	DisableAutoLeaderRebalance bool
+	// LeaderImbalanceRatio is leader.imbalance.per.broker.percentage / 100: the periodic
+	// preferred leader election moves a node's leaderships back only when more than
+	// this share of the partitions it is the preferred replica of are led elsewhere
+	// (0, the zero value: at any imbalance).
+	LeaderImbalanceRatio float64
+	// BalanceOnNodeAdd (partition.autobalancing.mode node_add) gives a broker that
+	// registers for the first time its even share of replicas and preferred leaders
+	// by reassignment (balance.go).
+	BalanceOnNodeAdd bool
 	// LeaderImbalanceCheckInterval is how often the preferred leader election runs
 	// (leader.imbalance.check.interval.seconds). Default DefaultLeaderImbalanceCheckInterval.
 	LeaderImbalanceCheckInterval time.Duration
@@ -124,6 +133,11 @@ type Controller struct {
 	raft  *raft.Raft
 	trans *raft.NetworkTransport
 	store *raftboltdb.BoltStore
+
+	// balanceMu guards newNodes: brokers that registered for the first time and have
+	// not had their share balanced onto them yet (balance.go).
+	balanceMu sync.Mutex
+	newNodes  map[metadata.NodeID]bool
 
 	// proposeMu serialises every read-validate-propose-wait sequence, so a proposal is
 	// always validated against an image that includes every earlier proposal from this

@@ -92,11 +92,11 @@ func TestElectionsAvoidFullDisks(t *testing.T) {
 	// The preferred replica does not get its leadership back while its disk is full.
 	moved := withFullDisks(electionImage(nil), 1)
 	moved = applyElections(moved, fullDiskElections(moved, liveSet(1, 2, 3)))
-	if got := describeElections(preferredElections(moved, liveSet(1, 2, 3))); got != "" {
+	if got := describeElections(preferredElections(moved, liveSet(1, 2, 3), 0)); got != "" {
 		t.Errorf("preferred election onto a full disk: %s", got)
 	}
 	cleared := moved.Apply(metadata.Record{Type: metadata.BrokerDiskType, BrokerID: 1}, moved.Offset+1)
-	if got, want := describeElections(preferredElections(cleared, liveSet(1, 2, 3))), "p0: replicas=[1 2 3] isr=[1 2 3] leader=1 le=2 pe=2"; got != want {
+	if got, want := describeElections(preferredElections(cleared, liveSet(1, 2, 3), 0)), "p0: replicas=[1 2 3] isr=[1 2 3] leader=1 le=2 pe=2"; got != want {
 		t.Errorf("preferred election once the disk has room: %s, want %s", got, want)
 	}
 }

@@ -186,8 +186,26 @@ func shutdownElections(im *metadata.Image, id metadata.NodeID, live liveFunc) []
 
 // preferredElections moves leadership back to each partition's preferred replica (the
 // first) when it is live, in the ISR and its disk is not full, but does not lead
-// (Kafka's preferred leader election, auto.leader.rebalance.enable).
-func preferredElections(im *metadata.Image, live liveFunc) []election {
+// (Kafka's preferred leader election, auto.leader.rebalance.enable), for the nodes
+// whose imbalance (the share of the partitions they are the preferred replica of that
+// another node leads) is above ratio (leader.imbalance.per.broker.percentage; 0: any).
+func preferredElections(im *metadata.Image, live liveFunc, ratio float64) []election {
+	preferred := map[metadata.NodeID]int{} // partitions each node is the preferred replica of
+	misplaced := map[metadata.NodeID]int{} // ... of which another node leads
+	for _, name := range im.TopicNames() {
+		for _, p := range im.Topics[name].Partitions {
+			if len(p.Replicas) == 0 {
+				continue
+			}
+			preferred[p.Replicas[0]]++
+			if p.Leader != p.Replicas[0] {
+				misplaced[p.Replicas[0]]++
+			}
+		}
+	}
+	imbalanced := func(id metadata.NodeID) bool {
+		return preferred[id] > 0 && float64(misplaced[id])/float64(preferred[id]) > ratio
+	}
 	var out []election
 	full := diskFull(im)
 	for _, name := range im.TopicNames() {
@@ -196,7 +214,7 @@ func preferredElections(im *metadata.Image, live liveFunc) []election {
 				continue
 			}
 			pref := p.Replicas[0]
-			if p.Leader == pref || !live(pref) || !metadata.Contains(p.ISR, pref) || full(pref) {
+			if p.Leader == pref || !live(pref) || !metadata.Contains(p.ISR, pref) || full(pref) || !imbalanced(pref) {
 				continue
 			}
 			next := p

@@ -242,7 +242,10 @@ func (c *Controller) checkSessionsLocked(ctx context.Context, im *metadata.Image
 			return err
 		}
 	}
-	if im.Offset == *swept {
+	if err := c.balanceNewNodesLocked(ctx, c.Image()); err != nil {
+		return err
+	}
+	if im = c.Image(); im.Offset == *swept {
 		return nil
 	}
 	es := reelect(im, offline, c.liveLocked(im), c.uncleanFunc(im))
@@ -259,7 +262,7 @@ func (c *Controller) checkSessionsLocked(ctx context.Context, im *metadata.Image
 
 // rebalanceLocked is the preferred leader election.
 func (c *Controller) rebalanceLocked(ctx context.Context, im *metadata.Image) error {
-	es := preferredElections(im, c.liveLocked(im))
+	es := preferredElections(im, c.liveLocked(im), c.cfg.LeaderImbalanceRatio)
 	if len(es) == 0 {
 		return nil
 	}

@@ -98,9 +98,30 @@ func TestPreferredElections(t *testing.T) {
 			{Replicas: ids(3, 1), ISR: ids(3, 1), Leader: 1},                                          // 3 not live
 			{Replicas: ids(2, 1), ISR: ids(2, 1), Leader: 2},                                          // already preferred
 		}}}, 1)
-	got := describeElections(preferredElections(im, liveSet(1, 2)))
+	got := describeElections(preferredElections(im, liveSet(1, 2), 0))
 	if want := "p0: replicas=[1 2 3] isr=[2 3 1] leader=1 le=4 pe=6"; got != want {
 		t.Errorf("preferred elections: %s, want %s", got, want)
+	}
+	// leader.imbalance.per.broker.percentage: node 1 is the preferred replica of three
+	// partitions and leads none of them (imbalance 100%); with ten partitions where it
+	// leads nine, one misplaced (10%) is not above 10%, and nothing moves.
+	var parts []metadata.Partition
+	for i := range 10 {
+		leader := metadata.NodeID(1)
+		if i == 0 {
+			leader = 2
+		}
+		parts = append(parts, metadata.Partition{Replicas: ids(1, 2), ISR: ids(1, 2), Leader: leader})
+	}
+	im2 := metadata.Empty().Apply(metadata.Record{Type: metadata.CreateTopicType, Topic: &metadata.Topic{Name: "u", Partitions: parts}}, 1)
+	if got := describeElections(preferredElections(im2, liveSet(1, 2), 0.10)); got != "" {
+		t.Errorf("10%% imbalance with leader.imbalance.per.broker.percentage=10 moved: %s", got)
+	}
+	if got := describeElections(preferredElections(im2, liveSet(1, 2), 0.05)); got == "" {
+		t.Error("10% imbalance with leader.imbalance.per.broker.percentage=5 moved nothing")
+	}
+	if got := describeElections(preferredElections(im, liveSet(1, 2), 0.10)); got == "" {
+		t.Error("a node leading none of its preferred partitions was left imbalanced at 10%")
 	}
 }
 

@@ -12,10 +12,11 @@ package controller
 //     in the target. The leader stays; the new replicas start following it (they are
 //     replicas now) and join the ISR by the ordinary rule once caught up (AlterPartition).
 //  2. complete, as soon as every target replica is in the ISR (checked on every ISR
-//     change): Replicas becomes the target, the ISR loses the removed replicas, and when
-//     the leader is being removed a target replica in the ISR takes over in the same
-//     record, so there is no moment without a leader. The removed replicas delete their
-//     copies when they apply it.
+//     change): Replicas becomes the target, the ISR loses the removed replicas, and the
+//     target's preferred (first) replica takes leadership in the same record when it is
+//     live (else the leader stays, or, when it is being removed, another target replica
+//     in the ISR takes over), so there is no moment without a leader. The removed
+//     replicas delete their copies when they apply it.
 //  3. or cancel: Replicas goes back to the original, the ISR loses the added replicas.
 //
 // Every transition keeps a leader in the ISR: the leader never leaves without a
@@ -116,7 +117,13 @@ func completeReassignment(p metadata.Partition, live, diskFull func(metadata.Nod
 	next.Replicas = slices.Clone(target)
 	next.ISR = slices.DeleteFunc(slices.Clone(p.ISR), func(r metadata.NodeID) bool { return !slices.Contains(target, r) })
 	next.AddingReplicas, next.RemovingReplicas = nil, nil
-	if err := keepLeader(p, &next, live, diskFull); err != nil {
+	// The target's first replica is its preferred leader: it takes over now, when it
+	// can, so that a move that balances preferred leaders balances leadership too
+	// (rather than at the next periodic preferred election).
+	if pref := target[0]; pref != p.Leader && p.Leader != metadata.NoLeader && live(pref) &&
+		slices.Contains(next.ISR, pref) && (diskFull == nil || !diskFull(pref)) {
+		next.Leader, next.LeaderEpoch = pref, p.LeaderEpoch+1
+	} else if err := keepLeader(p, &next, live, diskFull); err != nil {
 		// No live target replica can lead: wait (the leader keeps the old set).
 		return p, false
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/runnel-io/runnel/internal/metadata"
 )
 
-
 func TestReassignmentLifecycle(t *testing.T) {
 	all := func(metadata.NodeID) bool { return true }
 	p := metadata.Partition{Replicas: ids(1, 2, 3), ISR: ids(1, 2, 3), Leader: 1, LeaderEpoch: 4, PartitionEpoch: 7}

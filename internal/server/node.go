@@ -219,6 +219,8 @@ func (n *Node) controllerConfig() controller.Config {
 		UncleanLeaderElection:        cfg.UncleanLeaderElection,
 		DisableAutoLeaderRebalance:   !cfg.AutoLeaderRebalance,
 		LeaderImbalanceCheckInterval: time.Duration(cfg.LeaderImbalanceCheckIntervalSec) * time.Second,
+		LeaderImbalanceRatio:         float64(cfg.LeaderImbalancePerBrokerPercent) / 100,
+		BalanceOnNodeAdd:             cfg.PartitionAutobalancingMode != "off",
 		ProcessGone: func(ctx context.Context, b metadata.Broker) bool {
 			return n.probe.Gone(ctx, brokerAddr(b))
 		},
