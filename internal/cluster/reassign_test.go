@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel-io/runnel/internal/cluster"
 )
@@ -445,4 +446,104 @@ func TestScaleOutBalancesNewNode(t *testing.T) {
 	stopLoad(t, load, h)
 	h.Check(t, c, topic)
 	reader.check(t, c, h, topic)
+}
+
+// TestDecommission drains a node under load (every replica moved off it by
+// reassignment), then unregisters it: refused while it holds replicas and while it
+// runs, accepted once it is drained and stopped; the cluster then lists three nodes and
+// nothing acknowledged was lost.
+func TestDecommission(t *testing.T) {
+	skipIfShort(t)
+	c := cluster.Start(t, cluster.Options{Nodes: 3, StartTimeout: startTimeout,
+		Sets: append(slices.Clone(cluster.FastFailureDetection), "partition.autobalancing.mode=off")})
+	n := c.AddNode(t)
+	topic := topicName(t)
+	const parts = 4
+	createTopic(t, c, topic, parts, 2)
+	h := cluster.NewHistory()
+	load := c.StartLoad(t, h, cluster.LoadOptions{Topic: topic, Partitions: parts, Rate: 300})
+	waitAcks(t, h, 300, "before the drain")
+	cl := c.Client(t)
+	unregister := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		req := kmsg.NewPtrUnregisterBrokerRequest()
+		req.BrokerID = n.ID
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			return fmt.Errorf("%w: %s", err, kmsgString(resp.ErrorMessage))
+		}
+		return nil
+	}
+	var holding []int32
+	for p := range int32(parts) {
+		st, _ := c.PartitionFrom(context.Background(), int(c.LiveIDs()[0]), topic, p)
+		if slices.Contains(st.Replicas, n.ID) {
+			holding = append(holding, p)
+		}
+	}
+	if len(holding) == 0 {
+		t.Fatalf("node %d holds no replica of %s to drain", n.ID, topic)
+	}
+	if err := unregister(); !errors.Is(err, kerr.InvalidRequest) || !strings.Contains(err.Error(), "holds replicas") {
+		t.Fatalf("unregistering node %d that holds replicas: %v, want INVALID_REQUEST naming the replicas", n.ID, err)
+	}
+	adm := c.Admin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, p := range holding {
+		st, _ := c.PartitionFrom(context.Background(), int(c.LiveIDs()[0]), topic, p)
+		var target []int32
+		for _, r := range st.Replicas {
+			if r != n.ID {
+				target = append(target, r)
+			}
+		}
+		for id := int32(1); id <= 3; id++ {
+			if !slices.Contains(target, id) && len(target) < len(st.Replicas) {
+				target = append(target, id)
+			}
+		}
+		alter(t, ctx, adm, topic, p, target)
+	}
+	waitNoReassignments(t, c, adm, topic)
+	if err := unregister(); !errors.Is(err, kerr.InvalidRequest) || !strings.Contains(err.Error(), "running") {
+		t.Fatalf("unregistering running node %d: %v, want INVALID_REQUEST saying it runs", n.ID, err)
+	}
+	if err := c.Stop(int(n.ID)); err != nil {
+		t.Logf("stopping node %d: %v", n.ID, err)
+	}
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		err := unregister()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("unregistering stopped, drained node %d: %v", n.ID, err)
+		}
+		time.Sleep(200 * time.Millisecond) // until the controller has fenced the stopped node
+	}
+	md, err := c.MetadataFrom(context.Background(), int(c.LiveIDs()[0]), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range md.Brokers {
+		if b.NodeID == n.ID {
+			t.Errorf("node %d still listed after it was unregistered", n.ID)
+		}
+	}
+	waitAcks(t, h, h.Len()+300, "after the decommission")
+	stopLoad(t, load, h)
+	h.Check(t, c, topic)
+}
+
+func kmsgString(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

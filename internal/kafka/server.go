@@ -37,6 +37,8 @@ type Admin interface {
 	// ElectLeaders runs a preferred or unclean election on each partition (nil: all),
 	// one result each (43_elect_leaders.go).
 	ElectLeaders(ctx context.Context, unclean bool, tps []metadata.TopicPartition) (map[metadata.TopicPartition]error, error)
+	// UnregisterBroker removes a stopped node that holds no replica (64_unregister_broker.go).
+	UnregisterBroker(ctx context.Context, id metadata.NodeID) error
 	// AwaitLiveLeaders returns im, unless one of leaders is a node whose process is
 	// gone (its Kafka listener refuses connections) and im does not show it fenced
 	// yet: it then waits, bounded, for the controller to fence it and returns the

@@ -15,7 +15,9 @@ const (
 	FenceBrokerType    RecordType = "fence_broker"
 	UnfenceBrokerType  RecordType = "unfence_broker"
 	// BrokerDiskType sets Broker.DiskFull of BrokerID to DiskFull.
-	BrokerDiskType       RecordType = "broker_disk"
+	BrokerDiskType RecordType = "broker_disk"
+	// UnregisterBrokerType removes broker BrokerID for good (UnregisterBroker).
+	UnregisterBrokerType RecordType = "unregister_broker"
 	CreateTopicType      RecordType = "create_topic"
 	DeleteTopicType      RecordType = "delete_topic"
 	CreatePartitionsType RecordType = "create_partitions"
@@ -77,7 +79,7 @@ func (im *Image) Apply(rec Record, offset uint64) *Image {
 		if n.ClusterID == "" {
 			n.ClusterID = rec.ClusterID
 		}
-	case RegisterBrokerType, FenceBrokerType, UnfenceBrokerType, BrokerDiskType:
+	case RegisterBrokerType, FenceBrokerType, UnfenceBrokerType, BrokerDiskType, UnregisterBrokerType:
 		n.Brokers = applyBroker(im.Brokers, rec, offset)
 	case CreateTopicType:
 		if rec.Topic != nil && im.Topics[rec.Topic.Name] == nil {
@@ -143,6 +145,8 @@ func applyBroker(old map[NodeID]Broker, rec Record, offset uint64) map[NodeID]Br
 			b.DiskFull = rec.DiskFull
 			m[rec.BrokerID] = b
 		}
+	case UnregisterBrokerType:
+		delete(m, rec.BrokerID)
 	}
 	return m
 }

@@ -168,3 +168,27 @@ func (ch *controllerChannel) electLeaders(ctx context.Context, unclean bool, tps
 	})
 	return out, err
 }
+
+func (a *admin) UnregisterBroker(ctx context.Context, id metadata.NodeID) error {
+	err := a.ctrl.UnregisterBroker(ctx, id)
+	if mayForward(ctx, err) {
+		err = a.ch.do(ctx, "forward UnregisterBroker", func(ctx context.Context) error {
+			req := kmsg.NewPtrUnregisterBrokerRequest()
+			req.BrokerID = int32(id)
+			resp, err := a.ch.send(ctx, req)
+			if err != nil {
+				return err
+			}
+			r := resp.(*kmsg.UnregisterBrokerResponse)
+			return answerError(r.ErrorCode, r.ErrorMessage)
+		})
+		if err == nil {
+			a.settleFor(ctx, func(im *metadata.Image) bool { _, ok := im.Brokers[id]; return !ok })
+		}
+		return err
+	}
+	if err != nil {
+		return kafkaError(err)
+	}
+	return a.settle(ctx, fmt.Sprintf("unregistering node %d", id))
+}
