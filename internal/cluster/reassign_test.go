@@ -5,8 +5,11 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -371,8 +374,15 @@ func TestReassignThrottled(t *testing.T) {
 	load.ResetStalls()
 	start := time.Now()
 	alter(t, ctx, adm, topic, 0, []int32{st.Leader, dest})
+	time.Sleep(time.Second) // into the move: the progress metric must show what is left
+	if left := metricValue(t, c.Node(int(st.Leader)), "runnel_reassignment_bytes_remaining"); left <= 0 {
+		t.Errorf("runnel_reassignment_bytes_remaining on the leader during the move = %v, want > 0", left)
+	}
 	waitNoReassignments(t, c, adm, topic)
 	took := time.Since(start)
+	if sent := metricValue(t, c.Node(int(dest)), `runnel_replication_throttled_bytes_total{side="follower"}`); sent < 0.9*float64(record*count) {
+		t.Errorf("node %d counted %v throttled bytes fetched, want about %d", dest, sent, record*count)
+	}
 	stall, _ := load.MaxStall()
 	d := float64(record * count)
 	t.Logf("moved %.1f MiB under a %d KiB/s throttle in %v (D/T %.1f s); longest gap between acknowledgements meanwhile %v",
@@ -546,4 +556,29 @@ func kmsgString(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// metricValue scrapes one sample (name with its labels, as /metrics prints it) from a
+// node's /metrics; -1 when it is absent.
+func metricValue(t *testing.T, n *cluster.Node, sample string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + n.HTTPAddr + "/metrics")
+	if err != nil {
+		t.Fatalf("GET /metrics of node %d: %v", n.ID, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, sample+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("node %d: %s: %v", n.ID, line, err)
+			}
+			return f
+		}
+	}
+	return -1
 }

@@ -25,6 +25,9 @@ type replicationState struct {
 	leaderEpoch    int32
 	partitionEpoch int32
 	replicas       []metadata.NodeID
+	// adding are the replicas a reassignment in progress is adding (a subset of
+	// replicas), for its progress metrics.
+	adding []metadata.NodeID
 	// isr is the committed ISR. Invariant (leader): it contains self.
 	isr    []metadata.NodeID
 	minISR int32
@@ -75,7 +78,7 @@ func (s *replicationState) become(st metadata.Partition, minISR int32, syncOnApp
 	wasLeader := s.isLeader()
 	epochChanged := s.leaderEpoch != st.LeaderEpoch
 	s.leader, s.leaderEpoch, s.partitionEpoch = st.Leader, st.LeaderEpoch, st.PartitionEpoch
-	s.replicas, s.isr = st.Replicas, st.ISR
+	s.replicas, s.isr, s.adding = st.Replicas, st.ISR, st.AddingReplicas
 	// The image is the truth: a change still in flight is answered by it (or lost),
 	// and the next one is proposed from this state.
 	s.pendingISR = nil

@@ -105,3 +105,30 @@ const (
 	throttleSamplesDefault = 11
 	throttleWindowDefault  = time.Second
 )
+
+// ReassignmentBytesRemaining estimates, on the leader, the bytes the replicas a
+// reassignment is adding still have to copy before they are in the ISR: for each, the
+// log's bytes past its last fetch offset (the log's size scaled by the share of its
+// offsets it lacks, since offsets carry no byte positions here). moving is whether this
+// node leads a partition with replicas being added.
+func (p *Partition) ReassignmentBytesRemaining() (bytes int64, moving bool) {
+	p.leaderIsrLock.RLock()
+	defer p.leaderIsrLock.RUnlock()
+	if !p.rs.isLeader() || len(p.rs.adding) == 0 {
+		return 0, false
+	}
+	start, end, size := p.log.LogStartOffset(), p.log.LogEndOffset(), p.log.Size()
+	p.stateMu.Lock()
+	defer p.stateMu.Unlock()
+	for _, r := range p.rs.adding {
+		if slices.Contains(p.rs.isr, r) || end <= start {
+			continue
+		}
+		have := start
+		if f := p.rs.followers[r]; f != nil {
+			have = min(max(f.logEndOffset, start), end)
+		}
+		bytes += int64(float64(size) * float64(end-have) / float64(end-start))
+	}
+	return bytes, true
+}

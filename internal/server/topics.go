@@ -67,6 +67,9 @@ type partitionCollector struct {
 	underMinISR               *prometheus.Desc
 	followerLag               *prometheus.Desc
 	isrShrinks, isrExpands    *prometheus.Desc
+	// Reassignment and replication throttles (issue 14).
+	reassignBytes, reassigning *prometheus.Desc
+	throttledBytes, throttled  *prometheus.Desc
 }
 
 func newPartitionCollector(r *replica.Manager) *partitionCollector {
@@ -83,6 +86,13 @@ func newPartitionCollector(r *replica.Manager) *partitionCollector {
 			[]string{"topic", "partition", "follower"}, nil),
 		isrShrinks: prometheus.NewDesc("runnel_isr_shrinks_total", "ISR shrinks this node proposed as leader.", nil, nil),
 		isrExpands: prometheus.NewDesc("runnel_isr_expands_total", "ISR expansions this node proposed as leader.", nil, nil),
+		reassignBytes: prometheus.NewDesc("runnel_reassignment_bytes_remaining",
+			"On the leader: bytes the replicas being added by reassignments still have to copy (an estimate from offsets).", nil, nil),
+		reassigning: prometheus.NewDesc("runnel_reassigning_partitions", "Partitions led here with replicas being added by a reassignment.", nil, nil),
+		throttledBytes: prometheus.NewDesc("runnel_replication_throttled_bytes_total",
+			"Bytes of throttled catch-up traffic (KIP-73) this node sent as leader or fetched as follower.", []string{"side"}, nil),
+		throttled: prometheus.NewDesc("runnel_replication_throttled_total",
+			"Times a read or fetch left throttled partitions out because the replication throttle was spent.", []string{"side"}, nil),
 	}
 }
 
@@ -96,11 +106,21 @@ func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.followerLag
 	ch <- c.isrShrinks
 	ch <- c.isrExpands
+	ch <- c.reassignBytes
+	ch <- c.reassigning
+	ch <- c.throttledBytes
+	ch <- c.throttled
 }
 
 func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	under, underMin := 0, 0
+	var remaining int64
+	moving := 0
 	for _, p := range c.replicas.Partitions() {
+		if b, ok := p.ReassignmentBytesRemaining(); ok {
+			remaining += b
+			moving++
+		}
 		tp := p.TopicPartition()
 		part := fmt.Sprint(tp.Partition)
 		st := p.State()
@@ -125,6 +145,13 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	stats := c.replicas.Stats()
 	ch <- prometheus.MustNewConstMetric(c.isrShrinks, prometheus.CounterValue, float64(stats.IsrShrinks))
 	ch <- prometheus.MustNewConstMetric(c.isrExpands, prometheus.CounterValue, float64(stats.IsrExpands))
+	ch <- prometheus.MustNewConstMetric(c.reassignBytes, prometheus.GaugeValue, float64(remaining))
+	ch <- prometheus.MustNewConstMetric(c.reassigning, prometheus.GaugeValue, float64(moving))
+	ts := c.replicas.ThrottleStats()
+	ch <- prometheus.MustNewConstMetric(c.throttledBytes, prometheus.CounterValue, ts.LeaderBytes, "leader")
+	ch <- prometheus.MustNewConstMetric(c.throttledBytes, prometheus.CounterValue, ts.FollowerBytes, "follower")
+	ch <- prometheus.MustNewConstMetric(c.throttled, prometheus.CounterValue, float64(ts.LeaderSkipped), "leader")
+	ch <- prometheus.MustNewConstMetric(c.throttled, prometheus.CounterValue, float64(ts.FollowerSkipped), "follower")
 }
 
 // status is the plain-text console page.
