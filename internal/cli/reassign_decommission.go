@@ -95,11 +95,18 @@ func (d *decommission) run(ctx context.Context, wait bool) error {
 			return err
 		}
 		if _, live := v.live[d.node]; !live && !v.holds(d.node) {
-			return fmt.Errorf("node %d is not a live node of the cluster and holds no replica (live: %s)", d.node, joinInt32s(v.liveIDs()))
+			return d.unregisterStopped(ctx, v)
 		}
 		ms, err := listReassignments(ctx, d.adm, v)
 		if err != nil {
 			return err
+		}
+		if len(ms) == 0 && v.holds(d.node) && round > 1 {
+			// The moves are done (the controller says so) but the node answering
+			// Metadata may not have applied the last of them yet.
+			if v, err = d.settle(ctx, v); err != nil {
+				return err
+			}
 		}
 		if len(ms) == 0 && !v.holds(d.node) {
 			fmt.Fprintf(d.out, "Node %d holds no replica.\n", d.node)
@@ -168,16 +175,44 @@ func (d *decommission) check(ctx context.Context, v *clusterView, others []int32
 				p.Topic, p.Partition, len(p.Replicas), len(others), joinInt32s(others)))
 			continue
 		}
+		// The node's replica leaves only once its replacement is in sync, so the
+		// partition ends with its in-sync replicas on other nodes plus that one.
+		need := minISR[p.Topic]
 		isr := slices.DeleteFunc(slices.Clone(v.md.Topics[p.Topic].Partitions[p.Partition].ISR), func(id int32) bool { return id == d.node })
-		if need := minISR[p.Topic]; len(isr) < need {
-			problems = append(problems, fmt.Sprintf("topic %q partition %d: its in-sync replicas on other nodes are [%s], fewer than min.insync.replicas=%d",
-				p.Topic, p.Partition, joinInt32s(isr), need))
+		switch {
+		case len(others) < need:
+			problems = append(problems, fmt.Sprintf("topic %q partition %d: min.insync.replicas=%d but only %d other live nodes (%s)",
+				p.Topic, p.Partition, need, len(others), joinInt32s(others)))
+		case len(isr)+1 < need:
+			problems = append(problems, fmt.Sprintf("topic %q partition %d: its in-sync replicas on other nodes are [%s]; with the one replacing node %d that is fewer than min.insync.replicas=%d",
+				p.Topic, p.Partition, joinInt32s(isr), d.node, need))
 		}
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("refusing to decommission node %d: %s", d.node, strings.Join(problems, "\n"))
 	}
 	return nil
+}
+
+// settleTimeout bounds the wait for Metadata to show the completed moves.
+const settleTimeout = 10 * time.Second
+
+// settle re-reads the metadata until it shows no replica on the node or
+// settleTimeout passes, and returns the last view.
+func (d *decommission) settle(ctx context.Context, v *clusterView) (*clusterView, error) {
+	deadline := time.Now().Add(settleTimeout)
+	for v.holds(d.node) && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		var err error
+		if v, err = loadClusterView(ctx, d.adm); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
 }
 
 // waitMoves shows the progress every interval until nothing moves, then clears
@@ -240,6 +275,21 @@ func (d *decommission) unregister(ctx context.Context, v *clusterView) error {
 	}
 	fmt.Fprintf(d.out, "Unregistered node %d: it is no longer part of the cluster.\n", d.node)
 	return nil
+}
+
+// unregisterStopped handles a node that is neither live nor holds a replica: a
+// stopped node still registered (DescribeCluster v2 lists fenced brokers) is
+// unregistered; one the cluster does not know is an error.
+func (d *decommission) unregisterStopped(ctx context.Context, v *clusterView) error {
+	req := kmsg.NewPtrDescribeClusterRequest()
+	req.IncludeFencedBrokers = true
+	resp, err := req.RequestWith(ctx, d.cl)
+	if err == nil && resp.ErrorCode == 0 && resp.Version >= 2 &&
+		!slices.ContainsFunc(resp.Brokers, func(b kmsg.DescribeClusterResponseBroker) bool { return b.NodeID == d.node }) {
+		return fmt.Errorf("node %d is not a node of the cluster (live: %s)", d.node, joinInt32s(v.liveIDs()))
+	}
+	fmt.Fprintf(d.out, "Node %d holds no replica and is not running.\n", d.node)
+	return d.unregister(ctx, v)
 }
 
 // brokersServe reports whether every live node that answered ApiVersions lists key.

@@ -42,6 +42,8 @@ type reassignStatus struct {
 	Rate             float64  `json:"rate_bytes_per_sec"`
 	ETA              float64  `json:"eta_seconds"`
 	ThrottlesRemoved []string `json:"throttles_removed,omitempty"`
+	// Warnings name what could not be measured (a node that did not answer).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // listReassignments returns the partitions of the cluster with a reassignment in
@@ -85,7 +87,7 @@ func describeMoving(ms []moving) string {
 }
 
 // logSizes returns the replica sizes per topic, partition and node.
-func logSizes(ctx context.Context, adm *kadm.Client, ms []moving) (map[string]map[int32]map[int32]int64, error) {
+func logSizes(ctx context.Context, adm *kadm.Client, ms []moving, warnings *[]string) (map[string]map[int32]map[int32]int64, error) {
 	set := kadm.TopicsSet{}
 	for _, m := range ms {
 		set.Add(m.Topic, m.Partition)
@@ -94,8 +96,11 @@ func logSizes(ctx context.Context, adm *kadm.Client, ms []moving) (map[string]ma
 	if err != nil && len(dirs) == 0 {
 		return nil, fmt.Errorf("describe log dirs: %w", err)
 	}
-	// A node that did not answer (down, say the one receiving a replica) counts as
-	// holding nothing yet: its partitions show what the others hold.
+	if err != nil {
+		// A node that did not answer (down, say the one receiving a replica) counts
+		// as holding nothing yet; a partition it leads shows no sizes.
+		*warnings = append(*warnings, "describe log dirs: "+oneLine(err.Error()))
+	}
 	sizes := map[string]map[int32]map[int32]int64{}
 	dirs.Each(func(d kadm.DescribedLogDir) {
 		d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
@@ -118,6 +123,15 @@ func measure(ms []moving, now, earlier map[string]map[int32]map[int32]int64, dt 
 		m := &ms[i]
 		sz := now[m.Topic][m.Partition]
 		size, ok := sz[m.Leader]
+		if !ok {
+			// The leader did not answer, or the move completed between the samples
+			// and the old leader deleted its copy: the largest copy is the target.
+			for _, r := range m.Replicas {
+				if n, has := sz[r]; has && (!ok || n > size) {
+					size, ok = n, true
+				}
+			}
+		}
 		if !ok {
 			continue
 		}
@@ -181,7 +195,7 @@ func sampleStatus(ctx context.Context, adm *kadm.Client, interval time.Duration)
 }
 
 func (st *reassignStatus) measure(ctx context.Context, adm *kadm.Client, interval time.Duration) error {
-	first, err := logSizes(ctx, adm, st.Partitions)
+	first, err := logSizes(ctx, adm, st.Partitions, &st.Warnings)
 	if err != nil {
 		return err
 	}
@@ -195,7 +209,7 @@ func (st *reassignStatus) measure(ctx context.Context, adm *kadm.Client, interva
 		return ctx.Err()
 	case <-time.After(interval):
 	}
-	second, err := logSizes(ctx, adm, st.Partitions)
+	second, err := logSizes(ctx, adm, st.Partitions, &st.Warnings)
 	if err != nil {
 		return err
 	}
@@ -275,6 +289,9 @@ func printReassignStatus(w io.Writer, st *reassignStatus, bar bool) error {
 	}
 	fmt.Fprintf(w, "\n%d partitions moving: %s copied, %s left, %s, ETA %s\n", len(st.Partitions),
 		bytesOrDash(st.Copied), bytesOrDash(st.Left), rateOrDash(st.Rate), etaOrDash(st.ETA))
+	for _, warn := range slices.Compact(slices.Clone(st.Warnings)) {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
 	return nil
 }
 

@@ -146,8 +146,8 @@ func throttleConfigs(t *testing.T, adm *kadm.Client, topic string) (leader, foll
 // 1-3 is spread onto node 4 by `reassign plan` + `execute --throttle` (the throttle
 // configs set, then removed by the `status` that finds nothing in progress), leaders
 // go back to the preferred replicas with `cluster elect-leaders`, `cluster
-// decommission` is refused while a partition needs every node and then drains node
-// 4, and `reassign cancel` rolls back a move throttled to 1 KiB/s half-way.
+// decommission` is refused while a partition needs every node or has its only other
+// in-sync replica down, and then drains node 4, and `reassign cancel` rolls back a move throttled to 1 KiB/s half-way.
 func TestReassignCLI(t *testing.T) {
 	skipIfShort(t)
 	// The moves are the CLI's: the controller's own balancer stays off (where this
@@ -270,12 +270,51 @@ func TestReassignCLI(t *testing.T) {
 	}
 	waitTopicGone(t, c, "wide")
 
+	// A partition whose only other in-sync replica is down: draining node 4 would
+	// leave it under min.insync.replicas, so decommission is refused too.
+	createAssigned(t, c, "guarded", [][]int32{{4, 3}})
+	setMinISR(t, adm, "guarded", "2")
+	c.Kill(3)
+	c.WaitISR(t, "guarded", 0, 1, waitTimeout)
+	r = runCLI("cluster", "decommission", "-b", b, "4")
+	if r.code != 1 || !strings.Contains(r.stderr, `topic "guarded" partition 0: its in-sync replicas on other nodes are []; with the one replacing node 4 that is fewer than min.insync.replicas=2`) {
+		t.Errorf("decommission with node 3 down: exit %d, stderr %q", r.code, r.stderr)
+	}
+	c.Restart(3)
+	c.WaitISR(t, "guarded", 0, 2, waitTimeout)
+	for p := range int32(parts) {
+		c.WaitISR(t, topic, p, 2, waitTimeout)
+	}
+
 	r = mustCLI(t, "cluster", "decommission", "-b", b, "4", "--interval", "100ms", "--throttle", "104857600")
-	for _, want := range []string{"Started", "Node 4 holds no replica.", "Left to do: unregistering node 4"} {
+	for _, want := range []string{"Started", "Node 4 holds no replica.", "Left to do:"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("decommission output lacks %q:\n%s", want, r.stdout)
 		}
 	}
+	t.Logf("decommission output:\n%s", r.stdout)
+	unregistered := false
+	if strings.Contains(r.stdout, "stop node 4's process, then run 'runnel cluster decommission 4' again") {
+		// The cluster serves UnregisterBroker: once stopped, a second run removes it.
+		if err := c.Stop(4); err != nil {
+			t.Fatalf("stop node 4: %v", err)
+		}
+		c.WaitBrokers(t, []int32{1, 2, 3}, waitTimeout)
+		// Every node of this harness is a metadata voter, which the cluster refuses
+		// to unregister before it leaves the quorum: a clear error either way.
+		r = runCLI("cluster", "decommission", "-b", b, "4")
+		switch {
+		case r.code == 0 && strings.Contains(r.stdout, "Node 4 holds no replica and is not running.\nUnregistered node 4"):
+			unregistered = true
+		case r.code == 1 && strings.Contains(r.stderr, "unregister node 4: ") && strings.Contains(r.stderr, "voter"):
+			t.Logf("unregister refused for a voter: %s", strings.TrimSpace(r.stderr))
+		default:
+			t.Errorf("second decommission of the stopped node: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+	} else if !strings.Contains(r.stdout, "Left to do: unregistering node 4 from the cluster. This cluster does not serve UnregisterBroker") {
+		t.Errorf("decommission output does not say what is left:\n%s", r.stdout)
+	}
+	t.Logf("node 4 unregistered: %v", unregistered)
 	drained := assignment(t, c, topic, parts)
 	replicas, _ = perNode(drained)
 	for n := int32(1); n <= 3; n++ {
@@ -338,6 +377,20 @@ func cancelThrottledMove(t *testing.T, c *cluster.Cluster, topic string, old []i
 	}
 	if r := mustCLI(t, "reassign", "status", "-b", b); !strings.HasPrefix(r.stdout, "No reassignment in progress.") {
 		t.Errorf("status after cancel:\n%s", r.stdout)
+	}
+}
+
+// setMinISR sets topic's min.insync.replicas.
+func setMinISR(t *testing.T, adm *kadm.Client, topic, n string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resps, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "min.insync.replicas", Value: &n}}, topic)
+	if err == nil {
+		err = resps[0].Err
+	}
+	if err != nil {
+		t.Fatalf("set min.insync.replicas of %s: %v", topic, err)
 	}
 }
 
