@@ -139,8 +139,8 @@ func nemesisParams(t *testing.T) (int64, time.Duration) {
 // force and how to undo it.
 type faultKind struct {
 	name   string
-	inject func(c *cluster.Cluster, node int)
-	heal   func(c *cluster.Cluster, node int)
+	inject func(n *nemesis, node int)
+	heal   func(n *nemesis, node int)
 	// mayBeLong: the fault may last longLo to longHi. An isolation stays short: an
 	// isolated leader's producers fail over only after their request timeouts.
 	mayBeLong bool
@@ -154,14 +154,20 @@ func (k *faultKind) String() string { return k.name }
 // faults is every fault the nemesis injects. A new kind of fault is one more entry.
 var faults = []*faultKind{
 	{name: "kill -9", mayBeLong: true, healLast: true,
-		inject: func(c *cluster.Cluster, i int) { c.Kill(i) },
-		heal:   func(c *cluster.Cluster, i int) { c.Restart(i) }},
+		inject: func(n *nemesis, i int) { n.c.Kill(i) },
+		heal:   func(n *nemesis, i int) { n.c.Restart(i) }},
 	{name: "pause", mayBeLong: true,
-		inject: func(c *cluster.Cluster, i int) { c.Pause(i) },
-		heal:   func(c *cluster.Cluster, i int) { c.Resume(i) }},
+		inject: func(n *nemesis, i int) { n.c.Pause(i) },
+		heal:   func(n *nemesis, i int) { n.c.Resume(i) }},
 	{name: "isolate",
-		inject: func(c *cluster.Cluster, i int) { c.Isolate(i) },
-		heal:   func(c *cluster.Cluster, _ int) { c.Heal() }}, // heals every isolation: idempotent
+		inject: func(n *nemesis, i int) { n.c.Isolate(i) },
+		heal:   func(n *nemesis, _ int) { n.c.Heal() }}, // heals every isolation: idempotent
+	// A partition move (issue 14): the node's replica of a partition is reassigned
+	// away (the replication factor drops to 2), and back when the fault is undone, so
+	// that the node copies the partition again from scratch while other faults go on.
+	{name: "move a replica off",
+		inject: func(n *nemesis, i int) { n.moveOff(int32(i)) },
+		heal:   func(n *nemesis, i int) { n.moveBack(int32(i)) }},
 }
 
 // longFaults are the entries of faults that may last long.
@@ -230,6 +236,8 @@ type nemesis struct {
 	// outages are the windows in which fewer than a majority of nodes were up and in
 	// touch: the two-fault steps.
 	outages []window
+	// moved are, per node, the partitions a move fault took off it, until undone.
+	moved map[int32][]int32
 }
 
 func (n *nemesis) logf(format string, args ...any) {
@@ -315,7 +323,7 @@ func (n *nemesis) inject(s *step, hold time.Duration) {
 	s.injected = time.Now()
 	for _, f := range s.faults {
 		n.logf("%s node %d (%s), for %v", f.kind, f.node, f.why, hold.Round(time.Millisecond))
-		f.kind.inject(n.c, int(f.node))
+		f.kind.inject(n, int(f.node))
 		n.active = append(n.active, f)
 	}
 	s.inForce = time.Now()
@@ -338,11 +346,71 @@ func (n *nemesis) restoreAll() {
 				continue
 			}
 			start := time.Now()
-			f.kind.heal(n.c, int(f.node))
+			f.kind.heal(n, int(f.node))
 			n.logf("undid %s of node %d (in %v)", f.kind, f.node, time.Since(start).Round(time.Millisecond))
 		}
 	}
 	n.active = nil
+}
+
+// moveOff reassigns node's replica of a random partition away. The move may be
+// refused (no quorum during a double fault, or no other replica in sync to lead): then
+// there is nothing to undo.
+func (n *nemesis) moveOff(node int32) {
+	p := int32(n.rng.IntN(nemesisParts))
+	st, err := leaderView(n.c, n.topic, p)
+	if err != nil || !slices.Contains(st.Replicas, node) {
+		n.logf("move: skipped (%s-%d: %v, replicas %v)", n.topic, p, err, st.Replicas)
+		return
+	}
+	target := slices.DeleteFunc(slices.Clone(st.Replicas), func(r int32) bool { return r == node })
+	if err := n.reassign(p, target); err != nil {
+		n.logf("move of %s-%d off node %d refused: %v", n.topic, p, node, err)
+		return
+	}
+	if n.moved == nil {
+		n.moved = map[int32][]int32{}
+	}
+	n.moved[node] = append(n.moved[node], p)
+	n.logf("moved %s-%d off node %d (replicas %v)", n.topic, p, node, target)
+}
+
+// moveBack gives node its replicas back: it copies them again from their leaders.
+func (n *nemesis) moveBack(node int32) {
+	for _, p := range n.moved[node] {
+		deadline := time.Now().Add(redundancyTimeout)
+		for {
+			st, err := leaderView(n.c, n.topic, p)
+			if err == nil {
+				if slices.Contains(st.Replicas, node) {
+					break
+				}
+				if err = n.reassign(p, append(slices.Clone(st.Replicas), node)); err == nil {
+					n.logf("moving %s-%d back onto node %d", n.topic, p, node)
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				n.t.Errorf("nemesis: could not move %s-%d back onto node %d: %v", n.topic, p, node, err)
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	delete(n.moved, node)
+}
+
+// reassign asks for topic-p to move to target.
+func (n *nemesis) reassign(p int32, target []int32) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req := kadm.AlterPartitionAssignmentsReq{}
+	req.Assign(n.topic, p, target)
+	resp, err := n.c.Admin(n.t).AlterPartitionAssignments(ctx, req)
+	if err != nil {
+		return err
+	}
+	return resp.Error()
 }
 
 // pick returns a random entry of kinds.
