@@ -406,36 +406,29 @@ func cancelAll(ctx context.Context, adm *kadm.Client, out io.Writer, preserve bo
 	return nil
 }
 
-// clearThrottles deletes the reassignment throttles: the two rates on every live
-// node that has them set, and the two replica lists on every topic that has them
-// (as kafka-reassign-partitions.sh --verify and --cancel do). It returns what it
-// removed, one entry per kind.
+// clearThrottles deletes the reassignment throttles, as kafka-reassign-partitions.sh
+// --verify and --cancel do: the two replica lists on every topic that has them, and
+// the two rates on every live node (all of them, as Kafka's tool does: a cluster may
+// apply a rate without describing it per node). It does nothing when no topic has
+// throttled replicas and no node describes a rate, so that a status with nothing to
+// clear writes nothing. It returns what it removed, one entry per kind.
 func clearThrottles(ctx context.Context, adm *kadm.Client) ([]string, error) {
 	v, err := loadClusterView(ctx, adm)
 	if err != nil {
 		return nil, err
 	}
-	var removed []string
 	nodes, err := configsSet(ctx, adm, kmsg.ConfigResourceTypeBroker, v.liveIDs(), nil, leaderRateKey, followerRateKey)
 	if err != nil {
 		return nil, err
-	}
-	if len(nodes) > 0 {
-		ids := make([]int32, len(nodes))
-		for i, n := range nodes {
-			fmt.Sscan(n, &ids[i])
-		}
-		resps, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
-			{Op: kadm.DeleteConfig, Name: leaderRateKey}, {Op: kadm.DeleteConfig, Name: followerRateKey}}, ids...)
-		if err = alterConfigsErr(resps, err, "node"); err != nil {
-			return nil, fmt.Errorf("remove the throttle rates: %w", err)
-		}
-		removed = append(removed, "rates on nodes "+strings.Join(nodes, ","))
 	}
 	topics, err := configsSet(ctx, adm, kmsg.ConfigResourceTypeTopic, nil, v.md.Topics.Names(), leaderReplicasKey, followerReplicaKey)
 	if err != nil {
 		return nil, err
 	}
+	if len(nodes) == 0 && len(topics) == 0 {
+		return nil, nil
+	}
+	var removed []string
 	for _, t := range topics {
 		resps, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
 			{Op: kadm.DeleteConfig, Name: leaderReplicasKey}, {Op: kadm.DeleteConfig, Name: followerReplicaKey}}, t)
@@ -446,7 +439,12 @@ func clearThrottles(ctx context.Context, adm *kadm.Client) ([]string, error) {
 	if len(topics) > 0 {
 		removed = append(removed, "throttled replicas on topics "+strings.Join(topics, ","))
 	}
-	return removed, nil
+	resps, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
+		{Op: kadm.DeleteConfig, Name: leaderRateKey}, {Op: kadm.DeleteConfig, Name: followerRateKey}}, v.liveIDs()...)
+	if err = alterConfigsErr(resps, err, "node"); err != nil {
+		return nil, fmt.Errorf("remove the throttle rates: %w", err)
+	}
+	return append(removed, "rates on nodes "+joinInt32s(v.liveIDs())), nil
 }
 
 // configsSet returns the resources (nodes by id, or topics) on which any of keys is
