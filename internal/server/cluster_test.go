@@ -329,8 +329,8 @@ func checkAlterPartition(t *testing.T, nodes []*testNode, topic string) {
 			break
 		}
 	}
-	ch := nodes[p.Leader-1].node.admin.ch
-	testutil.True(t, !ch.isLocal(), "node %d is not the controller", p.Leader)
+	ch := nodes[p.Leader-1].node.admin.Channel()
+	testutil.True(t, !ch.IsLocal(), "node %d is not the controller", p.Leader)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err := ch.AlterPartition(ctx, tp, p.Leader, p.LeaderEpoch-1, p.PartitionEpoch, p.ISR)
@@ -360,7 +360,7 @@ func checkAlterPartition(t *testing.T, nodes []*testNode, topic string) {
 // heartbeats, no Kafka listener, no Raft.
 func (tn *testNode) crash() {
 	if l := tn.node.lifecycle.Swap(nil); l != nil {
-		l.stop()
+		l.Stop()
 	}
 	// Controller first: a kill -9 takes both at once, and a controller that outlives
 	// its node's listener would fence peers whose heartbeats can no longer reach it.

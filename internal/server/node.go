@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/runnel-io/runnel/internal/config"
 	"github.com/runnel-io/runnel/internal/controller"
+	"github.com/runnel-io/runnel/internal/controlplane"
 	"github.com/runnel-io/runnel/internal/group"
 	"github.com/runnel-io/runnel/internal/httpd"
 	"github.com/runnel-io/runnel/internal/kafka"
@@ -49,19 +50,20 @@ type Node struct {
 	replicas *replica.Manager
 	kafka    *kafka.Server
 	http     *httpd.Server
-	admin    *admin
+	admin    *controlplane.Admin
 	groups   *group.Coordinator
 	txns     *txnWiring // transaction coordinator (txn.go)
 	txnAbort time.Duration
 	// lifecycle registers and heartbeats to the controller; controlledShutdown takes it.
-	lifecycle atomic.Pointer[brokerLifecycle]
+	lifecycle atomic.Pointer[controlplane.Lifecycle]
 	// disk says whether the data disk is full (storage.go); set before the logs open.
 	disk *replica.DiskMonitor
 	// probe tells whether another node's process is gone, for the controller's fast
 	// fencing and the Metadata answers (reach.Prober).
 	probe *reach.Prober
-	// lease says whether this node may answer as a leader or coordinator (lease.go).
-	lease *lease
+	// lease says whether this node may answer as a leader or coordinator
+	// (controlplane.Lease, granted by the heartbeats' answers).
+	lease *controlplane.Lease
 
 	// dirLock is the exclusive lock on cfg.DataDir, taken before anything opens a file
 	// in it and released after everything closed them.
@@ -87,7 +89,7 @@ func Start(ctx context.Context, cfg *config.Broker, o Options) (*Node, error) {
 		o.StartTimeout = 60 * time.Second
 	}
 	n := &Node{cfg: cfg, logger: o.Logger.With("node", cfg.NodeID), done: make(chan error, 2), txnAbort: o.TxnAbortInterval,
-		probe: reach.New(), lease: newLease()}
+		probe: reach.New(), lease: controlplane.NewLease()}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
 	}
@@ -145,10 +147,10 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 		return fmt.Errorf("open logs in %s: %w", cfg.DataDir, err)
 	}
 	n.logs.Start()
-	n.admin = newAdmin(n.ctrl, n.logger)
-	n.admin.probe, n.admin.sessionTimeout = n.probe, time.Duration(cfg.BrokerSessionTimeoutMs)*time.Millisecond
+	n.admin = controlplane.NewAdmin(controlplane.AdminConfig{Controller: n.ctrl, Probe: n.probe,
+		SessionTimeout: time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond, Logger: n.logger})
 	n.replicas, err = replica.NewManager(replica.Options{
-		IsrChanger: n.admin.ch,
+		IsrChanger: n.admin.Channel(),
 		Node:       metadata.NodeID(cfg.NodeID), Logs: n.logs, Logger: n.logger, Resolve: n.resolveTopic,
 		OnLeadershipChange:    n.startTxns(n.startGroups()),
 		ReplicaLagTimeMax:     time.Duration(cfg.ReplicaLagTimeMaxMs) * time.Millisecond,
@@ -176,7 +178,7 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 	n.kafka.SetLease(n.lease.Valid)
 	n.kafka.SetGroupCoordinator(n.groupCoordinator())
 	n.kafka.SetTxnCoordinator(n.txnCoordinator())
-	n.kafka.SetControllerAPI(controllerAPI{n.ctrl})
+	n.kafka.SetControllerAPI(controlplane.LocalAPI(n.ctrl))
 	reg.MustRegister(newControllerCollector(n.ctrl))
 	// Bind before registering, so that a listener on port 0 (tests) is advertised with
 	// the port it got; serve before registering, since other nodes' registrations may
@@ -222,13 +224,9 @@ func (n *Node) controllerConfig() controller.Config {
 		LeaderImbalanceRatio:         float64(cfg.LeaderImbalancePerBrokerPercent) / 100,
 		BalanceOnNodeAdd:             cfg.PartitionAutobalancingMode != "off",
 		ProcessGone: func(ctx context.Context, b metadata.Broker) bool {
-			return n.probe.Gone(ctx, brokerAddr(b))
+			return n.probe.Gone(ctx, controlplane.BrokerAddr(b))
 		},
-		OnLeaderChange: func() {
-			if l := n.lifecycle.Load(); l != nil {
-				l.nudge()
-			}
-		},
+		OnLeaderChange: n.nudgeHeartbeat,
 	}
 }
 
@@ -237,12 +235,10 @@ func (n *Node) applyImage(_, cur *metadata.Image) {
 	if err := n.replicas.ApplyImage(cur); err != nil {
 		n.logger.Error("applying metadata", "offset", cur.Offset, "err", err)
 	}
-	n.admin.setApplied(cur)
+	n.admin.SetApplied(cur)
 	// Report the new offset to the controller now rather than at the next interval:
 	// an admin change is acknowledged only once every live node has reported it.
-	if l := n.lifecycle.Load(); l != nil {
-		l.nudge()
-	}
+	n.nudgeHeartbeat()
 }
 
 // statusPage is the HTTP status page: n.status once the parts it reads exist and the

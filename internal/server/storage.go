@@ -59,9 +59,7 @@ func (n *Node) newDiskMonitor() *replica.DiskMonitor {
 	return replica.NewDiskMonitor(replica.DiskMonitorOptions{
 		Dir: n.cfg.DataDir, Probe: n.diskHasRoom, Logger: n.logger,
 		OnChange: func(full bool) {
-			if l := n.lifecycle.Load(); l != nil {
-				l.nudge()
-			}
+			n.nudgeHeartbeat()
 			if full {
 				go n.resignOnFullDisk()
 			}

@@ -25,7 +25,7 @@ import (
 // longer reach it and moves every partition to itself; a kill -9 stops all at once.
 func kill(tn *testNode) {
 	if l := tn.node.lifecycle.Swap(nil); l != nil {
-		l.stop()
+		l.Stop()
 	}
 	tn.node.ctrl.Close()
 	tn.node.kafka.Close()

@@ -1,0 +1,372 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/runnel-io/runnel/internal/controller"
+	"github.com/runnel-io/runnel/internal/kafka"
+	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/reach"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Admin implements kafka.Admin over the controller. On the active controller each
+// operation runs on the local Controller; on any other node it is forwarded to the
+// active controller through the controller channel (forward.go). Each
+// operation returns once this node has applied the resulting metadata to its replicas,
+// so that a client that creates a topic can produce to it right away. Errors wrap the
+// *kerr.Error Kafka uses for them, with the controller's message kept.
+type Admin struct {
+	ctrl   *controller.Controller
+	ch     *Channel
+	logger *slog.Logger
+
+	mu      sync.Mutex // guards applied and cond
+	cond    *sync.Cond
+	applied *metadata.Image // the last image applied to the replicas
+
+	// probe tells whether a node's process is gone (AwaitLiveLeaders); nil never waits.
+	probe *reach.Prober
+	// sessionTimeout is broker.session.timeout.ms, the longest AwaitLiveLeaders waits.
+	sessionTimeout time.Duration
+
+	pidMu sync.Mutex // guards pidNext and pidEnd
+	// pidNext, pidEnd is the unused part of the producer id block this node got from
+	// the active controller (AllocateProducerIDs) while it was not the controller.
+	// Invariant: pidNext <= pidEnd.
+	pidNext, pidEnd int64
+}
+
+// settleTimeout bounds the wait for a forwarded change to reach this node's image.
+const settleTimeout = 5 * time.Second
+
+var _ kafka.Admin = (*Admin)(nil)
+
+// AdminConfig configures an Admin.
+type AdminConfig struct {
+	// Controller is this node's controller (a voter or a non-voter of the quorum).
+	Controller *controller.Controller
+	// Probe tells whether a node's process is gone (AwaitLiveLeaders, AwaitLeaderMove);
+	// nil never waits.
+	Probe *reach.Prober
+	// SessionTimeout is broker.session.timeout.ms, the longest AwaitLiveLeaders and
+	// AwaitLeaderMove wait.
+	SessionTimeout time.Duration
+	Logger         *slog.Logger
+}
+
+// NewAdmin returns the node's Admin with its controller channel (Channel).
+func NewAdmin(cfg AdminConfig) *Admin {
+	c := cfg.Controller
+	a := &Admin{ctrl: c, ch: NewChannel(c, c.NodeID(), cfg.Logger), logger: cfg.Logger, applied: metadata.Empty(),
+		probe: cfg.Probe, sessionTimeout: cfg.SessionTimeout}
+	a.cond = sync.NewCond(&a.mu)
+	return a
+}
+
+// Channel is the node's channel to the active controller; it implements
+// replica.IsrChanger.
+func (a *Admin) Channel() *Channel { return a.ch }
+
+// SetApplied records im as applied to the local replicas: call it after
+// replica.Manager.ApplyImage, in image order. Image answers it from then on, and the
+// waits for a change to show on this node (settle) end on it.
+func (a *Admin) SetApplied(im *metadata.Image) {
+	a.mu.Lock()
+	a.applied = im
+	a.cond.Broadcast()
+	a.mu.Unlock()
+}
+
+// waitLocal waits until the replicas have applied the image at offset.
+func (a *Admin) waitLocal(ctx context.Context, offset uint64) error {
+	return a.waitFor(ctx, func(im *metadata.Image) bool { return im.Offset >= offset })
+}
+
+// waitFor waits until the image applied to the replicas satisfies ok.
+func (a *Admin) waitFor(ctx context.Context, ok func(*metadata.Image) bool) error {
+	stop := context.AfterFunc(ctx, func() {
+		a.mu.Lock()
+		a.cond.Broadcast()
+		a.mu.Unlock()
+	})
+	defer stop()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for !ok(a.applied) {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		a.cond.Wait()
+	}
+	return nil
+}
+
+// Image is the image applied to the local replicas (not the controller's newest), so
+// metadata never names a partition this node cannot serve yet.
+func (a *Admin) Image() *metadata.Image {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.applied
+}
+
+func (a *Admin) ControllerID() metadata.NodeID {
+	if id, ok := a.ctrl.LeaderID(); ok {
+		return id
+	}
+	return -1
+}
+
+// settle runs after a change this node's controller committed: it waits until the
+// change is applied to the replicas of this node and of every other live, unfenced
+// node (they report it in their heartbeats), so that whichever node a client asks
+// next answers with the change. A timeout (the request's) is returned, wrapping
+// REQUEST_TIMED_OUT and naming the nodes behind: the change is committed and will
+// show everywhere, but not yet. what names the change in that error (`topic "orders"`).
+func (a *Admin) settle(ctx context.Context, what string) error {
+	if err := a.awaitEveryNode(ctx); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// awaitEveryNode is settle's wait; its error does not name the change.
+func (a *Admin) awaitEveryNode(ctx context.Context) error {
+	offset := a.ctrl.Image().Offset
+	if err := a.waitLocal(ctx, offset); err != nil {
+		return fmt.Errorf("%w: the change is committed but not yet applied on node %d (metadata offset %d): %w",
+			kerr.RequestTimedOut, a.ctrl.NodeID(), offset, err)
+	}
+	err := a.ctrl.WaitBrokersApplied(ctx, offset)
+	switch {
+	case err == nil, notController(err), errors.Is(err, controller.ErrClosed):
+		// A controller that lost its role mid-wait no longer hears the heartbeats; the
+		// change is committed, so say so rather than fail it.
+		return nil
+	default:
+		return kafkaError(fmt.Errorf("the change is committed but not yet visible on every node: %w", err))
+	}
+}
+
+// settleTopics is settle for a request of several topics: the ones that succeeded get
+// the settle error, naming the topic.
+func (a *Admin) settleTopics(ctx context.Context, names []string, errs []error) {
+	err := a.awaitEveryNode(ctx)
+	if err == nil {
+		return
+	}
+	for i := range errs {
+		if errs[i] == nil {
+			errs[i] = fmt.Errorf("topic %q: %w", names[i], err)
+		}
+	}
+}
+
+// settleFor waits (at most settleTimeout) until a forwarded change shows in the
+// local image.
+func (a *Admin) settleFor(ctx context.Context, ok func(*metadata.Image) bool) {
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	if err := a.waitFor(ctx, ok); err != nil {
+		a.logger.Warn("forwarded metadata change not yet applied locally", "err", err)
+	}
+}
+
+// notController reports a local operation that must be forwarded.
+func notController(err error) bool { return errors.Is(err, controller.ErrNotController) }
+
+// mayForward reports whether a request refused by the local controller should be
+// forwarded: it must not itself have been forwarded by another node, or two nodes that
+// briefly disagree on the controller could bounce it between them until its deadline.
+func mayForward(ctx context.Context, err error) bool {
+	return notController(err) && !kafka.FromNode(ctx)
+}
+
+func (a *Admin) CreateTopics(ctx context.Context, specs []kafka.TopicSpec, validateOnly bool) []error {
+	cs := make([]controller.TopicSpec, len(specs))
+	for i, s := range specs {
+		cs[i] = controller.TopicSpec{Name: s.Name, NumPartitions: s.NumPartitions, ReplicationFactor: s.ReplicationFactor,
+			Assignments: s.Assignments, Configs: s.Configs}
+	}
+	errs := a.ctrl.CreateTopics(ctx, cs, validateOnly)
+	if len(errs) > 0 && mayForward(ctx, errs[0]) {
+		errs = a.ch.createTopics(ctx, specs, validateOnly)
+		if !validateOnly {
+			a.settleFor(ctx, func(im *metadata.Image) bool {
+				for i, s := range specs {
+					if errs[i] == nil && im.Topics[s.Name] == nil {
+						return false
+					}
+				}
+				return true
+			})
+		}
+		return errs
+	}
+	for i := range errs {
+		errs[i] = kafkaError(errs[i])
+	}
+	names := make([]string, len(specs))
+	for i, sp := range specs {
+		names[i] = sp.Name
+	}
+	a.settleTopics(ctx, names, errs)
+	return errs
+}
+
+func (a *Admin) DeleteTopics(ctx context.Context, names []string) []error {
+	errs := a.ctrl.DeleteTopics(ctx, names)
+	if len(errs) > 0 && mayForward(ctx, errs[0]) {
+		errs = a.ch.deleteTopics(ctx, names)
+		a.settleFor(ctx, func(im *metadata.Image) bool {
+			for i, n := range names {
+				if errs[i] == nil && im.Topics[n] != nil {
+					return false
+				}
+			}
+			return true
+		})
+		return errs
+	}
+	for i := range errs {
+		errs[i] = kafkaError(errs[i])
+	}
+	a.settleTopics(ctx, names, errs)
+	return errs
+}
+
+func (a *Admin) CreatePartitions(ctx context.Context, topic string, total int32, as [][]metadata.NodeID, validateOnly bool) error {
+	err := a.ctrl.CreatePartitions(ctx, topic, total, as, validateOnly)
+	if mayForward(ctx, err) {
+		err = a.ch.createPartitions(ctx, topic, total, as, validateOnly)
+		if err == nil && !validateOnly {
+			a.settleFor(ctx, func(im *metadata.Image) bool {
+				t := im.Topics[topic]
+				return t != nil && int32(len(t.Partitions)) >= total
+			})
+		}
+		return err
+	}
+	if err != nil || validateOnly {
+		return kafkaError(err)
+	}
+	return a.settle(ctx, fmt.Sprintf("partitions of topic %q", topic))
+}
+
+func (a *Admin) AlterTopicConfigs(ctx context.Context, topic string, set map[string]*string, replaceAll, validateOnly bool) error {
+	err := a.ctrl.AlterTopicConfigs(ctx, topic, set, replaceAll, validateOnly)
+	if mayForward(ctx, err) {
+		err = a.ch.alterConfigs(ctx, topic, set, replaceAll, validateOnly)
+		if err == nil && !validateOnly {
+			a.settleFor(ctx, func(im *metadata.Image) bool {
+				t := im.Topics[topic]
+				return t == nil || configsApplied(t.Configs, set, replaceAll)
+			})
+		}
+		return err
+	}
+	if err != nil || validateOnly {
+		return kafkaError(err)
+	}
+	return a.settle(ctx, fmt.Sprintf("configs of topic %q", topic))
+}
+
+func (a *Admin) AlterBrokerConfigs(ctx context.Context, set map[string]*string, validateOnly bool) error {
+	err := a.ctrl.AlterBrokerConfigs(ctx, set, validateOnly)
+	if mayForward(ctx, err) {
+		err = a.ch.alterConfigs(ctx, "", set, false, validateOnly)
+		if err == nil && !validateOnly {
+			a.settleFor(ctx, func(im *metadata.Image) bool { return configsApplied(im.Configs, set, false) })
+		}
+		return err
+	}
+	if err != nil || validateOnly {
+		return kafkaError(err)
+	}
+	return a.settle(ctx, "cluster-wide broker configs")
+}
+
+// configsApplied reports whether have reflects set (nil values deleted; with
+// replaceAll, nothing else set).
+func configsApplied(have map[string]string, set map[string]*string, replaceAll bool) bool {
+	n := 0
+	for k, v := range set {
+		got, ok := have[k]
+		if v == nil && ok || v != nil && (!ok || got != *v) {
+			return false
+		}
+		if v != nil {
+			n++
+		}
+	}
+	return !replaceAll || len(have) == n
+}
+
+// AllocateProducerID allocates on the local controller when it is the active one,
+// else from a block granted by the active controller (AllocateProducerIDs).
+func (a *Admin) AllocateProducerID(ctx context.Context) (int64, error) {
+	id, err := a.ctrl.AllocateProducerID(ctx)
+	if !notController(err) {
+		return id, kafkaError(err)
+	}
+	a.pidMu.Lock()
+	defer a.pidMu.Unlock()
+	if a.pidNext == a.pidEnd {
+		start, n, err := a.ch.allocateProducerIDs(ctx)
+		if err != nil {
+			return -1, err
+		}
+		a.pidNext, a.pidEnd = start, start+int64(n)
+	}
+	id = a.pidNext
+	a.pidNext++
+	return id, nil
+}
+
+// controllerErrors maps the controller's sentinels to Kafka's codes.
+var controllerErrors = []struct {
+	err  error
+	kerr *kerr.Error
+}{
+	{controller.ErrNotController, kerr.NotController},
+	{controller.ErrTopicExists, kerr.TopicAlreadyExists},
+	{controller.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
+	{controller.ErrInvalidTopic, kerr.InvalidTopicException},
+	{controller.ErrInvalidPartitions, kerr.InvalidPartitions},
+	{controller.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
+	{controller.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
+	{controller.ErrInvalidConfig, kerr.InvalidConfig},
+	{controller.ErrInvalidRequest, kerr.InvalidRequest},
+	{controller.ErrIneligibleReplica, kerr.IneligibleReplica},
+	{controller.ErrTopicDeletionDisabled, kerr.TopicDeletionDisabled},
+	{controller.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
+	{controller.ErrInvalidUpdateVersion, kerr.InvalidUpdateVersion},
+	{controller.ErrBrokerNotRegistered, kerr.BrokerIDNotRegistered},
+	{controller.ErrStaleBrokerEpoch, kerr.StaleBrokerEpoch},
+	{controller.ErrInconsistentClusterID, kerr.InconsistentClusterID},
+	{controller.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress},
+	{controller.ErrElectionNotNeeded, kerr.ElectionNotNeeded},
+	{controller.ErrPreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable},
+	{controller.ErrEligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable},
+	{controller.ErrTimeout, kerr.RequestTimedOut},
+	{controller.ErrClosed, kerr.NotController},
+	{context.DeadlineExceeded, kerr.RequestTimedOut},
+}
+
+// kafkaError wraps err with the Kafka error it stands for, keeping its message.
+func kafkaError(err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, e := range controllerErrors {
+		if errors.Is(err, e.err) {
+			return fmt.Errorf("%w: %w", e.kerr, err)
+		}
+	}
+	return err
+}

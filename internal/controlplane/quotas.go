@@ -1,0 +1,143 @@
+package controlplane
+
+// Client quotas: AlterClientQuotas runs on the active controller (forwarded there from
+// any other node, KIP-590) and answers once every live node serves the change, so that
+// the quota is enforced on whichever node a client talks to.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel-io/runnel/internal/controller"
+	"github.com/runnel-io/runnel/internal/kafka"
+	"github.com/runnel-io/runnel/internal/metadata"
+)
+
+func (a *Admin) AlterClientQuotas(ctx context.Context, alts []kafka.QuotaAlteration, validateOnly bool) []error {
+	cs := make([]controller.QuotaAlteration, len(alts))
+	for i, alt := range alts {
+		cs[i] = controller.QuotaAlteration{Entity: alt.Entity, Set: alt.Set}
+	}
+	errs := a.ctrl.AlterClientQuotas(ctx, cs, validateOnly)
+	if len(errs) > 0 && mayForward(ctx, errs[0]) {
+		errs = a.ch.alterClientQuotas(ctx, alts, validateOnly)
+		if !validateOnly {
+			a.settleFor(ctx, func(im *metadata.Image) bool {
+				for i, alt := range alts {
+					if errs[i] == nil && !quotasApplied(im.ClientQuotas, alt) {
+						return false
+					}
+				}
+				return true
+			})
+		}
+		return errs
+	}
+	for i := range errs {
+		errs[i] = kafkaError(errs[i])
+	}
+	if validateOnly {
+		return errs
+	}
+	if err := a.awaitEveryNode(ctx); err != nil {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = fmt.Errorf("client quotas of %s: %w", alts[i].Entity, err)
+			}
+		}
+	}
+	return errs
+}
+
+// quotasApplied reports whether q reflects alt.
+func quotasApplied(q *metadata.ClientQuotas, alt kafka.QuotaAlteration) bool {
+	for k, v := range alt.Set {
+		got, ok := q.Get(alt.Entity, k)
+		if v == nil && ok || v != nil && (!ok || got != *v) {
+			return false
+		}
+	}
+	return true
+}
+
+// alterClientQuotas forwards an AlterClientQuotas to the active controller.
+func (ch *Channel) alterClientQuotas(ctx context.Context, alts []kafka.QuotaAlteration, validateOnly bool) []error {
+	errs := make([]error, len(alts))
+	err := ch.do(ctx, "forward AlterClientQuotas", func(ctx context.Context) error {
+		req := kmsg.NewPtrAlterClientQuotasRequest()
+		req.ValidateOnly = validateOnly
+		names := make([]string, len(alts))
+		for i, alt := range alts {
+			req.Entries = append(req.Entries, quotaEntry(alt))
+			names[i] = alt.Entity.String()
+		}
+		resp, err := ch.send(ctx, req)
+		if err != nil {
+			return err
+		}
+		answers := map[string]error{}
+		for _, e := range resp.(*kmsg.AlterClientQuotasResponse).Entries {
+			answers[entryEntity(e.Entity).String()] = answerError(e.ErrorCode, e.ErrorMessage)
+		}
+		for i, n := range names {
+			err, ok := answers[n]
+			if !ok {
+				err = fmt.Errorf("%w: the controller did not answer for quota entity %s", kerr.UnknownServerError, n)
+			}
+			errs[i] = err
+		}
+		if allNotController(errs) {
+			return kerr.NotController
+		}
+		return nil
+	})
+	fillErrors(errs, err)
+	return errs
+}
+
+func quotaEntry(alt kafka.QuotaAlteration) kmsg.AlterClientQuotasRequestEntry {
+	e := kmsg.NewAlterClientQuotasRequestEntry()
+	add := func(typ string, n metadata.QuotaName) {
+		if !n.Set {
+			return
+		}
+		c := kmsg.NewAlterClientQuotasRequestEntryEntity()
+		c.Type = typ
+		if !n.Default {
+			c.Name = kmsg.StringPtr(n.Name)
+		}
+		e.Entity = append(e.Entity, c)
+	}
+	add(metadata.QuotaEntityUser, alt.Entity.User)
+	add(metadata.QuotaEntityClientID, alt.Entity.ClientID)
+	for k, v := range alt.Set {
+		op := kmsg.NewAlterClientQuotasRequestEntryOp()
+		op.Key, op.Remove = k, v == nil
+		if v != nil {
+			op.Value = *v
+		}
+		e.Ops = append(e.Ops, op)
+	}
+	return e
+}
+
+// entryEntity reads an answer's entity back (unknown types are left out).
+func entryEntity(cs []kmsg.AlterClientQuotasResponseEntryEntity) metadata.QuotaEntity {
+	var e metadata.QuotaEntity
+	for _, c := range cs {
+		n := metadata.QuotaDefault()
+		if c.Name != nil {
+			n = metadata.QuotaNamed(*c.Name)
+		}
+		switch c.Type {
+		case metadata.QuotaEntityUser:
+			e.User = n
+		case metadata.QuotaEntityClientID:
+			e.ClientID = n
+		}
+	}
+	return e
+}

@@ -1,0 +1,194 @@
+package controlplane
+
+// Partition reassignments and leader elections: both run on the active controller
+// (forwarded there from any other node, KIP-590) and answer once every live node has
+// applied the change, so that ListPartitionReassignments and Metadata on any node show
+// it right after the answer.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel-io/runnel/internal/controller"
+	"github.com/runnel-io/runnel/internal/kafka"
+	"github.com/runnel-io/runnel/internal/metadata"
+)
+
+func (a *Admin) AlterPartitionReassignments(ctx context.Context, changes []kafka.Reassignment) []error {
+	cs := make([]controller.Reassignment, len(changes))
+	for i, ch := range changes {
+		cs[i] = controller.Reassignment{TP: ch.TP, Target: ch.Target}
+	}
+	errs := a.ctrl.AlterPartitionReassignments(ctx, cs)
+	if len(errs) > 0 && mayForward(ctx, errs[0]) {
+		errs = a.ch.alterPartitionReassignments(ctx, changes)
+		a.settleFor(ctx, func(im *metadata.Image) bool {
+			for i, c := range changes {
+				if errs[i] != nil {
+					continue
+				}
+				p, ok := im.Partition(c.TP)
+				if ok && (c.Target == nil && p.Reassigning() || c.Target != nil && !slices.Equal(p.TargetReplicas(), c.Target)) {
+					return false
+				}
+			}
+			return true
+		})
+		return errs
+	}
+	for i := range errs {
+		errs[i] = kafkaError(errs[i])
+	}
+	if err := a.awaitEveryNode(ctx); err != nil {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = fmt.Errorf("reassignment of %s-%d: %w", changes[i].TP.Topic, changes[i].TP.Partition, err)
+			}
+		}
+	}
+	return errs
+}
+
+func (a *Admin) ElectLeaders(ctx context.Context, unclean bool, tps []metadata.TopicPartition) (map[metadata.TopicPartition]error, error) {
+	out, err := a.ctrl.ElectLeaders(ctx, unclean, tps)
+	if mayForward(ctx, err) {
+		return a.ch.electLeaders(ctx, unclean, tps)
+	}
+	if err != nil {
+		return nil, kafkaError(err)
+	}
+	for tp, e := range out {
+		out[tp] = kafkaError(e)
+	}
+	if err := a.awaitEveryNode(ctx); err != nil {
+		for tp, e := range out {
+			if e == nil {
+				out[tp] = fmt.Errorf("leader election of %s-%d: %w", tp.Topic, tp.Partition, err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// alterPartitionReassignments forwards an AlterPartitionReassignments to the active
+// controller.
+func (ch *Channel) alterPartitionReassignments(ctx context.Context, changes []kafka.Reassignment) []error {
+	errs := make([]error, len(changes))
+	err := ch.do(ctx, "forward AlterPartitionReassignments", func(ctx context.Context) error {
+		req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+		req.TimeoutMillis = timeoutMillis(ctx)
+		for _, c := range changes {
+			if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != c.TP.Topic {
+				t := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+				t.Topic = c.TP.Topic
+				req.Topics = append(req.Topics, t)
+			}
+			rp := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+			rp.Partition = c.TP.Partition
+			if c.Target != nil {
+				rp.Replicas = make([]int32, len(c.Target))
+				for i, id := range c.Target {
+					rp.Replicas[i] = int32(id)
+				}
+			}
+			t := &req.Topics[len(req.Topics)-1]
+			t.Partitions = append(t.Partitions, rp)
+		}
+		resp, err := ch.send(ctx, req)
+		if err != nil {
+			return err
+		}
+		r := resp.(*kmsg.AlterPartitionAssignmentsResponse)
+		if r.ErrorCode != 0 {
+			return answerError(r.ErrorCode, r.ErrorMessage)
+		}
+		answers := map[metadata.TopicPartition]error{}
+		for _, rt := range r.Topics {
+			for _, rp := range rt.Partitions {
+				answers[metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = answerError(rp.ErrorCode, rp.ErrorMessage)
+			}
+		}
+		for i, c := range changes {
+			err, ok := answers[c.TP]
+			if !ok {
+				err = fmt.Errorf("%w: the controller did not answer for %s-%d", kerr.UnknownServerError, c.TP.Topic, c.TP.Partition)
+			}
+			errs[i] = err
+		}
+		if allNotController(errs) {
+			return kerr.NotController
+		}
+		return nil
+	})
+	fillErrors(errs, err)
+	return errs
+}
+
+// electLeaders forwards an ElectLeaders to the active controller.
+func (ch *Channel) electLeaders(ctx context.Context, unclean bool, tps []metadata.TopicPartition) (map[metadata.TopicPartition]error, error) {
+	var out map[metadata.TopicPartition]error
+	err := ch.do(ctx, "forward ElectLeaders", func(ctx context.Context) error {
+		req := kmsg.NewPtrElectLeadersRequest()
+		req.Version = 2 // ElectionType and the top-level error need v1+; pin what Runnel serves
+		req.TimeoutMillis = timeoutMillis(ctx)
+		if unclean {
+			req.ElectionType = 1
+		}
+		if tps != nil {
+			req.Topics = []kmsg.ElectLeadersRequestTopic{}
+			for _, tp := range tps {
+				if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != tp.Topic {
+					t := kmsg.NewElectLeadersRequestTopic()
+					t.Topic = tp.Topic
+					req.Topics = append(req.Topics, t)
+				}
+				t := &req.Topics[len(req.Topics)-1]
+				t.Partitions = append(t.Partitions, tp.Partition)
+			}
+		}
+		resp, err := ch.send(ctx, req)
+		if err != nil {
+			return err
+		}
+		r := resp.(*kmsg.ElectLeadersResponse)
+		if r.ErrorCode != 0 {
+			return kerr.ErrorForCode(r.ErrorCode)
+		}
+		out = map[metadata.TopicPartition]error{}
+		for _, rt := range r.Topics {
+			for _, rp := range rt.Partitions {
+				out[metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = answerError(rp.ErrorCode, rp.ErrorMessage)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (a *Admin) UnregisterBroker(ctx context.Context, id metadata.NodeID) error {
+	err := a.ctrl.UnregisterBroker(ctx, id)
+	if mayForward(ctx, err) {
+		err = a.ch.do(ctx, "forward UnregisterBroker", func(ctx context.Context) error {
+			req := kmsg.NewPtrUnregisterBrokerRequest()
+			req.BrokerID = int32(id)
+			resp, err := a.ch.send(ctx, req)
+			if err != nil {
+				return err
+			}
+			r := resp.(*kmsg.UnregisterBrokerResponse)
+			return answerError(r.ErrorCode, r.ErrorMessage)
+		})
+		if err == nil {
+			a.settleFor(ctx, func(im *metadata.Image) bool { _, ok := im.Brokers[id]; return !ok })
+		}
+		return err
+	}
+	if err != nil {
+		return kafkaError(err)
+	}
+	return a.settle(ctx, fmt.Sprintf("unregistering node %d", id))
+}
