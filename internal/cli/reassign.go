@@ -288,6 +288,13 @@ func printPlanSummary(w io.Writer, v *clusterView, plan *balance.Plan) {
 		fmt.Fprintf(tw, "%d\t%s\t%d -> %d\t%d -> %d\n", id, rack, b.Replicas, a.Replicas, b.Leaders, a.Leaders)
 	}
 	tw.Flush()
+	for _, id := range sorted {
+		if _, target := plan.After[id]; !target && plan.Before[id].Replicas > 0 {
+			if _, live := v.live[id]; !live {
+				fmt.Fprintf(w, "warning: node %d is not live (down or fenced) and holds %d replicas: the plan moves them off it.\n", id, plan.Before[id].Replicas)
+			}
+		}
+	}
 	if len(plan.Changes) == 0 {
 		fmt.Fprintln(w, "The assignment is already balanced: nothing to move.")
 		return

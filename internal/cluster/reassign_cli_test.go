@@ -285,6 +285,11 @@ func TestReassignCLI(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, `topic "guarded" partition 0: its in-sync replicas on other nodes are []; with the one replacing node 4 that is fewer than min.insync.replicas=2`) {
 		t.Errorf("decommission with node 3 down: exit %d, stderr %q", r.code, r.stderr)
 	}
+	// A plan made while node 3 is down moves its replicas off it, and says so.
+	r = mustCLI(t, "reassign", "plan", "-b", b)
+	if !strings.Contains(r.stderr, "warning: node 3 is not live (down or fenced) and holds 5 replicas: the plan moves them off it.") {
+		t.Errorf("plan with node 3 down:\n%s", r.stderr)
+	}
 	c.Restart(3)
 	c.WaitISR(t, "guarded", 0, 2, waitTimeout)
 	for p := range int32(parts) {
