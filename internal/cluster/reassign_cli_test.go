@@ -378,8 +378,8 @@ func cancelThrottledMove(t *testing.T, c *cluster.Cluster, topic string, old []i
 	if want := fmt.Sprintf("Cancelled %s/0 (adding %d", topic, spare); !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, "Removed the reassignment throttles") {
 		t.Errorf("cancel output lacks %q or the throttles removed:\n%s", want, r.stdout)
 	}
-	// The same replicas; Kafka also restores their order (the preferred leader),
-	// which is the broker's part: logged, not checked here.
+	// The same replicas; their order is the move's list minus the ones added (as
+	// Kafka's KRaft controller reverts), so it is logged, not checked.
 	deadline := time.Now().Add(waitTimeout)
 	for {
 		st, err := c.PartitionFrom(context.Background(), int(c.LiveIDs()[0]), topic, 0)
