@@ -13,7 +13,9 @@ import (
 	"github.com/runnel-io/runnel/internal/controller"
 	"github.com/runnel-io/runnel/internal/kafka"
 	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/replica"
 	"github.com/runnel-io/runnel/internal/testutil"
+	"github.com/runnel-io/runnel/internal/txn"
 )
 
 func TestLeaseGrantRevoke(t *testing.T) {
@@ -165,4 +167,34 @@ func TestLifecycleOnActiveController(t *testing.T) {
 	testutil.True(t, !lease.Valid(), "the controlled shutdown revokes the lease")
 	b := a.Image().Brokers[1]
 	testutil.True(t, b.Fenced, "fenced after the controlled shutdown: %+v", b)
+}
+
+// A remote coordinator's answer maps to the coordinator's own errors, so that a
+// produce is answered as for a local coordinator; anything else is retriable.
+func TestVerifyError(t *testing.T) {
+	testutil.NoError(t, verifyError(0), "no error")
+	for _, tc := range []struct {
+		code int16
+		want error
+	}{
+		{kerr.InvalidTxnState.Code, txn.ErrInvalidTxnState},
+		{kerr.ProducerFenced.Code, txn.ErrProducerFenced},
+		{kerr.InvalidProducerEpoch.Code, txn.ErrProducerFenced},
+		{kerr.InvalidProducerIDMapping.Code, txn.ErrInvalidProducerIDMapping},
+		{kerr.ConcurrentTransactions.Code, txn.ErrConcurrentTransactions},
+		{kerr.NotCoordinator.Code, txn.ErrCoordinatorNotAvailable},
+	} {
+		testutil.ErrorIs(t, verifyError(tc.code), tc.want, "code %d", tc.code)
+	}
+}
+
+// Closed peers refuse to send: the coordinator stops with the node.
+func TestTxnPeersClosed(t *testing.T) {
+	im := metadata.Empty()
+	p := NewTxnPeers(TxnPeersConfig{Self: 1, Image: func() *metadata.Image { return im }})
+	p.Close()
+	_, err := p.client("127.0.0.1:1")
+	testutil.ErrorIs(t, err, txn.ErrNotCoordinator, "client after Close")
+	err = p.WriteMarker(context.Background(), metadata.TopicPartition{Topic: "none"}, 1, 0, 0, true)
+	testutil.ErrorIs(t, err, replica.ErrUnknownTopicOrPartition, "marker for an unknown partition")
 }

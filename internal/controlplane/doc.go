@@ -1,5 +1,5 @@
 // Package controlplane is the node's side of the control plane: everything a node
-// sends to the active controller, and the state it keeps from the answers. The
+// sends to the active controller (and, for transactions, to its peers), and the state it keeps from the answers. The
 // controller itself (the Raft quorum and its FSM) is internal/controller; the Kafka
 // handlers that receive these requests on the active controller are internal/kafka
 // (56_alter_partition.go, 62_broker_registration.go, 63_broker_heartbeat.go,
@@ -25,6 +25,11 @@
 //     BrokerLifecycleManager).
 //   - Lease (lease.go): the node's right to answer as a partition leader or group or
 //     transaction coordinator.
+//   - TxnPeers (txn_peers.go): the transaction coordinator's RPCs to other nodes:
+//     WriteTxnMarkers to a partition's leader, and the KIP-890 AddPartitionsToTxn check
+//     of a transactional produce against the coordinator on another node. These go to
+//     peers, not to the controller, but they are the same kind of code: node-to-node
+//     Kafka requests built and read with kmsg, which internal/server must not hold.
 //
 // It must not hold partition or log state, decode requests it serves (internal/kafka
 // does), or propose to Raft except through controller.Controller's methods on the
@@ -57,7 +62,7 @@
 //   - Producer ids: a block granted by AllocateProducerIDs is used up in order,
 //     pidNext <= pidEnd, under pidMu; a new block is asked for only when it is empty.
 //
-// Locks: Admin.mu (the applied image), Admin.pidMu, and Channel.mu are
+// Locks: Admin.mu (the applied image), Admin.pidMu, Channel.mu and TxnPeers.mu are
 // leaves: none is held across a call to the controller or the network except pidMu,
 // which is held while a new block is fetched so that two callers do not both fetch one.
 package controlplane
