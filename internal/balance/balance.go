@@ -151,6 +151,7 @@ type part struct {
 	partition int32
 	old       []int32 // immutable: the replicas in Request.Current
 	cur       []int32 // the planned replicas; a move replaces one in place
+	rk        []int   // rk[i] is the rack index of cur[i] (planner.rackIdx); kept by planner.move
 	leader    int32   // the planned preferred leader, one of cur (leader phase)
 }
 
@@ -177,6 +178,11 @@ func (p *part) orderLeaderFirst() {
 	i := slices.Index(p.cur, p.leader)
 	copy(p.cur[1:i+1], p.cur[:i])
 	p.cur[0] = p.leader
+	if len(p.rk) > 0 {
+		r := p.rk[i]
+		copy(p.rk[1:i+1], p.rk[:i])
+		p.rk[0] = r
+	}
 }
 
 func (p *part) String() string { return fmt.Sprintf("topic %q partition %d", p.topic, p.partition) }

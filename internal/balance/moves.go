@@ -133,12 +133,18 @@ func (pl *planner) bestShed(x int32) (*part, int32, bool) {
 	var bestP *part
 	var bestTo int32
 	var bestScore score
+	var under []int32 // the nodes below their target, ascending
+	for _, to := range pl.ids {
+		if pl.count[to] < pl.want[to] {
+			under = append(under, to)
+		}
+	}
 	for _, p := range pl.parts {
 		if !p.has(x) {
 			continue
 		}
-		for _, to := range pl.ids {
-			if pl.count[to] >= pl.want[to] || p.has(to) {
+		for _, to := range under {
+			if p.has(to) {
 				continue
 			}
 			if s := pl.score(p, x, to); bestP == nil || s.less(bestScore) {

@@ -14,6 +14,9 @@ type planner struct {
 	target    map[int32]bool
 	rack      map[int32]string // rack of each target node ("" when not rack aware)
 	racks     int              // distinct racks in T; 0 when not rack aware
+	// rackIdx numbers the racks densely (every node of Current too: -1 off T), so
+	// that per-partition rack counts compare ints (part.rk).
+	rackIdx map[int32]int
 	// count is the replicas each node holds in the planned assignment (every node,
 	// target or not); want is each target node's target share t(n).
 	count, want map[int32]int
@@ -23,7 +26,7 @@ type planner struct {
 }
 
 func newPlanner(r Request) (*planner, error) {
-	pl := &planner{target: map[int32]bool{}, rack: map[int32]string{}, count: map[int32]int{},
+	pl := &planner{target: map[int32]bool{}, rack: map[int32]string{}, rackIdx: map[int32]int{}, count: map[int32]int{},
 		want: map[int32]int{}, topicCount: map[string]map[int32]int{}}
 	if err := pl.setNodes(r); err != nil {
 		return nil, err
@@ -40,6 +43,7 @@ func newPlanner(r Request) (*planner, error) {
 		pl.parts = append(pl.parts, p)
 		for _, n := range p.cur {
 			pl.add(p, n, 1)
+			p.rk = append(p.rk, pl.rackOf(n))
 		}
 	}
 	slices.SortFunc(pl.parts, func(a, b *part) int {
@@ -85,13 +89,25 @@ func (pl *planner) setNodes(r Request) error {
 	case withRack < len(pl.ids):
 		return fmt.Errorf("%d of the %d target nodes have a rack: %w", withRack, len(pl.ids), ErrMixedRacks)
 	default:
-		distinct := map[string]bool{}
-		for _, rk := range pl.rack {
-			distinct[rk] = true
+		distinct := map[string]int{}
+		for _, id := range pl.ids {
+			if _, ok := distinct[pl.rack[id]]; !ok {
+				distinct[pl.rack[id]] = len(distinct)
+			}
+			pl.rackIdx[id] = distinct[pl.rack[id]]
 		}
 		pl.racks = len(distinct)
 	}
 	return nil
+}
+
+// rackOf is n's rack index; -1 (a rack of its own kind, never counted as shared
+// with a target) off T or when not rack aware.
+func (pl *planner) rackOf(n int32) int {
+	if i, ok := pl.rackIdx[n]; ok {
+		return i
+	}
+	return -1
 }
 
 // check refuses a partition with no replica, two replicas on one node, or more
@@ -125,6 +141,7 @@ func (pl *planner) add(p *part, n int32, delta int) {
 
 // move moves p's replica from node from to node to.
 func (pl *planner) move(p *part, from, to int32) {
+	p.rk[slices.Index(p.cur, from)] = pl.rackOf(to)
 	p.replace(from, to)
 	pl.add(p, from, -1)
 	pl.add(p, to, 1)

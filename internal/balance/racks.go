@@ -1,5 +1,7 @@
 package balance
 
+import "slices"
+
 // Rack spread as Kafka's rack-aware placement: a partition with RF replicas over k
 // racks should have at most ⌈RF/k⌉ in any rack. violations counts the replicas
 // beyond that.
@@ -10,27 +12,46 @@ func (pl *planner) violations(p *part) int {
 	if pl.racks == 0 {
 		return 0
 	}
-	perRack := map[string]int{}
-	for _, n := range p.cur {
-		perRack[pl.rack[n]]++
-	}
 	v, limit := 0, pl.rackCap(p)
-	for _, c := range perRack {
-		v += max(0, c-limit)
+	for i, r := range p.rk {
+		if r >= 0 && !slices.Contains(p.rk[:i], r) { // each rack once
+			v += max(0, inRack(p, r)-limit)
+		}
 	}
 	return v
 }
 
-// rackDelta is how the violations of p change if its replica on from moves to to.
+// inRack counts p's replicas in rack r (replication factors are small: no map).
+func inRack(p *part, r int) int {
+	c := 0
+	for _, x := range p.rk {
+		if x == r {
+			c++
+		}
+	}
+	return c
+}
+
+// rackDelta is how the violations of p change if its replica on from moves to to
+// (to not a replica of p): only the two racks' counts change. Nodes off T (rack -1)
+// count in no rack.
 func (pl *planner) rackDelta(p *part, from, to int32) int {
 	if pl.racks == 0 {
 		return 0
 	}
-	before := pl.violations(p)
-	p.replace(from, to)
-	after := pl.violations(p)
-	p.replace(to, from)
-	return after - before
+	rf, rt := p.rk[slices.Index(p.cur, from)], pl.rackOf(to)
+	if rf == rt {
+		return 0
+	}
+	limit := pl.rackCap(p)
+	delta := 0
+	if rf >= 0 && inRack(p, rf) > limit {
+		delta--
+	}
+	if rt >= 0 && inRack(p, rt) >= limit {
+		delta++
+	}
+	return delta
 }
 
 func (pl *planner) totalViolations() int {
