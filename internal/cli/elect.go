@@ -133,6 +133,12 @@ func electRows(res kadm.ElectLeadersResults) []electRow {
 }
 
 func printElectRows(w io.Writer, rows []electRow) error {
+	if len(rows) == 0 {
+		// Asked for every partition, Kafka (and Runnel) list only those that
+		// changed or failed for another reason than ELECTION_NOT_NEEDED.
+		_, err := fmt.Fprintln(w, "Every partition is led by its preferred replica: nothing to elect.")
+		return err
+	}
 	tw := newTable(w)
 	fmt.Fprintln(tw, "TOPIC\tPARTITION\tRESULT")
 	elected, already := 0, 0

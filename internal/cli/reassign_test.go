@@ -212,6 +212,10 @@ func TestReassignCommandsOneNode(t *testing.T) {
 		t.Errorf("cancel with nothing in progress: %q", r.stdout)
 	}
 
+	if r := mustRun(t, "", "cluster", "elect-leaders", "-b", b); !strings.Contains(r.stdout, "Every partition is led by its preferred replica: nothing to elect.") &&
+		!strings.Contains(r.stdout, "0 failed") {
+		t.Errorf("elect-leaders of every partition:\n%s", r.stdout)
+	}
 	r = mustRun(t, "", "cluster", "elect-leaders", "-b", b, "--topic", "orders")
 	if !strings.Contains(r.stdout, "orders  0          already preferred") || !strings.Contains(r.stdout, "0 elected, 2 already led by their preferred replica, 0 failed") {
 		t.Errorf("elect-leaders --topic orders:\n%s", r.stdout)
