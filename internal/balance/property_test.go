@@ -192,3 +192,43 @@ func subsets(ids []int32, k int, fn func([]int32)) {
 	}
 	rec(0)
 }
+
+// TestPropertyRackSpread: with racks of equal size, every plan spreads every
+// partition over the racks (no rack holds more than ⌈RF/racks⌉ of its replicas),
+// whatever the start: replicas in one rack, on unlisted nodes, or anywhere.
+func TestPropertyRackSpread(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for i := range 2000 {
+		racks, per := 2+rng.IntN(3), 1+rng.IntN(3)
+		var req Request
+		for id := range racks * per {
+			req.Nodes = append(req.Nodes, Node{ID: int32(id + 1), Rack: fmt.Sprintf("r%d", id%racks)})
+		}
+		rf := 1 + rng.IntN(min(racks*per, 4))
+		for p := range rng.IntN(30) {
+			reps := make([]int32, rf)
+			for j, x := range rng.Perm(racks*per + 2)[:rf] { // some on unlisted nodes
+				reps[j] = int32(x + 1)
+			}
+			req.Current = append(req.Current, Partition{Topic: "t", Partition: int32(p), Replicas: reps})
+		}
+		plan := mustCompute(t, req)
+		if plan.RackViolations != 0 {
+			t.Fatalf("case %d: %d rack violations left\nrequest %+v\nplan %+v", i, plan.RackViolations, req, plan.Assignment)
+		}
+		perRack := func(reps []int32) map[string]int {
+			m := map[string]int{}
+			for _, n := range reps {
+				m[req.Nodes[n-1].Rack]++
+			}
+			return m
+		}
+		for _, p := range plan.Assignment {
+			for rack, c := range perRack(p.Replicas) {
+				if limit := (len(p.Replicas) + racks - 1) / racks; c > limit {
+					t.Fatalf("case %d: %s/%d has %d replicas in rack %s, more than %d", i, p.Topic, p.Partition, c, rack, limit)
+				}
+			}
+		}
+	}
+}
