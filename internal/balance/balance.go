@@ -83,7 +83,7 @@ type Plan struct {
 	// RackAware is whether racks were used.
 	RackAware bool
 	// RackViolations is the replicas beyond ⌈RF/racks⌉ in one rack of a partition
-	// that remain (0 unless the count balance made a better spread impossible).
+	// that remain (0 with racks of equal size; see the package doc).
 	RackViolations int
 	// LeadersBalanced is whether every target node is the preferred leader of
 	// ⌊P/|T|⌋ or ⌈P/|T|⌉ included partitions.

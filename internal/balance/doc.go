@@ -18,9 +18,11 @@
 //     factors are mixed in unusual ways; Plan.LeadersBalanced says whether they did);
 //   - with racks (every node of T has one), each partition's replicas spread over
 //     racks as Kafka's rack-aware placement does: no rack holds more than
-//     ⌈RF/racks⌉ replicas of a partition unless the count balance above makes it
-//     impossible (racks of very different sizes); Plan.RackViolations counts the
-//     excess that remains.
+//     ⌈RF/racks⌉ replicas of a partition. With racks of equal size this always
+//     holds (property-tested from random starts); with racks of very different
+//     sizes the count balance above may not allow it, and the repairs (single moves
+//     and swaps that lower the excess, a local search) stop where none helps;
+//     Plan.RackViolations counts what remains.
 //
 // # Moving as little as possible
 //
