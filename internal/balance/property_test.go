@@ -11,7 +11,7 @@ import (
 // genOpts shape a random cluster.
 type genOpts struct {
 	maxNodes, maxTopics, maxPartitions, maxRF int
-	orphans, drain, racks, uniformRF         bool
+	orphans, drain, racks, uniformRF          bool
 }
 
 // randomRequest builds a random current assignment over random nodes. With orphans
