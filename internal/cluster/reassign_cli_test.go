@@ -369,6 +369,24 @@ func cancelThrottledMove(t *testing.T, c *cluster.Cluster, topic string, old []i
 	// The throttle is a rate over the quota window (11 s, as Kafka's), so the
 	// first rate × 11 s pass at once: 64 KiB/s leaves most of the 4 MiB to copy.
 	mustCLI(t, "reassign", "execute", "-b", b, "--plan", file, "--throttle", "65536")
+	// Another move on top (--additional): the first one's throttled replicas stay.
+	st1, err := c.PartitionFrom(context.Background(), int(c.LiveIDs()[0]), topic, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	more := filepath.Join(t.TempDir(), "more.json")
+	spare1 := int32(6) - st1.Replicas[0] - st1.Replicas[1] // the third of nodes 1, 2, 3
+	plan = fmt.Sprintf(`{"version":1,"partitions":[{"topic":%q,"partition":1,"replicas":[%d,%d]}]}`, topic, st1.Replicas[0], spare1)
+	if err := os.WriteFile(more, []byte(plan), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := runCLI("reassign", "execute", "-b", b, "--plan", more, "--throttle", "65536"); r.code != 1 || !strings.Contains(r.stderr, "1 reassignments are in progress (orders/0)") {
+		t.Errorf("execute while a move is in progress: exit %d, stderr %q", r.code, r.stderr)
+	}
+	mustCLI(t, "reassign", "execute", "-b", b, "--plan", more, "--throttle", "65536", "--additional")
+	if l, _ := throttleConfigs(t, c.Admin(t), topic); !strings.Contains(l, fmt.Sprintf("0:%d", old[0])) || !strings.Contains(l, fmt.Sprintf("1:%d", st1.Replicas[0])) {
+		t.Errorf("leader throttled replicas after --additional: %q, want partition 0's and 1's", l)
+	}
 	r := mustCLI(t, "reassign", "status", "-b", b, "--interval", "500ms")
 	if !strings.Contains(r.stdout, "1 partitions moving") {
 		t.Errorf("status of a move throttled to 64 KiB/s:\n%s", r.stdout)
