@@ -61,7 +61,7 @@ current replicas of the moving partitions) and follower.replication.throttled.re
 	fs := cmd.Flags()
 	fs.StringVar(&file, "plan", "", "the reassignment JSON file (- for stdin) (required)")
 	fs.Int64Var(&throttle, "throttle", 0, "throttle the copies to this many bytes/s per node (0: no throttle)")
-	fs.BoolVar(&additional, "additional", false, "start even though other reassignments are in progress")
+	fs.BoolVar(&additional, "additional", false, "start even though other reassignments are in progress (their throttled replicas are kept)")
 	_ = cmd.MarkFlagRequired("plan")
 	return cmd
 }
@@ -203,7 +203,7 @@ func executePlan(ctx context.Context, adm *kadm.Client, out io.Writer, ps []reas
 		return err
 	}
 	if throttle > 0 {
-		if err := setThrottles(ctx, adm, out, ps, olds, throttle); err != nil {
+		if err := setThrottles(ctx, adm, out, ps, olds, throttle, additional); err != nil {
 			return err
 		}
 	}
@@ -278,10 +278,16 @@ func throttledReplicas(ps []reassignPartition, olds [][]int32) (leaders, followe
 // setThrottles sets the KIP-73 throttles for the plan (incremental SET operations,
 // as kafka-reassign-partitions.sh): the rate on every node involved and the
 // throttled replica lists on every topic moving.
-func setThrottles(ctx context.Context, adm *kadm.Client, out io.Writer, ps []reassignPartition, olds [][]int32, rate int64) error {
+func setThrottles(ctx context.Context, adm *kadm.Client, out io.Writer, ps []reassignPartition, olds [][]int32, rate int64, additional bool) error {
 	leaders, followers, nodes := throttledReplicas(ps, olds)
 	if len(nodes) == 0 {
 		return nil
+	}
+	if additional {
+		// The moves already in progress keep their throttled replicas.
+		if err := mergeThrottled(ctx, adm, leaders, followers); err != nil {
+			return err
+		}
 	}
 	r := strconv.FormatInt(rate, 10)
 	resps, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
@@ -307,6 +313,40 @@ func setThrottles(ctx context.Context, adm *kadm.Client, out io.Writer, ps []rea
 		}
 	}
 	fmt.Fprintf(out, "Throttled the copies to %d bytes/s on nodes %s (topics %s).\n", rate, joinInt32s(nodes), strings.Join(topics, ", "))
+	return nil
+}
+
+// mergeThrottled adds the topics' current throttled replica lists to the new ones.
+func mergeThrottled(ctx context.Context, adm *kadm.Client, leaders, followers map[string][]string) error {
+	topics := make([]string, 0, len(leaders))
+	for t := range leaders {
+		topics = append(topics, t)
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("describe the throttled replicas: %w", brokerMessage(err))
+	}
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			return fmt.Errorf("configs of topic %q: %w", rc.Name, withMessage(rc.Err, rc.ErrMessage))
+		}
+		for _, c := range rc.Configs {
+			var into map[string][]string
+			switch c.Key {
+			case leaderReplicasKey:
+				into = leaders
+			case followerReplicaKey:
+				into = followers
+			default:
+				continue
+			}
+			for item := range strings.SplitSeq(c.MaybeValue(), ",") {
+				if item = strings.TrimSpace(item); item != "" && !slices.Contains(into[rc.Name], item) {
+					into[rc.Name] = append(into[rc.Name], item)
+				}
+			}
+		}
+	}
 	return nil
 }
 
