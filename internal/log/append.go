@@ -311,6 +311,8 @@ func (l *Log) rollLocked(now time.Time) error {
 	if err := old.writeIndexes(); err != nil {
 		return l.failLocked("write index", err)
 	}
+	old.index.trim()
+	old.timeIndex.trim()
 	if err := l.writeProducerSnapshotLocked(leo); err != nil {
 		return l.failLocked("write producer snapshot", err)
 	}

@@ -48,6 +48,20 @@ func (x *entryIndex) searchLocked(less func(e []byte) bool) int {
 	return sort.Search(n, func(i int) bool { return !less(x.buf[i*x.entrySize:]) })
 }
 
+// trim gives the entries a buffer of their own size. The active segment's buffer
+// grows by appending (doubling its capacity); once the segment is rolled nothing is
+// appended, and keeping the slack would hold up to twice the index in memory for every
+// segment of the log.
+func (x *entryIndex) trim() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if cap(x.buf) > len(x.buf) {
+		nb := make([]byte, len(x.buf))
+		copy(nb, x.buf)
+		x.buf = nb
+	}
+}
+
 func (x *entryIndex) truncateEntries(n int) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
