@@ -34,7 +34,7 @@
 // leader grants every broker a full session timeout from its election, the previous
 // leader's node included unless its process is gone: a broker answers as leader or
 // coordinator only while it holds a lease from a heartbeat answer (sent time plus a
-// session timeout; server/lease.go), and fencing it sooner could give its roles away
+// session timeout; controlplane/lease.go), and fencing it sooner could give its roles away
 // while it still answers for them. Every heartbeat answer is given only after the
 // Raft leadership is confirmed with a quorum, so that a deposed controller that has
 // not noticed yet grants nobody a lease. Each broker's reported metadata offset

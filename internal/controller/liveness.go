@@ -27,7 +27,7 @@ type HeartbeatReply struct {
 	// IsCaughtUp: the broker had applied every record the controller had when it
 	// answered, or did so less than half a session timeout ago (or this controller's
 	// grace period started that recently). A broker serves as a leader or coordinator
-	// only while it holds a lease from a caught-up, unfenced answer (server/lease.go),
+	// only while it holds a lease from a caught-up, unfenced answer (controlplane/lease.go),
 	// so that a node whose metadata cannot advance stops answering for roles that may
 	// have moved; a fenced one (it was paused past its session) loses it at once.
 	IsCaughtUp bool

@@ -186,7 +186,7 @@ func observe[T any](c *Controller, size int, fn func(T)) {
 // checkPreviousLeader asks, on its own goroutine, whether the previous Raft leader's
 // process is gone (that is the likely reason for this node's election) and fences its
 // node at once if so (fenceIfGone). A previous leader that is only paused or cut off
-// keeps the full grace period: its node may hold a lease (server/lease.go) until a
+// keeps the full grace period: its node may hold a lease (controlplane/lease.go) until a
 // session timeout after its last heartbeat, and fencing it earlier would let another
 // node take its roles while it still answers for them.
 func (c *Controller) checkPreviousLeader() {

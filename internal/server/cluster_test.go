@@ -263,9 +263,18 @@ func TestCluster(t *testing.T) {
 	testutil.Equal(t, cr.Topics[0].ErrorCode, int16(0), "create through the non-voter: %v", cr.Topics[0].ErrorMessage)
 	m := rawMetadata(t, extra.node, "wide")
 	testutil.True(t, len(m.Brokers) == 4 && len(m.Topics[0].Partitions[0].Replicas) == 4, "non-voter metadata: %d brokers, %+v", len(m.Brokers), m.Topics[0])
-	got, err := leaders(t, extra.node, "replicated")
-	testutil.NoError(t, err, "non-voter metadata")
-	testutil.Equal(t, got, mustLeaders(t, nodes[0].node, "replicated"), "non-voter sees the same partitions")
+	// The node_add balancer (partition.autobalancing.mode) moves replicas onto the new
+	// node meanwhile, so the two views are compared until they agree, each read again.
+	testutil.Eventually(t, 10*time.Second, func() error {
+		got, err := leaders(t, extra.node, "replicated")
+		if err != nil {
+			return fmt.Errorf("non-voter metadata: %w", err)
+		}
+		if want := mustLeaders(t, nodes[0].node, "replicated"); got != want {
+			return fmt.Errorf("non-voter sees %s, node 1 sees %s", got, want)
+		}
+		return nil
+	})
 	testutil.NoError(t, extra.node.Close(), "close the non-voter")
 
 	// A controlled shutdown of partition 0's leader moves its leadership to another
