@@ -199,6 +199,12 @@ func TestReassignCommandsOneNode(t *testing.T) {
 			t.Errorf("execute output lacks %q:\n%s", want, r.stdout)
 		}
 	}
+	// The plan from stdin, as a pipe from `reassign plan` gives it.
+	r = mustRun(t, `{"version":1,"partitions":[{"topic":"orders","partition":1,"replicas":[1],"log_dirs":["any"]}]}`,
+		"reassign", "execute", "-b", b, "--plan", "-", "--additional")
+	if !strings.Contains(r.stdout, "Started orders/1: 1 -> 1") {
+		t.Errorf("execute --plan - :\n%s", r.stdout)
+	}
 	eventually(t, 10*time.Second, func() error {
 		r := mustRun(t, "", "reassign", "status", "-b", b, "--interval", "0")
 		return errIf(r.stdout != "No reassignment in progress.\n", "status: %q", r.stdout)
