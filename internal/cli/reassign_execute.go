@@ -203,7 +203,7 @@ func executePlan(ctx context.Context, adm *kadm.Client, out io.Writer, ps []reas
 		return err
 	}
 	if throttle > 0 {
-		if err := setThrottles(ctx, adm, out, ps, olds, throttle, additional); err != nil {
+		if err := setThrottles(ctx, adm, out, v, ps, olds, throttle, additional); err != nil {
 			return err
 		}
 	}
@@ -278,8 +278,11 @@ func throttledReplicas(ps []reassignPartition, olds [][]int32) (leaders, followe
 // setThrottles sets the KIP-73 throttles for the plan (incremental SET operations,
 // as kafka-reassign-partitions.sh): the rate on every node involved and the
 // throttled replica lists on every topic moving.
-func setThrottles(ctx context.Context, adm *kadm.Client, out io.Writer, ps []reassignPartition, olds [][]int32, rate int64, additional bool) error {
+func setThrottles(ctx context.Context, adm *kadm.Client, out io.Writer, v *clusterView, ps []reassignPartition, olds [][]int32, rate int64, additional bool) error {
 	leaders, followers, nodes := throttledReplicas(ps, olds)
+	// A node that is down (a dead one being drained) sends nothing and cannot be
+	// configured: the rate goes to the live ones.
+	nodes = slices.DeleteFunc(nodes, func(id int32) bool { _, live := v.live[id]; return !live })
 	if len(nodes) == 0 {
 		return nil
 	}

@@ -339,6 +339,18 @@ func TestReassignCLI(t *testing.T) {
 		return
 	}
 	cancelThrottledMove(t, c, topic, drained[0])
+
+	// A dead node is drained too: its replicas are copied from the others (the
+	// throttle goes to the live nodes), then it is a voter, which stays registered.
+	c.Kill(3)
+	c.WaitBrokers(t, []int32{1, 2}, waitTimeout)
+	r = runCLI("cluster", "decommission", "-b", b, "3", "--interval", "100ms", "--throttle", "104857600")
+	if r.code != 1 || !strings.Contains(r.stdout, "Node 3 holds no replica") || !strings.Contains(r.stderr, "node 3 is a metadata voter") {
+		t.Errorf("decommission of dead node 3: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if replicas, _ := perNode(assignment(t, c, topic, parts)); replicas[3] != 0 {
+		t.Errorf("after draining dead node 3: %v", replicas)
+	}
 }
 
 // cancelThrottledMove starts a move of topic-0 throttled to 64 KiB/s onto a node
