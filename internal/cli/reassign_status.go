@@ -221,13 +221,14 @@ func newReassignStatus(conn *connFlags) *cobra.Command {
 	var out outputFlags
 	var interval time.Duration
 	var preserve bool
+	var w watchFlags
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the reassignments in progress: bytes copied, bytes left, ETA",
 		Long: `Show each partition moving (ListPartitionReassignments): its replicas, those being
 added and removed, the bytes the new replicas hold and still lack (DescribeLogDirs),
 and an ETA from the rate between two samples --interval apart; a progress bar when the
-output is a terminal.
+output is a terminal. --watch refreshes until interrupted (in place on a terminal).
 
 When nothing is in progress it says so and, as kafka-reassign-partitions.sh --verify,
 removes the reassignment throttles (the *.replication.throttled.rate of every node and
@@ -239,26 +240,37 @@ the *.replication.throttled.replicas of every topic that has them) unless
 			if err != nil {
 				return err
 			}
+			if w.count < 0 || w.count > 0 && !w.watch {
+				return usageErrorf("--watch-count needs --watch and must not be negative")
+			}
+			// The samples pace the refreshes: each takes --interval.
+			w.interval = max(interval, time.Millisecond)
 			return withAdmin(conn, func(adm *kadm.Client) error {
-				st, err := sampleStatus(cmd.Context(), adm, interval)
-				if err != nil {
-					return err
-				}
-				if !st.InProgress && !preserve {
-					if st.ThrottlesRemoved, err = clearThrottles(cmd.Context(), adm); err != nil {
+				render := func(o io.Writer) error {
+					st, err := sampleStatus(cmd.Context(), adm, interval)
+					if err != nil {
 						return err
 					}
+					if !st.InProgress && !preserve {
+						if st.ThrottlesRemoved, err = clearThrottles(cmd.Context(), adm); err != nil {
+							return err
+						}
+					}
+					if asJSON {
+						return writeJSON(o, st)
+					}
+					return printReassignStatus(o, st, isTerminal(cmd.OutOrStdout()))
 				}
-				if asJSON {
-					return writeJSON(cmd.OutOrStdout(), st)
-				}
-				return printReassignStatus(cmd.OutOrStdout(), st, isTerminal(cmd.OutOrStdout()))
+				return runWatch(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &w, cmd.CommandPath(), asJSON, render)
 			})
 		},
 	}
 	out.add(cmd)
-	cmd.Flags().DurationVar(&interval, "interval", time.Second, "time between the two samples the rate and ETA come from (0: no rate)")
-	cmd.Flags().BoolVar(&preserve, "preserve-throttles", false, "leave the throttles in place when nothing is in progress")
+	fs := cmd.Flags()
+	fs.DurationVar(&interval, "interval", time.Second, "time between the two samples the rate and ETA come from (0: no rate), and between refreshes with --watch")
+	fs.BoolVar(&preserve, "preserve-throttles", false, "leave the throttles in place when nothing is in progress")
+	fs.BoolVarP(&w.watch, "watch", "w", false, "refresh until interrupted: in place on a terminal, one refresh after another otherwise")
+	fs.IntVar(&w.count, "watch-count", 0, "with --watch, stop after this many refreshes (0: until interrupted)")
 	return cmd
 }
 

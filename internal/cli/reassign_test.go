@@ -209,6 +209,13 @@ func TestReassignCommandsOneNode(t *testing.T) {
 		r := mustRun(t, "", "reassign", "status", "-b", b, "--interval", "0")
 		return errIf(r.stdout != "No reassignment in progress.\n", "status: %q", r.stdout)
 	})
+	r = mustRun(t, "", "reassign", "status", "-b", b, "--watch", "--watch-count", "2", "--interval", "50ms")
+	if strings.Count(r.stdout, "No reassignment in progress.") != 2 || strings.Count(r.stdout, "--- ") != 2 {
+		t.Errorf("status --watch --watch-count 2:\n%s", r.stdout)
+	}
+	if r := run(t, "", "reassign", "status", "-b", b, "--watch-count", "2"); r.code != 2 {
+		t.Errorf("--watch-count without --watch: exit %d", r.code)
+	}
 	var st reassignStatus
 	r = mustRun(t, "", "reassign", "status", "-b", b, "--json")
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st.InProgress || len(st.Partitions) != 0 {
