@@ -308,13 +308,12 @@ func waitNoReassignments(t *testing.T, c *cluster.Cluster, adm *kadm.Client, top
 // bytes/s on both sides, as kafka-reassign-partitions.sh sets them (the broker rates,
 // the leaders' replicas on the leader side, the moving replica on the follower side),
 // while an acks=all load writes to the same partition. The move takes at least 0.8 ×
-// D/T (the rate is measured over replication.quota.window.num=2 one-second samples,
-// so about one second's worth goes before the throttle bites), and the load's
-// acknowledgements keep flowing: the ISR's traffic is not throttled.
+// D/T (the throttle allows a burst of one second's worth, replication.quota.window
+// .size.seconds), and the load's acknowledgements keep flowing: the ISR's traffic is not
+// throttled.
 func TestReassignThrottled(t *testing.T) {
 	skipIfShort(t)
-	c := cluster.Start(t, cluster.Options{Nodes: 3, StartTimeout: startTimeout,
-		Sets: append(slices.Clone(cluster.FastFailureDetection), "replication.quota.window.num=2")})
+	c := startCluster(t, 3)
 	topic := topicName(t)
 	createTopic(t, c, topic, 1, 2)
 	st, _ := c.PartitionFrom(context.Background(), int(c.LiveIDs()[0]), topic, 0)

@@ -53,7 +53,6 @@ type Broker struct {
 	// The replication throttles (KIP-73; also dynamic, see ValidateDynamicBrokerConfig).
 	LeaderReplicationThrottledRate   int64 `config:"leader.replication.throttled.rate"`     // Long.MAX: none
 	FollowerReplicationThrottledRate int64 `config:"follower.replication.throttled.rate"`   // Long.MAX: none
-	ReplicationQuotaWindowNum        int32 `config:"replication.quota.window.num"`          // 11
 	ReplicationQuotaWindowSizeSec    int32 `config:"replication.quota.window.size.seconds"` // 1
 	BrokerSessionTimeoutMs           int32 `config:"broker.session.timeout.ms"`             // 2000 (Kafka: 9000)
 	BrokerHeartbeatIntervalMs        int32 `config:"broker.heartbeat.interval.ms"`          // 500 (Kafka: 2000)

@@ -14,10 +14,12 @@ import (
 // the partition out while the throttle is spent, and Records what it moved. The traffic
 // of replicas in the ISR is never recorded, so ordinary replication is never throttled.
 //
-// It is a token bucket rather than Kafka's sampled rate: the same burst (samples-1
-// windows' worth of the rate, Kafka's minimum measuring span) but an exact long-run
-// rate, where the sampled rate lets a further burst through each time an old sample
-// expires (a move throttled to T bytes/s ran at about 1.25 T). Safe for concurrent use.
+// It is a token bucket rather than Kafka's sampled rate: an exact long-run rate, where
+// the sampled rate lets a further burst through each time an old sample expires (a move
+// throttled to T bytes/s ran at about 1.25 T), and a burst of one window's worth of the
+// rate, where Kafka's minimum measuring span of samples-1 windows lets 10 s of it go at
+// full speed with the defaults (a 256 MiB move throttled to 20 MiB/s took 3 s instead
+// of 13). Safe for concurrent use.
 type Replication struct {
 	mu    sync.Mutex
 	burst time.Duration // how much of the rate may go at once
@@ -30,10 +32,10 @@ type Replication struct {
 	skipped int64     // times Exceeded said yes
 }
 
-// NewReplication returns an unthrottled replication quota whose burst is samples-1
-// windows (Kafka's replication.quota.window.num and .size.seconds).
-func NewReplication(samples int, window time.Duration) *Replication {
-	return &Replication{burst: time.Duration(max(samples-1, 1)) * window, bound: math.Inf(1)}
+// NewReplication returns an unthrottled replication quota whose burst is burst's worth
+// of its rate (replication.quota.window.size.seconds).
+func NewReplication(burst time.Duration) *Replication {
+	return &Replication{burst: burst, bound: math.Inf(1)}
 }
 
 // SetRate sets the bound in bytes/s; a value <= 0 or math.MaxInt64 (Kafka's default,

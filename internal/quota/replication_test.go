@@ -8,7 +8,7 @@ import (
 // A throttled mover that sends whenever Exceeded allows moves at most the burst plus
 // the rate times the time, whatever its chunk size, and no throttle means no limit.
 func TestReplicationThrottleRate(t *testing.T) {
-	q := NewReplication(2, time.Second) // a burst of one second's worth
+	q := NewReplication(time.Second) // a burst of one second's worth
 	now := time.Unix(1_700_000_000, 0)
 	if q.Exceeded(now) {
 		t.Fatal("an unthrottled quota said exceeded")

@@ -61,12 +61,10 @@ type Options struct {
 	// ThrottleRates, if set, gives the replication throttles in bytes/s
 	// (leader.replication.throttled.rate, follower.replication.throttled.rate; <= 0 or
 	// math.MaxInt64: none) in force with an image (dynamic broker configs over the
-	// node's own). ThrottleSamples and ThrottleWindow measure them
-	// (replication.quota.window.num, replication.quota.window.size.seconds; Kafka's 11
-	// and 1 s when zero).
-	ThrottleRates   func(im *metadata.Image) (leader, follower int64)
-	ThrottleSamples int
-	ThrottleWindow  time.Duration
+	// node's own). ThrottleWindow is the burst they allow, in time of their rate
+	// (replication.quota.window.size.seconds; 1 s when zero).
+	ThrottleRates  func(im *metadata.Image) (leader, follower int64)
+	ThrottleWindow time.Duration
 }
 
 func (o *Options) setDefaults() {
@@ -94,9 +92,6 @@ func (o *Options) setDefaults() {
 	}
 	if o.FetchMinBytes <= 0 {
 		o.FetchMinBytes = config.Default().ReplicaFetchMinBytes
-	}
-	if o.ThrottleSamples <= 0 {
-		o.ThrottleSamples = throttleSamplesDefault
 	}
 	if o.ThrottleWindow <= 0 {
 		o.ThrottleWindow = throttleWindowDefault
@@ -161,8 +156,8 @@ func NewManager(o Options) (*Manager, error) {
 		image:         metadata.Empty(),
 		fetchers:      map[metadata.NodeID]*Fetcher{},
 		view:          newLeaderView(),
-		leaderQuota:   quota.NewReplication(o.ThrottleSamples, o.ThrottleWindow),
-		followerQuota: quota.NewReplication(o.ThrottleSamples, o.ThrottleWindow),
+		leaderQuota:   quota.NewReplication(o.ThrottleWindow),
+		followerQuota: quota.NewReplication(o.ThrottleWindow),
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.goTracked(m.checkpointLoop)

@@ -99,12 +99,8 @@ func (m *Manager) applyThrottleRates(im *metadata.Image) {
 	m.followerQuota.SetRate(follower)
 }
 
-// throttleWindowDefaults are Kafka's replication.quota.window.num and
-// replication.quota.window.size.seconds.
-const (
-	throttleSamplesDefault = 11
-	throttleWindowDefault  = time.Second
-)
+// throttleWindowDefault is Kafka's replication.quota.window.size.seconds.
+const throttleWindowDefault = time.Second
 
 // ReassignmentBytesRemaining estimates, on the leader, the bytes the replicas a
 // reassignment is adding still have to copy before they are in the ISR: for each, the

@@ -164,8 +164,7 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 			return config.DynamicBrokerLong(im.Configs, "leader.replication.throttled.rate", cfg.LeaderReplicationThrottledRate),
 				config.DynamicBrokerLong(im.Configs, "follower.replication.throttled.rate", cfg.FollowerReplicationThrottledRate)
 		},
-		ThrottleSamples: int(cfg.ReplicationQuotaWindowNum),
-		ThrottleWindow:  time.Duration(cfg.ReplicationQuotaWindowSizeSec) * time.Second,
+		ThrottleWindow: time.Duration(cfg.ReplicationQuotaWindowSizeSec) * time.Second,
 	})
 	if err != nil {
 		return err
