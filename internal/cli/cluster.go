@@ -46,6 +46,18 @@ type clusterStatus struct {
 	UnderMinISR     int                `json:"under_min_isr"` // -1 when min.insync.replicas could not be read
 	Offline         int                `json:"offline"`
 	Problems        []partitionProblem `json:"problems"`
+	// Reassignments are the partitions being moved (ListPartitionReassignments);
+	// nil when the cluster could not say.
+	Reassignments []reassigningPartition `json:"reassignments"`
+}
+
+// reassigningPartition is a partition move in progress.
+type reassigningPartition struct {
+	Topic     string  `json:"topic"`
+	Partition int32   `json:"partition"`
+	Replicas  []int32 `json:"replicas"`
+	Adding    []int32 `json:"adding"`
+	Removing  []int32 `json:"removing"`
 }
 
 type nodeRow struct {
@@ -54,6 +66,9 @@ type nodeRow struct {
 	Port    int32  `json:"port"`
 	Rack    string `json:"rack,omitempty"`
 	Leaders int    `json:"leaders"`
+	// Replicas counts the partition replicas the node holds: with Leaders, the
+	// balance of the cluster.
+	Replicas int `json:"replicas"`
 	// Down is a node that the cluster lists as fenced (DescribeCluster v2), or that
 	// partitions name as a replica but the cluster does not list among its live
 	// brokers: it was killed, stopped or cut off.
@@ -143,7 +158,34 @@ func loadClusterStatus(ctx context.Context, cl *kgo.Client, adm *kadm.Client, wa
 		fmt.Fprintf(warn, "runnel: warning: describe log dirs: %v; disk states of some nodes unknown\n", err)
 	}
 	st.addDisks(dirs)
+	st.addReassignments(ctx, adm, md, warn)
 	return st, nil
+}
+
+// addReassignments lists the partition moves in progress.
+func (st *clusterStatus) addReassignments(ctx context.Context, adm *kadm.Client, md kadm.Metadata, warn io.Writer) {
+	set := kadm.TopicsSet{}
+	for _, td := range md.Topics {
+		for p := range td.Partitions {
+			set.Add(td.Topic, p)
+		}
+	}
+	st.Reassignments = []reassigningPartition{}
+	if len(set) == 0 {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := adm.ListPartitionReassignments(rctx, set)
+	if err != nil {
+		fmt.Fprintf(warn, "runnel: warning: list partition reassignments: %v\n", err)
+		st.Reassignments = nil
+		return
+	}
+	for _, r := range resp.Sorted() {
+		st.Reassignments = append(st.Reassignments, reassigningPartition{Topic: r.Topic, Partition: r.Partition,
+			Replicas: r.Replicas, Adding: r.AddingReplicas, Removing: r.RemovingReplicas})
+	}
 }
 
 // addFenced names the nodes that are down with what the cluster knows of them:
@@ -232,11 +274,14 @@ func summarize(md kadm.Metadata, minISR map[string]int) *clusterStatus {
 	if minISR == nil {
 		st.UnderMinISR = -1
 	}
-	leaders := map[int32]int{}
+	leaders, replicas := map[int32]int{}, map[int32]int{}
 	for _, td := range md.Topics.Sorted() {
 		for _, p := range td.Partitions.Sorted() {
 			st.Partitions++
 			leaders[p.Leader]++
+			for _, r := range p.Replicas {
+				replicas[r]++
+			}
 			if pr, ok := st.check(p, minISR[td.Topic]); ok {
 				st.Problems = append(st.Problems, pr)
 			}
@@ -244,7 +289,7 @@ func summarize(md kadm.Metadata, minISR map[string]int) *clusterStatus {
 	}
 	live := map[int32]bool{}
 	for _, b := range md.Brokers {
-		row := nodeRow{ID: b.NodeID, Host: b.Host, Port: b.Port, Leaders: leaders[b.NodeID]}
+		row := nodeRow{ID: b.NodeID, Host: b.Host, Port: b.Port, Leaders: leaders[b.NodeID], Replicas: replicas[b.NodeID]}
 		if b.Rack != nil {
 			row.Rack = *b.Rack
 		}
@@ -258,7 +303,7 @@ func summarize(md kadm.Metadata, minISR map[string]int) *clusterStatus {
 			for _, id := range p.Replicas {
 				if !live[id] {
 					live[id] = true
-					st.Nodes = append(st.Nodes, nodeRow{ID: id, Down: true})
+					st.Nodes = append(st.Nodes, nodeRow{ID: id, Down: true, Replicas: replicas[id]})
 					st.NodesDown++
 				}
 			}
@@ -293,17 +338,17 @@ func (st *clusterStatus) check(p kadm.PartitionDetail, minISR int) (partitionPro
 func printClusterStatus(w io.Writer, st *clusterStatus) error {
 	fmt.Fprintf(w, "Cluster ID: %s\nController: %s\n\n", orDash(st.ClusterID), dash(int64(st.Controller)))
 	tw := newTable(w)
-	fmt.Fprintln(tw, "NODE\tHOST:PORT\tRACK\tLEADERS\tSTATE")
+	fmt.Fprintln(tw, "NODE\tHOST:PORT\tRACK\tREPLICAS\tLEADERS\tSTATE")
 	for _, n := range st.Nodes {
 		if n.Down && n.Fenced {
-			fmt.Fprintf(tw, "%d\t%s:%d\t%s\t%d\tdown (fenced by the controller: no heartbeat, process gone or stopped)\n", n.ID, n.Host, n.Port, orDash(n.Rack), n.Leaders)
+			fmt.Fprintf(tw, "%d\t%s:%d\t%s\t%d\t%d\tdown (fenced by the controller: no heartbeat, process gone or stopped)\n", n.ID, n.Host, n.Port, orDash(n.Rack), n.Replicas, n.Leaders)
 			continue
 		}
 		if n.Down {
-			fmt.Fprintf(tw, "%d\t-\t-\t%d\tdown (fenced or not registered; it still holds replicas)\n", n.ID, n.Leaders)
+			fmt.Fprintf(tw, "%d\t-\t-\t%d\t%d\tdown (fenced or not registered; it still holds replicas)\n", n.ID, n.Replicas, n.Leaders)
 			continue
 		}
-		fmt.Fprintf(tw, "%d\t%s:%d\t%s\t%d\t%s\n", n.ID, n.Host, n.Port, orDash(n.Rack), n.Leaders, n.state())
+		fmt.Fprintf(tw, "%d\t%s:%d\t%s\t%d\t%d\t%s\n", n.ID, n.Host, n.Port, orDash(n.Rack), n.Replicas, n.Leaders, n.state())
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -322,6 +367,13 @@ func printClusterStatus(w io.Writer, st *clusterStatus) error {
 	}
 	fmt.Fprintf(w, "\nPartitions: %d  under-replicated: %d  under-min-ISR: %s  offline: %d\n",
 		st.Partitions, st.UnderReplicated, underMin, st.Offline)
+	if len(st.Reassignments) > 0 {
+		fmt.Fprintf(w, "Reassignments in progress (%d; runnel reassign status for bytes left):\n", len(st.Reassignments))
+		for _, r := range st.Reassignments {
+			fmt.Fprintf(w, "  %s-%d  replicas %s  adding %s  removing %s\n", r.Topic, r.Partition,
+				joinInt32s(r.Replicas), joinInt32s(r.Adding), joinInt32s(r.Removing))
+		}
+	}
 	if len(st.Problems) == 0 {
 		return nil
 	}

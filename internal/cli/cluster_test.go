@@ -68,7 +68,7 @@ func TestClusterStatus(t *testing.T) {
 		t.Errorf("status %+v", st)
 	}
 	r = mustRun(t, "", "cluster", "status", "-b", b)
-	for _, want := range []string{"Cluster ID:", "Controller:", "NODE", "HOST:PORT", "LEADERS", "under-replicated: 0"} {
+	for _, want := range []string{"Cluster ID:", "Controller:", "NODE", "HOST:PORT", "REPLICAS", "LEADERS", "under-replicated: 0"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("status lacks %q:\n%s", want, r.stdout)
 		}

@@ -58,7 +58,7 @@ type mirrorRunFlags struct {
 	groupEvery time.Duration
 	session    time.Duration
 	txnTimeout time.Duration
-	securityX  [2][]string // --source-X, --target-X: refused until security lands
+	securityX  [2][]string  // --source-X, --target-X: refused until security lands
 	overload   produceFlags // only the overload fields are used
 }
 

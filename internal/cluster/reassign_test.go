@@ -149,6 +149,12 @@ func TestReassignSurvivesKillsAndCancels(t *testing.T) {
 	if got := listReassignments(t, c, adm, topic); !slices.Equal(got, []int32{moved}) {
 		t.Fatalf("reassignments in progress with node %d down: %v, want [%d]", ctrl, got, moved)
 	}
+	// runnel cluster status shows the move in progress.
+	status := runCLI("-b", c.Bootstrap(), "cluster", "status")
+	if want := "Reassignments in progress (1;"; status.code != 0 || !strings.Contains(status.stdout, want) ||
+		!strings.Contains(status.stdout, fmt.Sprintf("%s-%d  replicas", topic, moved)) {
+		t.Errorf("cluster status during the move (exit %d) does not show it:\n%s%s", status.code, status.stdout, status.stderr)
+	}
 	waitAcks(t, h, h.Len()+200, "with the controller and the receiving node killed during the move")
 	c.Restart(int(ctrl))
 	waitNoReassignments(t, c, adm, topic)
