@@ -34,23 +34,6 @@ func startKfake(t *testing.T, opts ...kfake.Opt) string {
 	return strings.Join(c.ListenAddrs(), ",")
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(addr, ",")...)}, opts...)...)
@@ -75,7 +58,7 @@ func createTopic(t *testing.T, addr, topic string, partitions int32, configs map
 func runMirror(t *testing.T, cfg Config) (*Mirror, func()) {
 	t.Helper()
 	if cfg.Logger == nil {
-		logs := &lockedBuffer{}
+		logs := &testnode.LockedBuffer{}
 		cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 		t.Cleanup(func() {
 			if t.Failed() {

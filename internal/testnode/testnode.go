@@ -40,7 +40,7 @@ func Start(t testing.TB, sets ...string) string {
 			t.Fatalf("testnode: config %s: %v", s, err)
 		}
 	}
-	logs := &lockedBuffer{}
+	logs := &LockedBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n, err := server.Start(ctx, cfg, server.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
@@ -64,19 +64,20 @@ func tail(s string, n int) string {
 	return strings.Join(ls, "\n")
 }
 
-// lockedBuffer is the node's log: the server writes it from many goroutines.
-type lockedBuffer struct {
+// LockedBuffer is an io.Writer safe for concurrent writers (a node's log: the server
+// writes it from many goroutines), read back whole with String.
+type LockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
+func (l *LockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
-func (l *lockedBuffer) String() string {
+func (l *LockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
