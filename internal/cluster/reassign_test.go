@@ -327,7 +327,7 @@ func TestReassignThrottled(t *testing.T) {
 
 	// D bytes on the partition, before the move.
 	const record, count = 64 << 10, 96 // 6 MiB
-	const rate = 768 << 10            // T: 768 KiB/s, so D/T = 8 s
+	const rate = 768 << 10             // T: 768 KiB/s, so D/T = 8 s
 	cl := c.Client(t, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
