@@ -26,8 +26,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/runnel-io/runnel/internal/replica"
 	"github.com/runnel-io/runnel/internal/recordbatch"
+	"github.com/runnel-io/runnel/internal/replica"
 )
 
 // ErrProducerFenced: a TxnOffsetCommit from a producer epoch older than the

@@ -64,7 +64,9 @@ type Partition struct {
 }
 
 // Reassigning reports whether a reassignment of the partition is in progress.
-func (p Partition) Reassigning() bool { return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0 }
+func (p Partition) Reassigning() bool {
+	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
+}
 
 // TargetReplicas is the assignment a reassignment in progress moves to (Replicas
 // without RemovingReplicas), or Replicas when none is.

@@ -52,8 +52,8 @@ func TestCoreScripts(t *testing.T) {
 
 // coreSim is one partition's replica under script control.
 type coreSim struct {
-	t        *testing.T
-	rs       replicationState
+	t   *testing.T
+	rs  replicationState
 	hw  int64
 	leo int64
 	// durable is the leader's durable end (the topic fsyncs every batch): the high
