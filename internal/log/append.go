@@ -324,6 +324,7 @@ func (l *Log) rollLocked(now time.Time) error {
 	l.unflushed = append(l.unflushed, old)
 	ss := l.segs()
 	l.publishLocked(append(ss[:len(ss):len(ss)], seg))
+	l.noteIndexesUsed(old)
 	l.logger.Debug("rolled segment", "base", leo, "previous", old.baseOffset, "bytes", old.size.Load())
 	return nil
 }

@@ -19,8 +19,11 @@ import (
 func (p *cleanPass) cleanGroup(c *cleanable, g segmentGroup) error {
 	old := c.segs[g.from:g.to]
 	for _, s := range old {
-		// Load the indexes now: once the files are renamed, a lazy load by a reader
-		// of the old segment would find the new segment's index under the same name.
+		// Load the indexes now, and keep them (pin): once the files are renamed, a
+		// lazy load by a reader of the old segment would find the new segment's
+		// index under the same name.
+		s.pin()
+		defer s.unpin()
 		if err := s.ensureIndexes(); err != nil {
 			return err
 		}

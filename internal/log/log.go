@@ -93,6 +93,12 @@ type Log struct {
 	// Open, advanced by the cleaner's first swap of a pass and cut by truncation.
 	cleaned cleanerState
 
+	// residentMu guards resident: the inactive segments whose indexes are in memory,
+	// used last at the end (resident.go). Taken inside mu, never the other way round;
+	// it takes segments' loadMu inside.
+	residentMu sync.Mutex
+	resident   []*Segment
+
 	// mu is the append lock. It is never held across an fsync.
 	mu sync.Mutex
 	// guarded by mu:

@@ -76,6 +76,9 @@ func (l *Log) read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 		if err != nil {
 			return ReadInfo{}, err
 		}
+		if i < len(ss)-1 {
+			l.noteIndexesUsed(seg) // an inactive segment's indexes (resident.go)
+		}
 		if !found {
 			continue // offset falls after this segment's last batch (a gap)
 		}

@@ -33,6 +33,9 @@ type Segment struct {
 	// recovery point load (or rebuild) them on first use, under loadMu.
 	indexesLoaded atomic.Bool
 	loadMu        sync.Mutex
+	// pinned (guarded by loadMu) counts the writers that need the indexes to stay in
+	// memory (resident.go).
+	pinned int
 
 	// guarded by Log.mu:
 	nextOffset int64 // offset after the last batch; baseOffset when empty; -1 when not scanned

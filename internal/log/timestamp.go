@@ -59,6 +59,7 @@ func (l *Log) FetchOffsetByTimestamp(ts int64) (offset int64, timestamp int64, o
 		if err := st.seg.ensureIndexes(); err != nil {
 			return -1, -1, false
 		}
+		l.noteIndexesUsed(st.seg)
 		if off, found := st.seg.timeIndex.lookupBefore(ts); found {
 			from = max(from, off+1)
 		}

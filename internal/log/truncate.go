@@ -60,6 +60,10 @@ func (l *Log) truncateLocked(to int64) (*Segment, error) {
 	i := floorSegment(ss, to)
 	seg := ss[i]
 	victims := ss[i+1:]
+	// seg becomes the active segment and its indexes are cut below: they must not be
+	// unloaded meanwhile (resident.go).
+	seg.pin()
+	defer seg.unpin()
 	l.publishLocked(append([]*Segment(nil), ss[:i+1]...))
 	l.dropUnflushedLocked(append(victims[:len(victims):len(victims)], seg))
 	seg.needsSync = false
