@@ -116,7 +116,8 @@ func startRunnel(e *env, name string, nodes int, sets []string) (*running, error
 		}
 		kafka, http := fmt.Sprintf("127.0.0.1:%d", base+i), fmt.Sprintf("127.0.0.1:%d", base+20+i)
 		args := []string{filepath.Join(e.bin, "runnel"), "server", "--data-dir", dir, "--listen", kafka,
-			"--controller-listen", fmt.Sprintf("127.0.0.1:%d", base+10+i), "--http-listen", http}
+			"--controller-listen", fmt.Sprintf("127.0.0.1:%d", base+10+i), "--http-listen", http,
+			"--set", "http.pprof.enable=true"} // for --profile
 		if nodes > 1 {
 			args = append(args, "--node-id", fmt.Sprint(i), "--controllers", strings.Join(voters, ","))
 		}

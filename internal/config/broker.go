@@ -19,7 +19,8 @@ type Broker struct {
 	Listen           string // listen, or the client entry of listeners (localhost:9092)
 	Advertise        string // advertise, or advertised.listeners; defaults to Listen
 	ControllerListen string // controller.listen, or the controller entry of listeners (localhost:9093)
-	HTTPListen       string `config:"http.listen"` // http.listen (localhost:9644)
+	HTTPListen       string `config:"http.listen"`       // http.listen (localhost:9644)
+	HTTPPprof        bool   `config:"http.pprof.enable"` // false
 	// Controllers are the quorum's voters (controllers or controller.quorum.voters).
 	// Empty means "this node alone at ControllerListen"; see QuorumVoters.
 	Controllers []Voter

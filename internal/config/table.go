@@ -56,6 +56,7 @@ var brokerProps = []prop{
 	{name: "advertise", typ: TypeString, null: true, check: hostPort, doc: "Address given to clients in metadata (--advertise). Defaults to listen, with this host's name when listen has no host."},
 	{name: "controller.listen", typ: TypeString, dflt: "localhost:9093", check: hostPort, doc: "Metadata quorum (Raft) listener, HOST:PORT (--controller-listen)."},
 	{name: "http.listen", typ: TypeString, dflt: "localhost:9644", check: hostPort, doc: "HTTP listener for /metrics, /healthz, /readyz and the console (--http-listen)."},
+	{name: "http.pprof.enable", typ: TypeBoolean, dflt: "false", doc: "Runnel's own: serve Go's profiles at /debug/pprof/ on the HTTP listener (off by default: a profile costs the node CPU and shows its internals)."},
 	{name: "controllers", typ: TypeList, dflt: "", check: checkVoters, doc: "The quorum's voters, ID@HOST:PORT,... (--controllers). Empty: this node alone at controller.listen."},
 
 	// Topics and replication.

@@ -1,7 +1,7 @@
 // Package httpd serves the node's HTTP endpoints: /metrics (Prometheus), /healthz (200
 // while the process is up), /readyz (200 once the node serves its partitions, 503
-// before), /debug/pprof/ for profiling, and a small status page at /. It never changes
-// state.
+// before), /debug/pprof/ for profiling when Options.Pprof (http.pprof.enable), and a
+// small status page at /. It never changes state.
 package httpd
 
 import (
@@ -26,6 +26,8 @@ type Options struct {
 	Ready  func() error
 	Status func() string // plain-text status for the console page
 	Logger *slog.Logger
+	// Pprof serves Go's profiles at /debug/pprof/ (http.pprof.enable).
+	Pprof bool
 }
 
 // Server is the running HTTP listener.
@@ -49,11 +51,13 @@ func Start(o Options) (*Server, error) {
 		}
 		fmt.Fprintln(w, "ready")
 	})
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if o.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)

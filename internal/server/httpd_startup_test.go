@@ -22,7 +22,7 @@ import (
 // a refused connection (not listening yet) or a whole HTTP response fails the test.
 func TestHTTPEndpointsDuringStartup(t *testing.T) {
 	httpAddr := testutil.FreeAddr(t)
-	cfg := nodeConfig(t, 1, testutil.FreeAddr(t), "", "http.listen="+httpAddr)
+	cfg := nodeConfig(t, 1, testutil.FreeAddr(t), "", "http.listen="+httpAddr, "http.pprof.enable=true")
 	logs := &syncBuffer{}
 	paths := []string{"/", "/healthz", "/readyz", "/metrics", "/debug/pprof/"}
 
@@ -112,4 +112,19 @@ func TestSingleNodeLogsClean(t *testing.T) {
 			seen[f] = true
 		}
 	}
+}
+
+// /debug/pprof/ is served only with http.pprof.enable=true (INTERFACE.md): a profile
+// costs the node CPU and shows its internals.
+func TestPprofOffByDefault(t *testing.T) {
+	httpAddr := testutil.FreeAddr(t)
+	tn := &testNode{cfg: nodeConfig(t, 1, testutil.FreeAddr(t), "", "http.listen="+httpAddr)}
+	testutil.NoError(t, tn.start(t), "start node")
+	t.Cleanup(func() { tn.node.Close() })
+	status, err := get("http://" + httpAddr + "/debug/pprof/")
+	testutil.NoError(t, err, "GET /debug/pprof/")
+	testutil.Equal(t, status, 404, "GET /debug/pprof/ without http.pprof.enable")
+	status, err = get("http://" + httpAddr + "/metrics")
+	testutil.NoError(t, err, "GET /metrics")
+	testutil.Equal(t, status, 200, "GET /metrics")
 }

@@ -121,7 +121,7 @@ func Start(ctx context.Context, cfg *config.Broker, o Options) (*Node, error) {
 func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time.Duration) error {
 	cfg := n.cfg
 	var err error
-	n.http, err = httpd.Start(httpd.Options{Addr: cfg.HTTPListen, Registry: reg, Ready: n.readyErr, Status: n.statusPage, Logger: n.logger})
+	n.http, err = httpd.Start(httpd.Options{Addr: cfg.HTTPListen, Registry: reg, Ready: n.readyErr, Status: n.statusPage, Logger: n.logger, Pprof: cfg.HTTPPprof})
 	if err != nil {
 		return err
 	}
