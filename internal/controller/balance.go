@@ -6,7 +6,8 @@ package controller
 // moves as little as possible. It runs on the active controller's liveness tick; a
 // controller that takes over does not know which nodes were new (an operator then
 // runs `runnel reassign plan` and `execute`). It waits while any reassignment is in
-// progress, so that it never plans over moves it cannot see the end of.
+// progress, so that it never plans over moves it cannot see the end of, and while any
+// registered node is down, so that it never moves a down node's replicas away.
 
 import (
 	"context"
@@ -41,7 +42,7 @@ func (c *Controller) balanceNewNodesLocked(ctx context.Context, im *metadata.Ima
 		}
 	}
 	c.balanceMu.Unlock()
-	if len(ready) == 0 || reassigning(im) {
+	if len(ready) == 0 || reassigning(im) || anyDown(im, live) {
 		return nil
 	}
 	plan, err := balance.Compute(balanceRequest(im, live))
@@ -85,6 +86,20 @@ func (c *Controller) forgetNewNodes(ids []metadata.NodeID) {
 	for _, id := range ids {
 		delete(c.newNodes, id)
 	}
+}
+
+// anyDown reports whether a registered broker is not live. The balancer then waits: it
+// plans over the live nodes, so it would move the replicas of a node that is merely
+// down (restarting, paused) onto the others, which is not what a node's joining asks
+// for (TestNotEnoughReplicas caught it healing a partition whose two replicas had been
+// killed a moment before).
+func anyDown(im *metadata.Image, live liveFunc) bool {
+	for id := range im.Brokers {
+		if !live(id) {
+			return true
+		}
+	}
+	return false
 }
 
 // reassigning reports whether any partition of im is being reassigned.

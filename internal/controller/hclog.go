@@ -136,7 +136,22 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 // that never had a leader (a fresh start, or a single voter) logs "heartbeat timeout
 // reached, starting election" with an empty last-leader-id on every start; that is the
 // first election, not a lost leader, so it is Info.
+//
+// "failed to decode incoming command" with a reset connection or EOF is a peer's
+// connection closing under Raft's reader: the peer stopped or was killed, which the
+// controller's failure detection reports in the user's words (which node, fenced), so
+// it is Info. Any other decode failure stays an error.
 func demote(level hclog.Level, msg string, args []any) hclog.Level {
+	if level == hclog.Error && msg == "failed to decode incoming command" {
+		for i := 0; i+1 < len(args); i += 2 {
+			if k, _ := args[i].(string); k == "error" {
+				if e := fmt.Sprint(args[i+1]); strings.Contains(e, "connection reset by peer") || strings.HasSuffix(e, "EOF") {
+					return hclog.Info
+				}
+			}
+		}
+		return level
+	}
 	if level != hclog.Warn || msg != "heartbeat timeout reached, starting election" {
 		return level
 	}

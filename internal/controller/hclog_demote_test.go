@@ -43,3 +43,19 @@ func TestHclogDemotesPeerFailuresWhileLeaving(t *testing.T) {
 		t.Fatalf("peer failures of a leaving node are logged above Info: %q", buf.String())
 	}
 }
+
+// A peer's connection reset under Raft's reader (the peer was killed) is not an error;
+// another decode failure is.
+func TestHclogDemotesResetPeerConnection(t *testing.T) {
+	var buf bytes.Buffer
+	a := newHclogAdapter(slog.New(slog.NewTextHandler(&buf, nil)))
+	a.Error("failed to decode incoming command", "error", "read tcp 127.0.0.1:9093->127.0.0.1:40000: read: connection reset by peer")
+	if strings.Contains(buf.String(), "level=ERROR") {
+		t.Fatalf("a killed peer's reset connection was logged as an error: %q", buf.String())
+	}
+	buf.Reset()
+	a.Error("failed to decode incoming command", "error", "msgpack decode error: invalid code")
+	if !strings.Contains(buf.String(), "level=ERROR") {
+		t.Fatalf("a real decode failure is not an error: %q", buf.String())
+	}
+}
