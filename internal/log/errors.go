@@ -35,8 +35,9 @@ var (
 	ErrKafkaStorage = errors.New("kafka storage error")
 	// ErrDiskFull (with ErrKafkaStorage) is an append whose data write found the disk
 	// full (ENOSPC, or EDQUOT for a quota) and was cut back off the segment: the log
-	// stays writable, and appends succeed again once there is room. A full disk met
-	// anywhere else (rolling a segment, an fsync, a checkpoint) takes the log offline
-	// like any disk error.
+	// stays writable, and appends succeed again once there is room. So is a
+	// leader-epoch checkpoint that finds the disk full (written again by the next
+	// flush). A full disk met anywhere else (rolling a segment, an fsync, another
+	// checkpoint) takes the log offline like any disk error.
 	ErrDiskFull = errors.New("disk full")
 )

@@ -1,6 +1,9 @@
 package log
 
 import (
+	"errors"
+	"fmt"
+	"syscall"
 	"time"
 
 	"github.com/runnel-io/runnel/internal/vfs"
@@ -95,6 +98,14 @@ func (l *Log) writeEpochCheckpoint(data []byte) error {
 		l.mu.Lock()
 		l.epochs.dirty = true
 		l.mu.Unlock()
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			// A full disk: the checkpoint is written again by the next flush (dirty),
+			// and until then the file may only be behind the cache or ahead of a
+			// truncation: recovery rescans the segments above the recovery point (which
+			// a failed flush does not advance) and trims epochs past the log end. So
+			// the log stays writable, as for an append that found the disk full.
+			return fmt.Errorf("%w: %w: write leader-epoch-checkpoint %s: %v", ErrKafkaStorage, ErrDiskFull, l.dir, err)
+		}
 		return l.fail("write leader-epoch-checkpoint", err)
 	}
 	return nil

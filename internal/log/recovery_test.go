@@ -368,3 +368,53 @@ func TestLeftoverFilesRemoved(t *testing.T) {
 	}
 	checkContiguous(t, readAll(t, r, 0, leo, 1<<20), 0, leo)
 }
+
+// A follower's truncation that finds the disk full when it writes the leader-epoch
+// checkpoint keeps the log writable (the node stays up, issue 11's "degrade, not
+// stop"); the checkpoint is written by the next flush once there is room, and a
+// reopen after a crash recovers the truncated end and its epochs.
+func TestEpochCheckpointOnFullDisk(t *testing.T) {
+	env := memEnv()
+	cfg := DefaultConfig()
+	l := openLog(t, env, cfg)
+	for e := int32(0); e < 3; e++ {
+		for range 3 {
+			mustAppendEpoch(t, l, logtest.Batch(1, 10), e)
+		}
+	}
+	if err := l.Flush(l.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	env.mem.Inject(vfs.OpWrite, env.dir+"/leader-epoch-checkpoint*", syscall.ENOSPC)
+	err := l.Truncate(5)
+	wantErr(t, err, ErrDiskFull)
+	if l.Offline() {
+		t.Fatal("a full disk at the epoch checkpoint took the log offline")
+	}
+	if leo := l.LogEndOffset(); leo != 5 {
+		t.Fatalf("log end %d after truncating to 5", leo)
+	}
+	// Room again: appends and the flush (which writes the checkpoint) work.
+	mustAppendEpoch(t, l, logtest.Batch(1, 10), 3)
+	if err := l.Flush(l.LogEndOffset()); err != nil {
+		t.Fatalf("flush once the disk has room: %v", err)
+	}
+	l.Close()
+	r := openLog(t, env, cfg, withRecoveryPoint(l.RecoveryPoint()))
+	if leo := r.LogEndOffset(); leo != 6 {
+		t.Fatalf("log end after reopening = %d, want 6", leo)
+	}
+	if e, _ := r.LatestEpoch(); e != 3 {
+		t.Fatalf("latest epoch after reopening = %d, want 3", e)
+	}
+	if _, end := r.EndOffsetForEpoch(1); end != 5 {
+		t.Fatalf("end of epoch 1 after reopening = %d, want 5 (the truncation point)", end)
+	}
+}
+
+func mustAppendEpoch(t *testing.T, l *Log, b []byte, epoch int32) {
+	t.Helper()
+	if _, err := l.AppendAsLeader(b, epoch); err != nil {
+		t.Fatal(err)
+	}
+}
