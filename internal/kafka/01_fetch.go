@@ -34,6 +34,9 @@ type fetchPart struct {
 	// offsets it reported (committed to the session once the response is final).
 	sent        bool
 	sentOffsets partitionOffsets
+	// throttled is the bytes of the latest read that count against the leader's
+	// replication throttle (KIP-73); recorded once, for the response actually sent.
+	throttled int
 }
 
 func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
@@ -96,6 +99,9 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 	}
 	if s.throttleFetch(r, resp) {
 		return resp, nil // emptied by a client quota: the session keeps what it last reported
+	}
+	if replicaID >= 0 {
+		s.recordThrottled(parts)
 	}
 	if session != nil {
 		commitSession(parts)

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"errors"
+	"math"
 	"time"
 
 	"github.com/runnel-io/runnel/internal/metadata"
@@ -27,19 +28,21 @@ func (s *Server) readParts(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchR
 		rp.Partition = fp.sp.tp.Partition
 		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
 		rp.PreferredReadReplica = -1
+		fp.throttled = 0
 		switch {
 		case fp.err != nil:
 			rp.ErrorCode = errorCode(fp.err)
 		case replicaID >= 0 && fp.part.LeaderThrottledFor(metadata.NodeID(replicaID)):
 			// A moving replica's catch-up (KIP-73): over the leader's throttle, only
-			// the offsets go back this time; under it, what is sent counts.
+			// the offsets go back this time; under it, at most a chunk, counted once
+			// the response is final (recordThrottled: a long poll reads again).
 			q := s.replicas.LeaderThrottle()
 			if q.Exceeded(time.Now()) {
 				s.readPart(r, fp, &rp, 0, false, replicaID, false)
 				break
 			}
-			n := s.readPart(r, fp, &rp, min(budget, int(q.Chunk(int32(min(budget, 1<<30))))), total == 0, replicaID, false)
-			q.Record(n, time.Now())
+			n := s.readPart(r, fp, &rp, min(budget, int(q.Chunk(math.MaxInt32))), total == 0, replicaID, false)
+			fp.throttled = n
 			budget -= n
 			total += n
 		default:
@@ -61,6 +64,16 @@ func (s *Server) readParts(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchR
 		appendFetchPartition(resp, topicIdx, fp, rp)
 	}
 	return total
+}
+
+// recordThrottled counts the throttled bytes of the response being sent against the
+// leader's replication throttle.
+func (s *Server) recordThrottled(parts []*fetchPart) {
+	n := 0
+	for _, fp := range parts {
+		n += fp.throttled
+	}
+	s.replicas.LeaderThrottle().Record(n, time.Now())
 }
 
 // commitSession records, in the fetch session, the offsets of the response actually
