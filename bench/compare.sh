@@ -67,4 +67,4 @@ else
 fi
 
 echo "== workloads" >&2
-"$work/bin/compare" -bin "$work/bin" -work "$work" "${compare_args[@]}"
+"$work/bin/compare" -bin "$work/bin" -work "$work" -limits "$work/physlimits.json" "${compare_args[@]}"

@@ -19,12 +19,13 @@ var (
 	descBytes   = prometheus.NewDesc("runnel_mirror_bytes_total", "Bytes (keys, values, headers) committed on the target.", labels, nil)
 	descSkipped = prometheus.NewDesc("runnel_mirror_data_loss_records_total", "Source offsets lost before they were mirrored and skipped (--on-data-loss skip).", labels, nil)
 	descLoops   = prometheus.NewDesc("runnel_mirror_loop_records_total", "Records not written because they had been on the target cluster already.", labels, nil)
+	descDup     = prometheus.NewDesc("runnel_mirror_maybe_duplicated_records_total", "Records that may be on the target twice (--delivery at-least-once): written after the last committed position by an owner that then stopped, and written again.", labels, nil)
 	descError   = prometheus.NewDesc("runnel_mirror_partition_error", "1 while the partition is stopped on an error (data loss, fenced), else 0.", labels, nil)
 	descGroup   = prometheus.NewDesc("runnel_mirror_group_last_sync_timestamp_seconds", "When the group's offsets were last committed on the target.", []string{"name", "group"}, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLagRecs, descLagSecs, descRecords, descBytes, descSkipped, descLoops, descError, descGroup} {
+	for _, d := range []*prometheus.Desc{descLagRecs, descLagSecs, descRecords, descBytes, descSkipped, descLoops, descDup, descError, descGroup} {
 		ch <- d
 	}
 }
@@ -44,6 +45,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}{{descLagRecs, prometheus.GaugeValue, float64(s.LagRecords)}, {descLagSecs, prometheus.GaugeValue, s.LagSeconds},
 			{descRecords, prometheus.CounterValue, float64(s.Records)}, {descBytes, prometheus.CounterValue, float64(s.Bytes)},
 			{descSkipped, prometheus.CounterValue, float64(s.Skipped)}, {descLoops, prometheus.CounterValue, float64(s.Loops)},
+			{descDup, prometheus.CounterValue, float64(s.MaybeDuplicated)},
 			{descError, prometheus.GaugeValue, errv}} {
 			ch <- prometheus.MustNewConstMetric(v.d, v.t, v.v, lv...)
 		}

@@ -3,12 +3,14 @@ package mirror
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,16 +35,145 @@ func TestMirrorReport(t *testing.T) {
 		base := benchProduce(t, tgt, fmt.Sprintf("base-%d", size), n, size)
 		srcRep := benchProduce(t, src, fmt.Sprintf("load-%d", size), n, size)
 		_ = srcRep
-		name := fmt.Sprintf("bench%d", size)
-		m, stop := runMirror(t, Config{Name: name, Source: []string{src}, Target: []string{tgt}, SourceAlias: "east",
-			Topics: []string{fmt.Sprintf("load-%d", size)}})
-		rate, mb := mirrorRate(t, m, int64(n), int64(size))
-		stop()
-		t.Logf("REPORT size=%d bench-produce=%.0f rec/s %.1f MB/s mirror=%.0f rec/s %.1f MB/s (%.0f%%)",
-			size, base.RecordsPerSec, base.MBPerSec, rate, mb, 100*rate/base.RecordsPerSec)
+		for _, sequential := range []bool{true, false} {
+			// The same preloaded topic, copied once per commit path (to its own target
+			// topic): two round trips per transaction, then one (predicted offsets).
+			noPredict.Store(sequential)
+			name, alias := fmt.Sprintf("bench%d", size), "east"
+			if !sequential {
+				name, alias = name+"p", "eastp"
+			}
+			m, stop := runMirror(t, Config{Name: name, Source: []string{src}, Target: []string{tgt}, SourceAlias: alias,
+				Topics: []string{fmt.Sprintf("load-%d", size)}})
+			rate, mb := mirrorRate(t, m, int64(n), int64(size))
+			stop()
+			t.Logf("REPORT size=%d sequential=%v bench-produce=%.0f rec/s %.1f MB/s mirror=%.0f rec/s %.1f MB/s (%.0f%%)",
+				size, sequential, base.RecordsPerSec, base.MBPerSec, rate, mb, 100*rate/base.RecordsPerSec)
+		}
+		noPredict.Store(false)
 	}
 	p50, p99 := mirrorLatency(t, src, tgt, 10000, 10*time.Second)
 	t.Logf("REPORT e2e latency source produce -> target consume at 10000 rec/s: p50=%v p99=%v", p50, p99)
+}
+
+// TestMirrorAddedLatencyReport measures, with RUNNEL_REPORT=1, the latency the mirror
+// adds at 10,000 records/s of 100 B over 3 partitions: for each record, from its
+// acknowledgement on the source (acks=all: readable there) to its arrival at a
+// read_committed consumer of the target (committed there). Both clusters are single
+// in-process nodes on this machine.
+func TestMirrorAddedLatencyReport(t *testing.T) {
+	if os.Getenv("RUNNEL_REPORT") != "1" {
+		t.Skip("a measurement: set RUNNEL_REPORT=1")
+	}
+	src, tgt := startRunnel(t), startRunnel(t)
+	// Alternating, so that both see the same machine: two transactions' round
+	// trips (records, then the state; noPredict) and one (commitPredicted).
+	for round := range 6 {
+		before := round%2 == 0
+		noPredict.Store(before)
+		topic := fmt.Sprintf("lat%d", round)
+		l := mirrorAddedLatency(t, src, tgt, topic, 10000, 10*time.Second)
+		mode := "one round trip (predicted offsets)"
+		if before {
+			mode = "two round trips (records, then state)"
+		}
+		t.Logf("REPORT added latency (source ack -> target read_committed), 100 B, %s: %s", mode, l)
+	}
+	noPredict.Store(false)
+}
+
+type latencies struct {
+	n                   int
+	rate                float64 // records/s actually produced
+	txns, predicted     int64   // the mirror's transactions with records; of them, written predicted
+	p50, p99, p999, max time.Duration
+	// direct is a read_committed consumer of the source itself: what reading from
+	// the source adds without any mirror (fetch wake-up and delivery).
+	directP50, directP99 time.Duration
+}
+
+func (l latencies) String() string {
+	return fmt.Sprintf("n=%d at %.0f rec/s p50=%v p99=%v p99.9=%v max=%v (a consumer of the source itself: p50=%v p99=%v); %d transactions with records, %d predicted",
+		l.n, l.rate, l.p50, l.p99, l.p999, l.max, l.directP50, l.directP99, l.txns, l.predicted)
+}
+
+func percentile(ds []time.Duration, q float64) time.Duration {
+	return ds[min(len(ds)-1, int(float64(len(ds))*q))]
+}
+
+// mirrorAddedLatency produces rate records/s for d into a new 3-partition topic
+// of the source while a mirror copies it, and measures each record from its
+// acknowledgement on the source to its arrival on the target.
+func mirrorAddedLatency(t *testing.T, src, tgt, topic string, rate int, d time.Duration) latencies {
+	createTopic(t, src, topic, 3, nil)
+	m, _ := runMirror(t, Config{Name: topic, Source: []string{src}, Target: []string{tgt}, SourceAlias: "east", Topics: []string{topic}})
+	waitCaughtUp(t, m)
+	consumer := func(addr, topic string) *kgo.Client {
+		return newClient(t, addr, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond),
+			kgo.MetadataMinAge(100*time.Millisecond), kgo.MetadataMaxAge(time.Second))
+	}
+	tcons, scons := consumer(tgt, "east."+topic), consumer(src, topic)
+	prod := newClient(t, src, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))
+	total := rate * int(d/time.Second)
+	acked := make([]atomic.Int64, total) // unix nanoseconds of the acknowledgement
+	tookCh := make(chan time.Duration, 1)
+	go func() {
+		// Paced by the clock, not by ticks (a loaded machine drops ticks): every
+		// millisecond, what the rate owes since the start.
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		start := time.Now()
+		for i := 0; i < total; {
+			<-tick.C
+			for owed := min(total, int(time.Since(start).Seconds()*float64(rate))); i < owed; i++ {
+				v := make([]byte, 100)
+				binary.BigEndian.PutUint64(v, uint64(i))
+				prod.Produce(context.Background(), &kgo.Record{Value: v}, func(r *kgo.Record, err error) {
+					if err == nil {
+						acked[binary.BigEndian.Uint64(r.Value)].Store(time.Now().UnixNano())
+					}
+				})
+			}
+		}
+		tookCh <- time.Since(start)
+	}()
+	read := func(cl *kgo.Client, out chan<- []time.Duration) {
+		ctx, cancel := context.WithTimeout(context.Background(), d+time.Minute)
+		defer cancel()
+		arrived := make([]int64, total)
+		for got := 0; got < total && ctx.Err() == nil; {
+			fs := cl.PollFetches(ctx)
+			now := time.Now().UnixNano()
+			fs.EachRecord(func(r *kgo.Record) { arrived[binary.BigEndian.Uint64(r.Value)] = now; got++ })
+		}
+		var lats []time.Duration
+		for i, a := range arrived {
+			if ack := acked[i].Load(); a > 0 && ack > 0 {
+				// The consumer can see a record before the producer's callback runs.
+				lats = append(lats, time.Duration(max(0, a-ack)))
+			}
+		}
+		sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
+		out <- lats
+	}
+	tch, sch := make(chan []time.Duration, 1), make(chan []time.Duration, 1)
+	go read(tcons, tch)
+	go read(scons, sch)
+	lats, direct := <-tch, <-sch
+	if len(lats) < total || len(direct) < total {
+		t.Fatalf("%d records arrived on the target, %d on the source consumer, of %d", len(lats), len(direct), total)
+	}
+	var txns, predicted int64
+	for _, st := range m.Status(time.Now()) {
+		if w := m.worker(TopicPartition{st.Topic, st.Partition}); w != nil {
+			predicted += w.predicted.Load()
+			txns += w.txns.Load()
+		}
+	}
+	took := <-tookCh
+	return latencies{n: len(lats), rate: float64(total) / took.Seconds(), txns: txns, predicted: predicted, p50: percentile(lats, 0.5), p99: percentile(lats, 0.99), p999: percentile(lats, 0.999),
+		max: lats[len(lats)-1], directP50: percentile(direct, 0.5), directP99: percentile(direct, 0.99)}
 }
 
 type benchRep struct {

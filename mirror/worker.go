@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runnel-io/runnel/client"
@@ -40,6 +41,19 @@ type worker struct {
 	lastTrim  time.Time
 	written   map[string]Checkpoint // group checkpoints last committed, by group
 	recreated chan string           // the topic loop sends the new topic id
+	// dupCounted is set once this owner (since its last init) has counted, under
+	// AtLeastOnce, the records a previous owner wrote past the committed state.
+	dupCounted bool
+	// nextTarget is, under ExactlyOnce, the target offset this owner's next records
+	// are expected at (after its last records and their commit marker); -1: not
+	// known since init. predictOff counts down transactions written without
+	// prediction after a miss.
+	nextTarget int64
+	predictOff int
+	// predicted and missed count the transactions written by commitPredicted and
+	// those it aborted (for tests and measurements).
+	predicted, missed atomic.Int64
+	txns              atomic.Int64 // transactions with records committed
 
 	mu sync.Mutex // guards the fields below, read by the poll loop and the collector
 	// pollGen is the generation the poll loop tags batches with.
@@ -54,7 +68,7 @@ type worker struct {
 func newWorker(m *Mirror, tp TopicPartition) *worker {
 	return &worker{m: m, tp: tp, tgtTopic: m.targetName(tp.Topic), inbox: make(chan batch, 32),
 		stop: make(chan struct{}), done: make(chan struct{}), written: map[string]Checkpoint{},
-		recreated: make(chan string, 1), hw: -1,
+		recreated: make(chan string, 1), hw: -1, nextTarget: -1,
 		live: PartitionState{Topic: tp.Topic, Partition: tp.Partition, State: "starting"}}
 }
 

@@ -39,6 +39,12 @@ func (w *worker) init(ctx context.Context) error {
 	if err := w.load(ctx, p); err != nil {
 		return err
 	}
+	if w.m.cfg.Delivery == AtLeastOnce {
+		if err := w.atLeastOnceBaseline(ctx); err != nil {
+			return err
+		}
+	}
+	w.nextTarget = -1
 	w.gen++
 	w.m.requestSeek(w.tp, seekReq{offset: w.st.Next, gen: w.gen})
 	w.publish(time.Now())
@@ -109,9 +115,6 @@ func (w *worker) load(ctx context.Context, p *Progress) error {
 		}
 		w.st.Next = start
 	}
-	if w.m.cfg.Delivery == AtLeastOnce {
-		w.countMaybeDuplicated(ctx)
-	}
 	return nil
 }
 
@@ -175,16 +178,35 @@ func (w *worker) sourceTopicState(ctx context.Context) (id string, start int64, 
 	return hex.EncodeToString(d.ID[:]), o.Offset, nil
 }
 
-// countMaybeDuplicated counts, under AtLeastOnce, the target records written after
-// the last progress: they are written again from the last progress on.
-func (w *worker) countMaybeDuplicated(ctx context.Context) {
+// atLeastOnceBaseline prepares the count of possible duplicates under AtLeastOnce.
+// Without transactions a crash between a batch's records and its state leaves
+// records past the committed TargetEnd, which the next owner writes again from the
+// committed Next; commit counts them on this owner's first write (see
+// countDuplicates). That needs a committed TargetEnd before anything is written: a
+// partition with none yet (no record mirrored) takes the target partition's end now
+// as its TargetEnd, and commits it before the seek, so that a crash before the
+// first state cannot leave records nobody counts.
+func (w *worker) atLeastOnceBaseline(ctx context.Context) error {
+	w.dupCounted = false
+	if w.st.TargetEnd >= 0 {
+		return nil
+	}
 	ends, err := w.m.tgtAdm.ListEndOffsets(ctx, w.tgtTopic)
 	if err != nil {
-		return
+		return fmt.Errorf("end offset of %s/%d on the target (mirroring %s): %w", w.tgtTopic, w.tp.Partition, w.tp, err)
 	}
-	if e, ok := ends.Lookup(w.tgtTopic, w.tp.Partition); ok && e.Err == nil && w.st.TargetEnd >= 0 && e.Offset > w.st.TargetEnd {
-		w.st.MaybeDuplicated += e.Offset - w.st.TargetEnd
+	e, ok := ends.Lookup(w.tgtTopic, w.tp.Partition)
+	if !ok {
+		return fmt.Errorf("end offset of %s/%d on the target (mirroring %s): not listed", w.tgtTopic, w.tp.Partition, w.tp)
 	}
+	if e.Err != nil {
+		return fmt.Errorf("end offset of %s/%d on the target (mirroring %s): %w", w.tgtTopic, w.tp.Partition, w.tp, e.Err)
+	}
+	w.st.TargetEnd = e.Offset
+	if err := w.commit(ctx, nil); err != nil {
+		return fmt.Errorf("committing the first state of %s (target %s/%d end %d): %w", w.tp, w.tgtTopic, w.tp.Partition, e.Offset, err)
+	}
+	return nil
 }
 
 // maybeTrim marks, at most once a minute, the map chunks whose records the target

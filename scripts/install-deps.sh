@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what Runnel's tests need on a fresh Debian machine with Go: from Debian's
 # packages kcat (librdkafka's command-line client) and the Python clients kafka-python
-# and confluent-kafka for /usr/bin/python3 (all used by the interop tests), the Go
-# modules, and KafkaJS from npm when node and npm are there. Safe to run twice.
+# and confluent-kafka for /usr/bin/python3 (all used by the interop tests) and chromium
+# (the web console's browser test drives it headless), the Go modules, and KafkaJS
+# from npm when node and npm are there. Safe to run twice.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +13,7 @@ apt=()
 if ! command -v kcat >/dev/null 2>&1; then apt+=(kcat); fi
 if ! /usr/bin/python3 -c 'import kafka' >/dev/null 2>&1; then apt+=(python3-kafka); fi
 if ! /usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1; then apt+=(python3-confluent-kafka); fi
+if [ ! -x /usr/bin/chromium ]; then apt+=(chromium); fi
 if [ ${#apt[@]} -gt 0 ]; then
   SUDO=""
   if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
@@ -29,4 +31,6 @@ if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
   js=", node $(node --version), kafkajs $(node -p 'require("./internal/interop/js/node_modules/kafkajs/package.json").version')"
 fi
 py=$(/usr/bin/python3 -c 'import kafka, confluent_kafka as ck; print("kafka-python %s, confluent-kafka %s (librdkafka %s)" % (kafka.__version__, ck.version()[0], ck.libversion()[0]))')
-echo "deps ok: $(go version), kcat $(kcat -V 2>/dev/null | awk '/^Version/ {print $2; exit}'), $py$js"
+# Debian's chromium wrapper prints a shell warning on stderr before its version line.
+chromium=$(/usr/bin/chromium --version 2>/dev/null | awk '/^Chromium/ {print $2; exit}')
+echo "deps ok: $(go version), kcat $(kcat -V 2>/dev/null | awk '/^Version/ {print $2; exit}'), $py$js, chromium $chromium"

@@ -45,7 +45,9 @@ func metricOrder(ws []workload) []string {
 	var ms []string
 	for _, w := range ws {
 		if w.e2e {
-			ms = append(ms, "e2e achieved records/s", "e2e p50 ms", "e2e p99 ms", "e2e p99.9 ms", "e2e max ms")
+			for _, m := range []string{"achieved records/s", "p50 ms", "p99 ms", "p99.9 ms", "max ms"} {
+				ms = append(ms, w.name+" "+m)
+			}
 			continue
 		}
 		for _, m := range []string{"produce records/s", "produce MB/s", "produce p50 ms", "produce p99 ms", "consume records/s", "consume MB/s"} {
@@ -69,12 +71,15 @@ func stats(vs []float64) (med, lo, hi float64) {
 
 // markdown renders one table: a row per metric and system, with the median, the range
 // over the runs and the ratio to the baseline's median.
-func (r *results) markdown(systems []system, metrics []string) string {
+func (r *results) markdown(systems []system, metrics []string, lim *limits) string {
 	var b strings.Builder
-	b.WriteString("| metric | system | median | min – max | ÷ runnel-1 |\n|---|---|---:|---:|---:|\n")
+	if lim != nil {
+		b.WriteString(lim.markdown())
+	}
+	b.WriteString("| metric | system | median | min – max | ÷ runnel-1 | ÷ physical limit |\n|---|---|---:|---:|---:|---:|\n")
 	for _, m := range metrics {
 		for _, s := range systems {
-			b.WriteString(r.row(m, s.name))
+			b.WriteString(r.row(m, s, lim))
 		}
 	}
 	for _, s := range systems {
@@ -89,7 +94,8 @@ func (r *results) markdown(systems []system, metrics []string) string {
 	return b.String()
 }
 
-func (r *results) row(metric, system string) string {
+func (r *results) row(metric string, s system, lim *limits) string {
+	system := s.name
 	vs := r.Values[system][metric]
 	if len(vs) == 0 {
 		return ""
@@ -101,7 +107,11 @@ func (r *results) row(metric, system string) string {
 			ratio = fmt.Sprintf("%.3g×", med/bm)
 		}
 	}
-	return fmt.Sprintf("| %s | %s | %s | %s – %s | %s |\n", metric, system, num(med), num(lo), num(hi), ratio)
+	toLimit := "–"
+	if v, name, ok := lim.of(metric, s); ok && v > 0 {
+		toLimit = fmt.Sprintf("%.3g× %s", med/v, name)
+	}
+	return fmt.Sprintf("| %s | %s | %s | %s – %s | %s | %s |\n", metric, system, num(med), num(lo), num(hi), ratio, toLimit)
 }
 
 // num prints a value with about three significant digits.

@@ -23,12 +23,12 @@ func runWorkload(e *env, o options, s system, r *running, w workload, run int, r
 		if err != nil {
 			return err
 		}
-		res.add(s.name, "e2e achieved records/s", rep.RecordsPerSec)
+		res.add(s.name, w.name+" achieved records/s", rep.RecordsPerSec)
 		if l := rep.EndToEnd; l != nil {
-			res.add(s.name, "e2e p50 ms", l.P50)
-			res.add(s.name, "e2e p99 ms", l.P99)
-			res.add(s.name, "e2e p99.9 ms", l.P999)
-			res.add(s.name, "e2e max ms", l.Max)
+			res.add(s.name, w.name+" p50 ms", l.P50)
+			res.add(s.name, w.name+" p99 ms", l.P99)
+			res.add(s.name, w.name+" p99.9 ms", l.P999)
+			res.add(s.name, w.name+" max ms", l.Max)
 		}
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -23,7 +24,14 @@ type system struct {
 	notYet      func(e *env, err error) string // non-empty: report this instead of failing
 	bootstrap   func(r *running) string        // -b / -url
 	profileURL  func(r *running) string        // CPU profile endpoint, if any
+	// nodes is how many servers hold each record (on this one disk); fsyncs whether a
+	// write is fsynced before its acknowledgement: what bounds it (limits.go).
+	nodes  int
+	fsyncs bool
 }
+
+func (s system) replicas() int { return max(s.nodes, 1) }
+func (s system) durable() bool { return s.fsyncs }
 
 // env is where the driver finds binaries and keeps data and logs.
 type env struct {
@@ -89,7 +97,8 @@ func (e *env) freshDir(name string) (string, error) {
 const maxFlushMessages = "9223372036854775807"
 
 func runnelSystem(name, durability string, nodes int, sets ...string) system {
-	s := system{name: name, durability: durability, client: "runnel",
+	s := system{name: name, durability: durability, client: "runnel", nodes: nodes,
+		fsyncs:    !slices.ContainsFunc(sets, func(s string) bool { return strings.HasPrefix(s, "log.flush.interval.messages=") }),
 		start:     func(e *env) (*running, error) { return startRunnel(e, name, nodes, sets) },
 		bootstrap: func(r *running) string { return strings.Join(r.addrs, ",") },
 		profileURL: func(r *running) string {
@@ -142,6 +151,7 @@ func startRunnel(e *env, name string, nodes int, sets []string) (*running, error
 
 func kfakeSystem(name, durability string, flags ...string) system {
 	return system{name: name, durability: durability, client: "runnel", produceOnly: contains(flags, "-blackhole"),
+		nodes: 1, fsyncs: contains(flags, "-sync"),
 		start: func(e *env) (*running, error) {
 			port := e.nextPorts()
 			args := []string{filepath.Join(e.bin, "kfakeserver"), "-port", fmt.Sprint(port)}
@@ -167,7 +177,7 @@ func kfakeSystem(name, durability string, flags ...string) system {
 }
 
 func natsSystem(name, durability string, replicas int, syncAlways bool) system {
-	return system{name: name, durability: durability, client: "nats",
+	return system{name: name, durability: durability, client: "nats", nodes: replicas, fsyncs: syncAlways,
 		benchFlags: []string{"-replicas", fmt.Sprint(replicas)},
 		start: func(e *env) (*running, error) {
 			port := e.nextPorts()

@@ -116,6 +116,22 @@ type Report struct {
 	Duplicates    int64           `json:"duplicates,omitempty"`
 	Produce       *LatencySummary `json:"produce_latency_ms,omitempty"`
 	EndToEnd      *LatencySummary `json:"e2e_latency_ms,omitempty"`
+	// Breakdown is where the nodes spent the produce requests' time, by stage
+	// (runnel_produce_stage_seconds over the run, --breakdown).
+	Breakdown []StageSummary `json:"breakdown_ms,omitempty"`
+}
+
+// StageSummary is one stage of the produce latency breakdown: how many times it was
+// passed during the run (once per request; append, flush and replicate once per
+// partition of a request) and its percentiles in milliseconds, read from the
+// nodes' histograms (so good to their bucket width, a factor of sqrt 2).
+type StageSummary struct {
+	Stage string  `json:"stage"`
+	Count int64   `json:"count"`
+	P50   float64 `json:"p50"`
+	P99   float64 `json:"p99"`
+	P999  float64 `json:"p99_9"`
+	Max   float64 `json:"max_bucket"` // upper bound of the highest non-empty bucket
 }
 
 // SetRate fills the throughput fields from records, bytes and the elapsed time.
@@ -144,6 +160,13 @@ func (r *Report) Write(w io.Writer, asJSON bool) error {
 	}
 	writeLatency(w, "produce latency", r.Produce)
 	writeLatency(w, "end-to-end latency", r.EndToEnd)
+	if len(r.Breakdown) > 0 {
+		fmt.Fprintf(w, "produce breakdown on the nodes, ms (from their histograms):\n")
+		fmt.Fprintf(w, "  %-10s %10s %9s %9s %9s %9s\n", "stage", "count", "p50", "p99", "p99.9", "max<=")
+		for _, st := range r.Breakdown {
+			fmt.Fprintf(w, "  %-10s %10d %9.3f %9.3f %9.3f %9.3f\n", st.Stage, st.Count, st.P50, st.P99, st.P999, st.Max)
+		}
+	}
 	return nil
 }
 

@@ -58,6 +58,7 @@ type benchFlags struct {
 	duration      time.Duration
 	timeout       time.Duration
 	json          bool
+	breakdown     breakdownFlags
 }
 
 // addTopicFlags registers the flags that name and create the topic.
@@ -86,6 +87,7 @@ func (f *benchFlags) addProducerFlags(fs *pflag.FlagSet, linger time.Duration) {
 	fs.IntVar(&o.bufferBytes, "buffer-bytes", 0, "most bytes buffered in each client (0: no limit)")
 	fs.StringVar(&o.onFull, "on-full", "block", "when the buffer is full: block, drop or error")
 	fs.StringVar(&o.enqueueTimeout, "enqueue-timeout", "", "how long to wait for buffer room; -1 for ever (default: -1 with block, 0 otherwise)")
+	f.breakdown.add(fs)
 }
 
 func newBenchProduceCommand() *cobra.Command {

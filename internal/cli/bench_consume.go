@@ -36,17 +36,19 @@ type benchConsumer struct {
 	parts map[int32]*partitionCount
 	seqs  seqTracker
 	e2e   *benchfmt.LatencyHist // nil unless end-to-end latency is measured
+	// timeline follows each record through the clients (e2e --breakdown); nil: off.
+	timeline *e2eTimeline
 }
 
 // newBenchConsumer starts consuming topic from starts (partition → offset).
-func newBenchConsumer(conn *connFlags, topic string, starts map[int32]int64, timeout time.Duration) (*benchConsumer, error) {
+func newBenchConsumer(conn *connFlags, topic string, starts map[int32]int64, timeout time.Duration, extra ...kgo.Opt) (*benchConsumer, error) {
 	offsets := make(map[int32]kgo.Offset, len(starts))
 	parts := make(map[int32]*partitionCount, len(starts))
 	for p, o := range starts {
 		offsets[p] = kgo.NewOffset().At(o)
 		parts[p] = &partitionCount{start: o, end: -1, next: o}
 	}
-	opts := append(consumerOpts(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}))
+	opts := append(append(consumerOpts(), extra...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}))
 	cl, err := conn.client(opts...)
 	if err != nil {
 		return nil, err
@@ -151,6 +153,9 @@ func (c *benchConsumer) record(r *kgo.Record, now int64) {
 	if c.e2e != nil {
 		if _, _, sent, ok := benchfmt.ParseHeader(r.Value); ok {
 			c.e2e.Record(time.Duration(now - sent))
+		}
+		if c.timeline != nil {
+			c.timeline.polled(r, now)
 		}
 	}
 }

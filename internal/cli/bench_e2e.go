@@ -7,6 +7,7 @@ import (
 
 	"github.com/runnel-io/runnel/internal/benchfmt"
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // e2eRun is one `bench e2e`: producers and a consumer on the same topic at once.
@@ -30,6 +31,13 @@ func runBenchE2E(cmd *cobra.Command, conn *connFlags, f *benchFlags) error {
 		return err
 	}
 	defer r.close()
+	before, err := f.breakdown.snapshot(cmd.Context())
+	if err != nil {
+		return err
+	}
+	if r.c.timeline != nil {
+		r.c.timeline.started = sampleRuntime()
+	}
 	prog := startProgress(cmd.ErrOrStderr(), "e2e",
 		progressCounter{"acked", &r.g.acked}, progressCounter{"consumed", &r.c.received})
 	took, err := r.run(cmd.Context(), conn)
@@ -37,7 +45,11 @@ func runBenchE2E(cmd *cobra.Command, conn *connFlags, f *benchFlags) error {
 	if err != nil {
 		return err
 	}
-	return r.report(cmd, took)
+	after, err := f.breakdown.snapshot(cmd.Context())
+	if err != nil {
+		return err
+	}
+	return r.report(cmd, took, summarizeStages(before, after))
 }
 
 // startE2E creates the topic and connects the consumer, positioned at the current
@@ -51,15 +63,25 @@ func startE2E(ctx context.Context, conn *connFlags, f *benchFlags) (*e2eRun, err
 	if err != nil {
 		return nil, err
 	}
-	c, err := newBenchConsumer(conn, topic, ends, f.timeout)
+	var tl *e2eTimeline
+	var hooks []kgo.Opt
+	if f.breakdown.on {
+		tl = newE2ETimeline(f.producers, int64(f.producerRate()*f.duration.Seconds()))
+		hooks = append(hooks, kgo.WithHooks(tl))
+	}
+	c, err := newBenchConsumer(conn, topic, ends, f.timeout, hooks...)
 	if err != nil {
 		return nil, err
 	}
 	c.e2e = benchfmt.NewLatencyHist()
+	c.timeline = tl
 	g, err := newProducerGroup(conn, f, topic)
 	if err != nil {
 		c.close()
 		return nil, err
+	}
+	for _, p := range g.ps {
+		p.timeline = tl
 	}
 	return &e2eRun{f: f, topic: topic, parts: parts, g: g, c: c}, nil
 }
@@ -112,7 +134,7 @@ func (r *e2eRun) runWatched(ctx context.Context, conn *connFlags) (time.Duration
 }
 
 // report checks that every acknowledged record came back and prints the result.
-func (r *e2eRun) report(cmd *cobra.Command, took time.Duration) error {
+func (r *e2eRun) report(cmd *cobra.Command, took time.Duration, breakdown []benchfmt.StageSummary) error {
 	if err := checkPartitions(r.c.parts); err != nil {
 		return err
 	}
@@ -120,9 +142,16 @@ func (r *e2eRun) report(cmd *cobra.Command, took time.Duration) error {
 	if err := r.c.seqs.checkAcked(acked, sent); err != nil {
 		return err
 	}
+	if tl := r.c.timeline; tl != nil {
+		tl.resolve()
+		breakdown = append(breakdown, tl.stages()...)
+		tl.writeOutliers(cmd.ErrOrStderr(), 10)
+		writeRuntime(cmd.ErrOrStderr(), tl.started, sampleRuntime())
+	}
 	rep := &benchfmt.Report{Mode: "e2e", Topic: r.topic, Partitions: r.parts, Producers: r.f.producers,
 		RecordSize: r.f.recordSize, Consumed: r.c.counted(), Dropped: r.g.dropped(),
-		Duplicates: r.c.seqs.duplicates, Produce: r.g.latency().Summary(), EndToEnd: r.c.e2e.Summary()}
+		Duplicates: r.c.seqs.duplicates, Produce: r.g.latency().Summary(), EndToEnd: r.c.e2e.Summary(),
+		Breakdown: breakdown}
 	total := r.g.acked.Load()
 	rep.SetRate(total, total*int64(r.f.recordSize), took)
 	return rep.Write(cmd.OutOrStdout(), r.f.json)

@@ -36,6 +36,8 @@ type benchProducer struct {
 	acked     *atomic.Int64            // acknowledged records of the whole run; only grows
 	ownAcked  atomic.Int64             // this producer's acknowledged records; only grows
 	failed    atomic.Bool              // set once a record failed
+	// timeline gets each acknowledgement's time (e2e --breakdown); nil: off.
+	timeline *e2eTimeline
 
 	mu       sync.Mutex // guards firstErr
 	firstErr error
@@ -104,7 +106,11 @@ func (p *benchProducer) promise(r *kgo.Record, err error) {
 		p.fail(recordError(r, err))
 		return
 	}
-	p.hist.Record(time.Since(r.Timestamp))
+	now := time.Now()
+	p.hist.Record(now.Sub(r.Timestamp))
+	if p.timeline != nil {
+		p.timeline.acked(r, now.UnixNano())
+	}
 	p.ownAcked.Add(1)
 	p.acked.Add(1)
 }
@@ -223,6 +229,10 @@ func runBenchProduce(cmd *cobra.Command, conn *connFlags, f *benchFlags) error {
 		return err
 	}
 	defer g.close()
+	before, err := f.breakdown.snapshot(ctx)
+	if err != nil {
+		return err
+	}
 	prog := startProgress(cmd.ErrOrStderr(), "produce", progressCounter{"acked", &g.acked})
 	start := time.Now()
 	wctx, stopWatch := watchStall(ctx, f.timeout, progressCount{"acknowledged", &g.acked})
@@ -233,8 +243,13 @@ func runBenchProduce(cmd *cobra.Command, conn *connFlags, f *benchFlags) error {
 	if err != nil {
 		return err
 	}
+	after, err := f.breakdown.snapshot(ctx)
+	if err != nil {
+		return err
+	}
 	rep := &benchfmt.Report{Mode: "produce", Topic: topic, Partitions: parts, Producers: f.producers,
-		RecordSize: f.recordSize, Dropped: g.dropped(), Produce: g.latency().Summary()}
+		RecordSize: f.recordSize, Dropped: g.dropped(), Produce: g.latency().Summary(),
+		Breakdown: summarizeStages(before, after)}
 	acked := g.acked.Load()
 	rep.SetRate(acked, acked*int64(f.recordSize), took)
 	if f.acks != "0" && acked+rep.Dropped < f.records {

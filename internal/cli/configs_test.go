@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -98,9 +99,44 @@ func TestTopicDescribeAllAndClusterConfig(t *testing.T) {
 	expectFailure(t, 2, `bad --output "yaml"`, "cluster", "config", "-b", b, "-o", "yaml")
 }
 
-// A dynamic broker setting (AlterConfigs on the broker, which kfake serves and Runnel
-// does not yet) reads "broker (dynamic)".
+// A dynamic broker setting (AlterConfigs on the broker) reads "broker (dynamic)", in
+// kfake and in a Runnel node (the replication throttle rates, Runnel's dynamic broker
+// properties: DescribeConfigs gives them source DYNAMIC_DEFAULT_BROKER_CONFIG).
 func TestConfigSourceDynamicBroker(t *testing.T) {
+	t.Run("runnel", func(t *testing.T) {
+		b := testnode.Start(t)
+		adm := kadm.NewClient(newProducer(t, b))
+		v := "1048576"
+		ctx := ctxTimeout(t, 10*time.Second)
+		if _, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "leader.replication.throttled.rate", Value: &v}}); err != nil {
+			t.Fatal(err)
+		}
+		rcs, err := adm.DescribeBrokerConfigs(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := rcs.On("1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, c := range rc.Configs {
+			if c.Key == "leader.replication.throttled.rate" {
+				found = true
+				if c.MaybeValue() != v || c.Source.String() != "DYNAMIC_DEFAULT_BROKER_CONFIG" {
+					t.Errorf("leader.replication.throttled.rate described as %q from %s, want %s from DYNAMIC_DEFAULT_BROKER_CONFIG", c.MaybeValue(), c.Source, v)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("DescribeConfigs of broker 1 has no leader.replication.throttled.rate")
+		}
+		r := mustRun(t, "", "cluster", "config", "-b", b)
+		if !regexp.MustCompile(`leader\.replication\.throttled\.rate +1048576 +broker \(dynamic cluster default\)`).MatchString(r.stdout) {
+			t.Errorf("cluster config after a dynamic change:\n%s", r.stdout)
+		}
+	})
+
 	_, b := newCluster(t, kfake.SeedTopics(1, "t"))
 	adm := kadm.NewClient(newProducer(t, b))
 	v := "12345"

@@ -12,9 +12,10 @@ import (
 )
 
 // clusterExtra returns the `cluster` subcommands that live in their own files
-// (elect-leaders, decommission); newClusterCommand adds them.
+// (elect-leaders, decommission, quorum, add-voter, remove-voter); newClusterCommand
+// adds them.
 func clusterExtra(conn *connFlags) []*cobra.Command {
-	return []*cobra.Command{newElectLeaders(conn), newDecommission(conn)}
+	return append([]*cobra.Command{newElectLeaders(conn), newDecommission(conn)}, clusterQuorumCommands(conn)...)
 }
 
 // electRow is one partition's result in `cluster elect-leaders`.

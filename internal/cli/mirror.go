@@ -58,8 +58,9 @@ type mirrorRunFlags struct {
 	groupEvery time.Duration
 	session    time.Duration
 	txnTimeout time.Duration
-	securityX  [2][]string  // --source-X, --target-X: refused until security lands
-	overload   produceFlags // only the overload fields are used
+	source     *securityFlags // --source-X, --source-command-config
+	target     *securityFlags // --target-X, --target-command-config
+	overload   produceFlags   // only the overload fields are used
 }
 
 func newMirrorRunCommand() *cobra.Command {
@@ -88,10 +89,12 @@ mirror never drops a record), and so is error (a mirror has no caller to hand th
 error to: the partition would abort and retry its transaction for as long as the
 target is slow).
 
-Security: the per-side client properties (--source-X KEY=VALUE, --target-X
-KEY=VALUE) are not yet available; both sides are plaintext without authentication
-(giving either flag fails at start-up). The Go package (mirror.Config.SourceOptions,
-TargetOptions) takes franz-go options for TLS and SASL today.`,
+Security: each cluster has its own client properties, as the client commands'
+-X and --command-config (docs/security.md): --source-X KEY=VALUE and
+--source-command-config FILE for the source, --target-X KEY=VALUE and
+--target-command-config FILE for the target; -X wins over the file. They apply to
+every flow of a --config file. Without them a side is plaintext without
+authentication.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runMirror(cmd, f) },
 	}
@@ -114,8 +117,8 @@ TargetOptions) takes franz-go options for TLS and SASL today.`,
 	fs.IntVar(&f.overload.bufferRecords, "buffer-records", client.DefaultMaxBufferedRecords, "most records in flight per partition producer")
 	fs.IntVar(&f.overload.bufferBytes, "buffer-bytes", 0, "most bytes in flight per partition producer (0: no limit)")
 	fs.StringVar(&f.overload.onFull, "on-full", "block", "when the buffer is full: block (wait for room; drop and error are refused, see above)")
-	fs.StringArrayVar(&f.securityX[0], "source-X", nil, "source client property KEY=VALUE (not yet available)")
-	fs.StringArrayVar(&f.securityX[1], "target-X", nil, "target client property KEY=VALUE (not yet available)")
+	f.source = addSecurityFlags(fs, "source-", "source cluster: ")
+	f.target = addSecurityFlags(fs, "target-", "target cluster: ")
 	fs.StringVar(&f.overload.enqueueTimeout, "enqueue-timeout", "", "how long to wait for buffer room; -1 for ever")
 	fs.Float64Var(&f.overload.rate, "rate", 0, "most records per second per source partition (0: no limit)")
 	return cmd
@@ -174,10 +177,11 @@ func (f *mirrorRunFlags) config(fl mirrorFlow, logger *slog.Logger) (mirror.Conf
 	case "error":
 		return cfg, usageErrorf("--on-full error is refused: a mirror has no caller to hand a full-buffer error to, so its partition would abort and retry its transaction for as long as the target is slow; it waits for room (--on-full block, the default)")
 	}
-	for i, side := range []string{"--source-X", "--target-X"} {
-		if len(f.securityX[i]) > 0 {
-			return cfg, usageErrorf("%s is not yet available: runnel mirror connects to both clusters in plaintext without authentication (the Go package mirror takes franz-go TLS/SASL options in Config.SourceOptions and TargetOptions)", side)
-		}
+	if cfg.SourceOptions, err = f.source.options(); err != nil {
+		return cfg, err
+	}
+	if cfg.TargetOptions, err = f.target.options(); err != nil {
+		return cfg, err
 	}
 	if cfg.Producer, err = f.overload.overloadOptions(f.overload.rate); err != nil {
 		return cfg, err

@@ -17,13 +17,15 @@ import (
 // mirrorTargetFlags are the flags of the commands that read a mirror's progress
 // from its target cluster only (the source may be down).
 type mirrorTargetFlags struct {
-	target string
-	name   string
+	target   string
+	name     string
+	security *securityFlags // --target-X, --target-command-config, as runnel mirror run's
 }
 
 func (f *mirrorTargetFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.target, "target", "", "target cluster bootstrap, HOST:PORT[,...]")
 	cmd.Flags().StringVar(&f.name, "name", "", "mirror name")
+	f.security = addSecurityFlags(cmd.Flags(), "target-", "target cluster: ")
 }
 
 // progress reads the mirror's progress topic, and returns an admin client of the
@@ -32,14 +34,18 @@ func (f *mirrorTargetFlags) progress(ctx context.Context) (*mirror.Progress, *ka
 	if f.target == "" || f.name == "" {
 		return nil, nil, usageErrorf("--target and --name are required")
 	}
-	conn := &connFlags{bootstrap: f.target}
+	conn := &connFlags{bootstrap: f.target, security: f.security}
 	seeds, err := conn.seeds()
 	if err != nil {
 		return nil, nil, usageErrorf("bad --target %q: want HOST:PORT[,HOST:PORT...]", f.target)
 	}
+	sec, err := f.security.options()
+	if err != nil {
+		return nil, nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	p, err := mirror.ReadProgress(ctx, seeds, nil, f.name)
+	p, err := mirror.ReadProgress(ctx, seeds, sec, f.name)
 	if err != nil {
 		return nil, nil, err
 	}

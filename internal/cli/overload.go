@@ -70,11 +70,10 @@ func (f *produceFlags) overloadOptions(rate float64) ([]client.Option, error) {
 // newOverloadProducer connects a Producer with the connection flags, the kgo options
 // kopts and the overload options.
 func newOverloadProducer(conn *connFlags, kopts []kgo.Opt, overload []client.Option) (*client.Producer, error) {
-	seeds, err := conn.seeds()
+	base, err := conn.baseOpts()
 	if err != nil {
 		return nil, err
 	}
-	base := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("runnel-cli")}
 	p, err := client.NewProducer(append([]client.Option{client.WithClientOptions(append(base, kopts...)...)}, overload...)...)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -256,10 +257,10 @@ func (d *decommission) unregister(ctx context.Context, v *clusterView) error {
 			d.node, unregisterBrokerKey)
 		return nil
 	}
-	if _, live := v.live[d.node]; live {
-		fmt.Fprintf(d.out, "Left to do: stop node %d's process, then run 'runnel cluster decommission %d' again to unregister it.\n", d.node, d.node)
-		return nil
-	}
+	// A node this view shows live is asked about all the same: the controller
+	// unregisters at once a node whose process is provably gone (killed a moment ago,
+	// its session not yet expired), and otherwise says when it will be fenced.
+	_, live := v.live[d.node]
 	req := kmsg.NewPtrUnregisterBrokerRequest()
 	req.BrokerID = d.node
 	resp, err := req.RequestWith(ctx, d.cl)
@@ -270,6 +271,13 @@ func (d *decommission) unregister(ctx context.Context, v *clusterView) error {
 		msg := ""
 		if resp.ErrorMessage != nil {
 			msg = *resp.ErrorMessage
+		}
+		if live && errors.Is(err, kerr.InvalidRequest) {
+			fmt.Fprintf(d.out, "Left to do: stop node %d's process, then run 'runnel cluster decommission %d' again to unregister it.\n", d.node, d.node)
+			if msg != "" {
+				fmt.Fprintf(d.out, "The controller says: %s\n", msg)
+			}
+			return nil
 		}
 		return fmt.Errorf("unregister node %d: %w", d.node, withMessage(err, msg))
 	}

@@ -228,13 +228,30 @@ const defaultBootstrap = "localhost:9092"
 
 // connFlags are the connection flags every client command takes.
 type connFlags struct {
-	bootstrap string // -b: HOST:PORT[,HOST:PORT...]
+	bootstrap string         // -b: HOST:PORT[,HOST:PORT...]
+	security  *securityFlags // -X KEY=VALUE, --command-config FILE (security.go); nil: plaintext
 }
 
 func addConnFlags(fs *pflag.FlagSet) *connFlags {
 	c := &connFlags{}
 	fs.StringVarP(&c.bootstrap, "bootstrap", "b", defaultBootstrap, "Kafka listeners to bootstrap from, HOST:PORT[,HOST:PORT...]")
+	c.security = addSecurityFlags(fs, "", "")
 	return c
+}
+
+// baseOpts are the kgo options of every client of the cluster: the seed brokers, the
+// client id and the security settings. Every client a command builds starts from
+// them, so that -X reaches each one (the producers of bench and produce included).
+func (c *connFlags) baseOpts() ([]kgo.Opt, error) {
+	seeds, err := c.seeds()
+	if err != nil {
+		return nil, err
+	}
+	sec, err := c.security.options()
+	if err != nil {
+		return nil, err
+	}
+	return append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("runnel-cli")}, sec...), nil
 }
 
 // seeds splits and checks --bootstrap.
@@ -258,11 +275,10 @@ func (c *connFlags) seeds() ([]string, error) {
 
 // client builds a kgo client for the cluster; the caller closes it.
 func (c *connFlags) client(opts ...kgo.Opt) (*kgo.Client, error) {
-	seeds, err := c.seeds()
+	base, err := c.baseOpts()
 	if err != nil {
 		return nil, err
 	}
-	base := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("runnel-cli")}
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)

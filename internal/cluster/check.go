@@ -145,7 +145,7 @@ func (c *Cluster) copyPartitions(t testing.TB, topic string, isr map[int32][]int
 	t.Helper()
 	var paused []int
 	for _, n := range c.nodes {
-		if n.Alive() {
+		if n.Alive() && n.virt == nil { // an in-process node cannot be paused; see virtual.go
 			c.Pause(int(n.ID))
 			paused = append(paused, int(n.ID))
 		}
@@ -177,7 +177,7 @@ func (c *Cluster) ReadReplica(t testing.TB, node int, topic string, p int32) *Re
 	t.Helper()
 	n := c.Node(node)
 	dst := filepath.Join(t.TempDir(), fmt.Sprintf("%s-%d", topic, p))
-	pause := n.Alive()
+	pause := n.Alive() && n.virt == nil // an in-process node cannot be paused; see virtual.go
 	if pause {
 		c.Pause(node)
 	}

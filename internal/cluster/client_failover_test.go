@@ -48,8 +48,9 @@ func killUnderDefaultClients(t *testing.T, c *cluster.Cluster, topic, python str
 		}
 	}
 	// Longer than franz-go's MetadataMinAge, so that its last refresh is old (see
-	// clientSteady).
+	// clientSteady and waitMetadataOld).
 	time.Sleep(clientSteady / 2 * 11 / 10)
+	waitMetadataOld(t, clients)
 	ctrl := c.WaitController(t, -1, waitTimeout)
 	victim, led := pickVictim(t, c, topic, ctrl, controller)
 	if victim < 0 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runnel-io/runnel/internal/testutil"
+	"github.com/runnel-io/runnel/internal/vnet"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -33,6 +34,16 @@ type Options struct {
 	// iproute2 and root (CAP_NET_ADMIN, CAP_SYS_ADMIN); Start skips the test where
 	// namespaces cannot be created.
 	Netns bool
+	// Virtual runs every node in the test process, on an in-memory network, instead
+	// of as a process (see virtual.go): inside testing/synctest.Test the cluster then
+	// runs in virtual time. BinPath and Netns are ignored with it.
+	Virtual bool
+	// InProcess runs every node in the test process on the host's loopback (Kafka and
+	// HTTP on ports the nodes pick, kept across restarts): the in-process nodes of
+	// Virtual on real sockets, for tests that need real clients of their own (a CLI,
+	// a mirror). Kill is then Stop without the controlled shutdown (the node's sockets
+	// close as a killed process's do); Partition and Heal need Netns or Virtual.
+	InProcess bool
 	// Prepare, if set, runs for every node after its directories and addresses are
 	// chosen and before it first starts (for example to mount a small filesystem on
 	// its DataDir). An error fails the test.
@@ -56,13 +67,14 @@ const LogTailLines = 200
 const LogDirEnv = "RUNNEL_CLUSTER_LOGDIR"
 
 // Cluster is N runnel server processes on loopback ports, or in network namespaces
-// (Options.Netns). Methods that take no testing.TB fail the test that started the
+// (Options.Netns), or N in-process nodes (Options.Virtual, Options.InProcess). Methods that take no testing.TB fail the test that started the
 // cluster.
 type Cluster struct {
-	t     testing.TB // immutable: the test that started the cluster
-	opts  Options    // immutable
-	nodes []*Node    // nodes[i-1] has node id i; only AddNode appends, from the test goroutine
-	net   *network   // immutable: nil unless Options.Netns
+	t     testing.TB  // immutable: the test that started the cluster
+	opts  Options     // immutable
+	nodes []*Node     // nodes[i-1] has node id i; only AddNode appends, from the test goroutine
+	net   *network    // immutable: nil unless Options.Netns
+	virt  *virtualNet // immutable: nil unless Options.Virtual
 
 	mu     sync.Mutex    // guards probes and cutOff
 	probes []*kgo.Client // probes[i-1] talks to node i only (see probe)
@@ -83,6 +95,10 @@ func Start(t testing.TB, o Options) *Cluster {
 		o.StartTimeout = 60 * time.Second
 	}
 	c := &Cluster{t: t, opts: o}
+	if o.Virtual || o.InProcess {
+		c.startVirtual(t)
+		return c
+	}
 	if o.Netns {
 		// Registered before shutdown, so removed after the nodes are killed.
 		c.net = newNetwork(t, o.Nodes)
@@ -123,6 +139,36 @@ func Start(t testing.TB, o Options) *Cluster {
 			}
 			continue
 		}
+		t.Fatal(err)
+	}
+}
+
+// startVirtual is Start with Options.Virtual (nodes in this process on a new
+// in-memory network) or Options.InProcess (on the host's loopback).
+func (c *Cluster) startVirtual(t testing.TB) {
+	t.Helper()
+	root := t.TempDir()
+	t.Cleanup(c.shutdown)
+	var nodes []*Node
+	var err error
+	if c.opts.Virtual {
+		c.virt = &virtualNet{mem: vnet.NewMem()}
+		nodes, err = newVirtualNodes(root, c.opts, c.virt.mem)
+	} else {
+		nodes, err = newInProcessNodes(t, root, c.opts)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.nodes, c.probes = nodes, make([]*kgo.Client, len(nodes))
+	if c.opts.Prepare != nil {
+		for _, n := range c.nodes {
+			if err := c.opts.Prepare(n); err != nil {
+				t.Fatalf("preparing node %d: %v", n.ID, err)
+			}
+		}
+	}
+	if err := c.launchVirtual(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -191,6 +237,9 @@ func freeAddr(t testing.TB) string { return testutil.FreeAddr(t) }
 // watchDeadline kills every node (and removes their network) shortly before the test
 // binary's -timeout, which panics without running any cleanup.
 func (c *Cluster) watchDeadline(t testing.TB) {
+	if c.opts.Virtual || c.opts.InProcess {
+		return // in-process nodes die with the test binary
+	}
 	d, ok := t.(interface{ Deadline() (time.Time, bool) })
 	if !ok {
 		return
@@ -216,6 +265,9 @@ func (c *Cluster) shutdown() {
 		if msg := n.unexpectedExit(); msg != "" {
 			c.t.Errorf("%s", msg)
 		}
+	}
+	if c.opts.Virtual || c.opts.InProcess {
+		c.shutdownVirtual()
 	}
 	for _, n := range c.nodes {
 		n.kill()
@@ -255,16 +307,17 @@ func (c *Cluster) addrs() []string {
 	return out
 }
 
-// Size is the number of nodes.
 // AddNode starts one more node, with the next id, that joins the running cluster as a
 // broker: --controllers names the original voters only, so it joins the metadata
 // quorum as a non-voter (as a Kafka broker joins a KRaft cluster), and waits until it
-// is ready. It grows the node list: call it from the test's goroutine while no other
-// goroutine uses the cluster's methods. Not with Options.Netns.
+// is ready. With Options.Netns the network grows by one namespace, and the node
+// listens there on the fixed ports; no cut made before by Partition or Isolate
+// concerns it. It grows the node list: call it from the test's goroutine while no
+// other goroutine uses the cluster's methods. Not with Options.Virtual or InProcess.
 func (c *Cluster) AddNode(t testing.TB) *Node {
 	t.Helper()
-	if c.net != nil {
-		t.Fatal("cluster: AddNode does not support Options.Netns")
+	if c.nodes[0].virt != nil {
+		t.Fatal("cluster: AddNode does not support Options.Virtual or InProcess")
 	}
 	first := c.nodes[0]
 	id := int32(len(c.nodes) + 1)
@@ -273,8 +326,22 @@ func (c *Cluster) AddNode(t testing.TB) *Node {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	n := &Node{ID: id, DataDir: filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "server.log"), bin: first.bin,
-		KafkaAddr: freeAddr(t), ControllerAddr: freeAddr(t), HTTPAddr: freeAddr(t)}
+	n := &Node{ID: id, DataDir: filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "server.log"), bin: first.bin}
+	if c.net != nil {
+		got, err := c.net.addNode()
+		if err != nil {
+			t.Fatalf("cluster: a namespace for node %d: %v", id, err)
+		}
+		if got != id {
+			// The namespaces are made with the nodes, one each, in id order.
+			t.Fatalf("cluster: the network made namespace %d for node %d", got, id)
+		}
+		n.KafkaAddr, n.ControllerAddr, n.HTTPAddr =
+			c.net.hostPort(id, NetnsKafkaPort), c.net.hostPort(id, NetnsControllerPort), c.net.hostPort(id, NetnsHTTPPort)
+		n.ipPath, n.Netns = c.net.ip, c.net.namespace(id)
+	} else {
+		n.KafkaAddr, n.ControllerAddr, n.HTTPAddr = freeAddr(t), freeAddr(t), freeAddr(t)
+	}
 	n.args = []string{"server", "--node-id", fmt.Sprint(id), "--data-dir", n.DataDir,
 		"--listen", n.KafkaAddr, "--controller-listen", n.ControllerAddr, "--http-listen", n.HTTPAddr}
 	for i := 0; i+1 < len(first.args); i++ {
@@ -282,20 +349,27 @@ func (c *Cluster) AddNode(t testing.TB) *Node {
 			n.args = append(n.args, a, first.args[i+1])
 		}
 	}
+	if c.opts.Prepare != nil {
+		if err := c.opts.Prepare(n); err != nil {
+			t.Fatalf("preparing node %d: %v", id, err)
+		}
+	}
 	if err := n.launch(); err != nil {
 		t.Fatalf("starting node %d: %v", id, err)
 	}
-	if err := n.waitReady(time.Now().Add(c.opts.StartTimeout)); err != nil {
-		n.kill()
-		t.Fatalf("node %d joining: %v\n%s", id, err, tail(n.Logs(), LogTailLines))
-	}
+	// In the node list (and so killed by shutdown and printed on failure) before the
+	// wait, which may fail the test.
 	c.nodes = append(c.nodes, n)
 	c.mu.Lock()
 	c.probes = append(c.probes, nil)
 	c.mu.Unlock()
+	if err := n.waitReady(time.Now().Add(c.opts.StartTimeout)); err != nil {
+		t.Fatalf("node %d joining: %v", id, err)
+	}
 	return n
 }
 
+// Size is the number of nodes, those AddNode added included (also once stopped).
 func (c *Cluster) Size() int { return len(c.nodes) }
 
 // Node returns the node with id i (1-based).
@@ -345,6 +419,9 @@ func (c *Cluster) Restart(i int) {
 // does not fail the test.
 func (c *Cluster) WaitExit(i int, timeout time.Duration) (exited bool, exitErr error) {
 	n := c.Node(i)
+	if n.virt != nil {
+		c.t.Fatal("cluster: WaitExit needs process nodes, not Options.Virtual")
+	}
 	p := n.current()
 	if p == nil {
 		return false, nil
@@ -367,7 +444,8 @@ func (c *Cluster) Logs(i int) string { return c.Node(i).Logs() }
 // seed, and metadata refreshed as often as every 100 ms, so that a client finds a new
 // leader as soon as the cluster has one (franz-go's default minimum age is 5 s).
 func (c *Cluster) ClientDefaults() []kgo.Opt {
-	return []kgo.Opt{kgo.SeedBrokers(c.addrs()...), kgo.MetadataMinAge(100 * time.Millisecond)}
+	// kgo.Dialer(nil) (process mode) keeps kgo's own dialer.
+	return []kgo.Opt{kgo.SeedBrokers(c.addrs()...), kgo.MetadataMinAge(100 * time.Millisecond), kgo.Dialer(c.Dial())}
 }
 
 // Client returns a franz-go client of the cluster with ClientDefaults then opts; it is

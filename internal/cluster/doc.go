@@ -40,8 +40,40 @@
 // rnlbr*); they hold no process and clash with nothing, since each cluster picks a
 // free subnet, and `ip netns del` / `ip link del` remove them.
 //
-// The in-memory Virtual() mode DESIGN.md plans (an injectable listener and dialer) does
-// not exist yet.
+// Options.Virtual runs the nodes in the test process instead (server.Start, the code
+// the binary runs), every listener and dial of every node on one in-memory network
+// (internal/vnet.Mem, passed as server.Options.Network). Inside testing/synctest.Test
+// the whole cluster then runs on the bubble's fake clock, which jumps whenever every
+// goroutine is blocked: a session timeout or replica.lag.time.max.ms passes in
+// microseconds, and a failover scenario that simulates tens of seconds takes one or two
+// seconds of wall time with no timing-dependent flakes:
+//
+//	synctest.Test(t, func(t *testing.T) {
+//		c := cluster.Start(t, cluster.Options{Nodes: 3, Virtual: true, Sets: cluster.FastFailureDetection})
+//		...
+//		c.Isolate(2)
+//		c.WaitISR(t, "orders", 0, 2, time.Minute) // 3 s of virtual time
+//	})
+//
+// Kill crashes the node's host off the network (listeners closed, connections reset,
+// as the kernel does for a killed process) and then stops the node without a
+// controlled shutdown (server.Node.Abort); Restart starts it on the same data
+// directory; Partition, Isolate and Heal cut links of the network; Client, ClientOn and
+// the waits dial from VirtualClientHost (Cluster.Dial gives that dialer to other
+// clients). Pause and Resume block every link of the node both ways without resetting
+// any (vnet.Mem.Pause): unlike SIGSTOP, the node's goroutines and timers run on and it
+// can still write its disk; in-process nodes on loopback cannot be paused. AddNode and
+// WaitExit need processes. Shared starts one cluster for a whole test binary (from
+// TestMain), for suites that would pay a start per test. A run is not bit-for-bit
+// reproducible (goroutine scheduling and Raft's random election timeouts vary), but it
+// depends on no real clock. Everything a node starts must stop when it closes:
+// synctest fails a test that leaves a goroutine blocked, and a goroutine waiting in
+// sync.Mutex.Lock while the holder waits on a timer stops the fake clock for good (see
+// internal/reach's target.turn).
+//
+// Options.InProcess runs the same in-process nodes on the host's loopback instead,
+// for tests whose own clients need real sockets (internal/testnode and the interop
+// suites use it); Cluster.Server gives an in-process node's server.Node.
 //
 // The package is imported by tests only; it never ships in the binary.
 package cluster

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,6 +98,7 @@ func runClientFault(t *testing.T, f clientFault, python string) {
 		}
 	}
 	time.Sleep(clientSteady)
+	waitMetadataOld(t, clients)
 	fault := time.Now()
 	f.inject(c, int(victim))
 	elected := make(chan time.Duration, 1)
@@ -181,12 +183,53 @@ func sinceFault(d time.Duration) string {
 // clientAcks collects the acknowledgements one producer received, per partition.
 type clientAcks struct {
 	name string // immutable
+	// metadataAt is when the client last read a Metadata response (UnixNano; 0 for a
+	// client that does not say: librdkafka).
+	metadataAt atomic.Int64
 
 	mu      sync.Mutex
 	acks    map[int32][]time.Time // in the order they came
 	errs    int
 	lastErr string
 	stopped bool
+}
+
+// OnBrokerRead is a kgo hook: it notes the client's metadata refreshes.
+func (a *clientAcks) OnBrokerRead(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if key == 3 && err == nil { // Metadata
+		a.metadataAt.Store(time.Now().UnixNano())
+	}
+}
+
+// franzMetadataMinAge is franz-go's default MetadataMinAge: a refresh a failed
+// produce asks for runs no sooner than this after the previous one.
+const franzMetadataMinAge = 5 * time.Second
+
+// waitMetadataOld waits until each client's last metadata refresh is older than
+// franz-go's MetadataMinAge (plus a margin), as a long-running client's is, so that the
+// refresh a fault triggers runs at once. A franz-go producer refreshes again
+// MetadataMinAge after its first load when a second record arrives while the first
+// load is in flight ("produce topic still not known"), so a fixed pause after the
+// start can put the fault just after that refresh: the client then waits up to 5 s
+// whatever the nodes do (seen in franz-go's debug log, RUNNEL_KGO_LOG).
+func waitMetadataOld(t *testing.T, clients []*clientAcks) {
+	t.Helper()
+	deadline := time.Now().Add(4 * franzMetadataMinAge)
+	for {
+		wait := time.Duration(0)
+		for _, cl := range clients {
+			if at := cl.metadataAt.Load(); at != 0 {
+				wait = max(wait, time.Until(time.Unix(0, at).Add(franzMetadataMinAge+500*time.Millisecond)))
+			}
+		}
+		if wait <= 0 {
+			return
+		}
+		if time.Now().Add(wait).After(deadline) {
+			t.Fatalf("the clients kept refreshing their metadata for %v", 4*franzMetadataMinAge)
+		}
+		time.Sleep(wait)
+	}
 }
 
 func newClientAcks(name string) *clientAcks {
@@ -315,7 +358,17 @@ func produceKeyed(stop <-chan struct{}, produce func(key []byte, i int)) {
 // startFranzDefault starts a franz-go producer with default settings.
 func startFranzDefault(t *testing.T, c *cluster.Cluster, topic string) *clientAcks {
 	a := newClientAcks("franz-go defaults (acks=all, idempotent)")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...), kgo.DefaultProduceTopic(topic))
+	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...), kgo.DefaultProduceTopic(topic), kgo.WithHooks(a)}
+	if path := os.Getenv("RUNNEL_KGO_LOG"); path != "" {
+		// franz-go's own debug log, to see why a default client waits after a fault.
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		opts = append(opts, kgo.WithLogger(kgo.BasicLogger(f, kgo.LogLevelDebug, func() string { return time.Now().Format("15:04:05.000 ") })))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,12 @@ const (
 const (
 	nemesisDefaultDuration = 25 * time.Second
 	nemesisParts           = 6
+	// nemesisVoters is how many nodes the cluster starts with, all metadata voters; a
+	// node that joins later is a broker only (nemesis_member_test.go).
+	nemesisVoters = 3
+	// nemesisMinISR is the topic's min.insync.replicas (createTopic): an
+	// acknowledgement needs that many in-sync replicas.
+	nemesisMinISR = 2
 	// maxMajorityStall is the longest a partition may go without an acknowledgement
 	// while a majority of the nodes runs and reaches each other. One faulty node costs
 	// a partition at most a short fault (up to nemesisMaxHold: an isolated leader keeps
@@ -65,25 +71,33 @@ const (
 // s, one faulty node at a time (so that a majority always remains), and rarely two at
 // once, undone before the next step. Most faults last 0.5-6 s, around the failure
 // detection time (3 s); some kills and pauses, at least one per run, last 12-16 s, and
-// the majority must acknowledge writes meanwhile. The sequence comes from a seeded
-// math/rand: the seed is logged, and $RUNNEL_NEMESIS_SEED replays it
-// ($RUNNEL_NEMESIS_DURATION sets how long faults go on, 25 s by default). Only the
-// choices are replayed, not the nodes' timing, and a target named by its role (the
-// leader of a partition, the controller) may be another node on a replay.
+// the majority must acknowledge writes meanwhile. A partition move takes a node's
+// replica of one partition away and back. And a fourth node joins as a broker (the
+// first step of every run, a single fault right after it): the balancer must give it
+// its share of replicas, in sync, within shareTimeout; once it has, it leaves (`runnel
+// cluster decommission`, again with a single fault right after the drain starts, or
+// after the last fault), must be drained within drainTimeout, and is stopped for good
+// and unregistered. While it is in, the faults hit it as any other node
+// (nemesis_member_test.go). The sequence comes from a seeded math/rand: the seed is
+// logged, and $RUNNEL_NEMESIS_SEED replays it ($RUNNEL_NEMESIS_DURATION sets how long
+// faults go on, 25 s by default). Only the choices are replayed, not the nodes'
+// timing, and a target named by its role (the leader of a partition, the controller)
+// may be another node on a replay.
 //
 // Afterwards every fault is undone and every partition must have a full ISR; then
 // every acknowledged record must be at its offset, once, in every ISR replica's files
 // (History.Check), a consumer that read along must have read every offset below the
 // high watermark in order, holding every acknowledged value, records must have been
-// acknowledged while faults were in force, and no partition may have gone
-// maxMajorityStall without an acknowledgement while a majority was up; and a group's
-// committed offsets, committed and read back all along, must never have gone
-// backwards.
+// acknowledged while faults were in force, none of a partition while fewer of its
+// replicas than min.insync.replicas were up, and no partition may have gone
+// maxMajorityStall without an acknowledgement while a majority of its replicas and of
+// the metadata voters was up; and a group's committed offsets, committed and read back
+// all along, must never have gone backwards.
 func TestNemesis(t *testing.T) {
 	skipIfShort(t)
 	seed, duration := nemesisParams(t)
 	t.Logf("nemesis seed %d (replay with %s=%d), duration %v", seed, nemesisSeedEnv, seed, duration)
-	c := startNetns(t, 3)
+	c := startNetns(t, nemesisVoters)
 	topic := topicName(t)
 	createTopic(t, c, topic, nemesisParts, 3)
 	h := cluster.NewHistory()
@@ -92,11 +106,13 @@ func TestNemesis(t *testing.T) {
 	offsets := startOffsetChecker(t, c, topic)
 	waitAcks(t, h, 300, "before the first fault")
 
-	n := &nemesis{t: t, c: c, topic: topic, rng: rand.New(rand.NewPCG(uint64(seed), 0)), start: time.Now()}
+	n := &nemesis{t: t, c: c, adm: c.Admin(t), topic: topic, rng: rand.New(rand.NewPCG(uint64(seed), 0)), start: time.Now()}
 	load.ResetStalls()
 	n.run(duration)
 
 	n.restoreAll()
+	n.checkNoCrash()
+	n.finishMembership()
 	n.checkNoCrash()
 	healed := time.Now()
 	n.logf("every fault undone; waiting for full ISRs")
@@ -147,6 +163,10 @@ type faultKind struct {
 	// healLast: undone after the faults without it, so that a restarted node finds a
 	// majority of running, connected nodes to join.
 	healLast bool
+	// partitionOnly: the fault takes one partition's replica off the node, not the
+	// node: the node goes on serving every other partition, so it does not count as
+	// a faulty node towards a lost majority.
+	partitionOnly bool
 }
 
 func (k *faultKind) String() string { return k.name }
@@ -165,7 +185,7 @@ var faults = []*faultKind{
 	// A partition move (issue 14): the node's replica of a partition is reassigned
 	// away (the replication factor drops to 2), and back when the fault is undone, so
 	// that the node copies the partition again from scratch while other faults go on.
-	{name: "move a replica off",
+	{name: "move a replica off", partitionOnly: true,
 		inject: func(n *nemesis, i int) { n.moveOff(int32(i)) },
 		heal:   func(n *nemesis, i int) { n.moveBack(int32(i)) }},
 }
@@ -208,11 +228,17 @@ func minTime(a, b time.Time) time.Time {
 // step is one nemesis step: faults put in force together and undone together.
 type step struct {
 	faults []fault
+	// change is the membership change the step began with ("node 4 joins"), if any.
+	change string
 	// injected is when the first fault began, inForce when every fault was in force,
 	// restoring when the first was being undone, undone when every node was back.
 	injected, inForce, restoring, undone time.Time
-	// majorityLost: more than one node was faulty.
-	majorityLost bool
+	// faulty are the nodes the step's node faults hit (a partition move hits no node).
+	faulty []int32
+	// replicas holds, per partition, every replica the live nodes named at injected,
+	// inForce or restoring: a superset of the replicas the partition had while the
+	// faults were in force (a move adds its new replicas before it removes the old).
+	replicas map[int32][]int32
 	// long: one node was faulty for longLo or more, and the majority must have
 	// acknowledged writes meanwhile.
 	long bool
@@ -220,11 +246,50 @@ type step struct {
 	acks int
 }
 
+// quorumLost reports whether the step had a majority of the metadata voters faulty:
+// no controller then, so no ISR can shrink and every partition may stall.
+func (s *step) quorumLost() bool {
+	down := 0
+	for _, id := range s.faulty {
+		if id <= nemesisVoters {
+			down++
+		}
+	}
+	return 2*down > nemesisVoters
+}
+
+// upReplicas returns the replicas of partition p not hit by the step's faults: those
+// that could have been in sync while the faults were in force.
+func (s *step) upReplicas(p int32) []int32 {
+	return slices.DeleteFunc(slices.Clone(s.replicas[p]), func(id int32) bool { return slices.Contains(s.faulty, id) })
+}
+
+// lost reports whether partition p could not acknowledge while the step's faults were
+// in force: fewer of its replicas than min.insync.replicas were up. With three nodes
+// and RF 3 that is two faulty nodes; with a fourth node in, two faulty nodes may leave
+// a partition two replicas, and a partition being moved has more than three.
+func (s *step) lost(p int32) bool { return len(s.upReplicas(p)) < nemesisMinISR }
+
+// outage reports whether partition p may stall during the step without a fault of
+// the server: it lost its majority, or the metadata quorum was lost.
+func (s *step) outage(p int32) bool { return s.quorumLost() || s.lost(p) }
+
+// anyOutage reports whether the step put some partition, or the quorum, out.
+func (s *step) anyOutage() bool {
+	for p := range int32(nemesisParts) {
+		if s.outage(p) {
+			return true
+		}
+	}
+	return false
+}
+
 // nemesis injects random faults into a cluster. Its methods run on the test
 // goroutine.
 type nemesis struct {
 	t     *testing.T
 	c     *cluster.Cluster
+	adm   *kadm.Client
 	topic string
 	rng   *rand.Rand
 	start time.Time
@@ -233,11 +298,11 @@ type nemesis struct {
 	hadLong bool // a long fault has been injected
 	// active are the faults in force, undone by restoreAll should the loop stop early.
 	active []fault
-	// outages are the windows in which fewer than a majority of nodes were up and in
-	// touch: the two-fault steps.
-	outages []window
 	// moved are, per node, the partitions a move fault took off it, until undone.
 	moved map[int32][]int32
+	// member is the node that joined last (nemesis_member_test.go); nil before the
+	// first join.
+	member *member
 }
 
 func (n *nemesis) logf(format string, args ...any) {
@@ -259,22 +324,26 @@ func (n *nemesis) run(duration time.Duration) {
 		if !n.waitRedundant() {
 			return
 		}
+		n.advanceMembership()
 		switch r := n.rng.IntN(10); {
+		case n.membershipDue(deadline, r == 2, duration):
+			n.membershipStep()
 		case r == 0:
 			n.doubleFault()
 		case r == 1 || !n.hadLong && time.Until(deadline) < forceLongWithin:
 			n.longFault()
 		default:
-			n.singleFault()
+			n.singleFault("")
 		}
 	}
 }
 
-// singleFault puts one node at fault for a while and undoes it.
-func (n *nemesis) singleFault() {
+// singleFault puts one node at fault for a while and undoes it; change names the
+// membership change the step began with, if any.
+func (n *nemesis) singleFault(change string) {
 	kind := n.pick(faults)
 	node, why := n.target()
-	n.inject(&step{faults: []fault{{kind: kind, node: node, why: why}}}, n.between(500*time.Millisecond, nemesisMaxHold))
+	n.inject(&step{change: change, faults: []fault{{kind: kind, node: node, why: why}}}, n.between(500*time.Millisecond, nemesisMaxHold))
 }
 
 // longFault kills or pauses one node for longLo to longHi.
@@ -285,17 +354,22 @@ func (n *nemesis) longFault() {
 	n.inject(&step{long: true, faults: []fault{{kind: kind, node: node, why: why}}}, n.between(longLo, longHi))
 }
 
-// doubleFault puts two nodes at fault at once, so that the majority is lost, for a
-// short while, and undoes both.
+// doubleFault puts two nodes at fault at once for a short while, and undoes both.
+// With the three voters only, two node faults lose the majority; with a fourth node
+// in, they lose it for the partitions with two replicas among them, and the metadata
+// quorum if both are voters (step.lost, step.quorumLost). When one of the two faults
+// is a partition move, the node it moves a replica off still serves every other
+// partition, and only the moved partition may have a single live replica left.
 func (n *nemesis) doubleFault() {
-	a := int32(1 + n.rng.IntN(n.c.Size()))
-	b := int32(1 + n.rng.IntN(n.c.Size()-1))
-	if b >= a {
-		b++
+	ids := n.nodeIDs()
+	i := n.rng.IntN(len(ids))
+	j := n.rng.IntN(len(ids) - 1)
+	if j >= i {
+		j++
 	}
-	s := &step{majorityLost: true, faults: []fault{
-		{kind: n.pick(faults), node: a, why: "two faults"},
-		{kind: n.pick(faults), node: b, why: "two faults"},
+	s := &step{faults: []fault{
+		{kind: n.pick(faults), node: ids[i], why: "two faults"},
+		{kind: n.pick(faults), node: ids[j], why: "two faults"},
 	}}
 	n.inject(s, n.between(time.Second, 3*time.Second))
 }
@@ -314,26 +388,60 @@ func (n *nemesis) target() (int32, string) {
 			return id, "the active controller"
 		}
 	}
-	return int32(1 + n.rng.IntN(n.c.Size())), "a random node"
+	ids := n.nodeIDs()
+	return ids[n.rng.IntN(len(ids))], "a random node"
 }
 
 // inject puts the faults of s in force, holds them for hold, and undoes them.
 func (n *nemesis) inject(s *step, hold time.Duration) {
-	n.logf("state: %s", n.snapshot())
+	if s.change == "" {
+		n.logf("state: %s", n.snapshot())
+	}
+	s.replicas = map[int32][]int32{}
+	n.addReplicas(s)
 	s.injected = time.Now()
 	for _, f := range s.faults {
 		n.logf("%s node %d (%s), for %v", f.kind, f.node, f.why, hold.Round(time.Millisecond))
 		f.kind.inject(n, int(f.node))
 		n.active = append(n.active, f)
+		if !f.kind.partitionOnly && !slices.Contains(s.faulty, f.node) {
+			s.faulty = append(s.faulty, f.node)
+		}
 	}
 	s.inForce = time.Now()
+	n.addReplicas(s)
 	n.steps = append(n.steps, s)
 	time.Sleep(hold)
 	s.restoring = time.Now()
+	n.addReplicas(s)
 	n.restoreAll()
 	s.undone = time.Now()
-	if s.majorityLost {
-		n.outages = append(n.outages, window{s.injected, s.undone})
+	for p := range int32(nemesisParts) {
+		if len(s.replicas[p]) == 0 {
+			// No live node answered: every node in is a superset of its replicas.
+			s.replicas[p] = n.nodeIDs()
+		}
+	}
+}
+
+// addReplicas adds to s.replicas every replica of the topic's partitions that a live
+// node names now.
+func (n *nemesis) addReplicas(s *step) {
+	views, err := n.replicaViews()
+	if err != nil {
+		n.logf("replicas of %s: %v", n.topic, err)
+	}
+	for _, v := range views {
+		for tp, st := range v.parts {
+			if tp.topic != n.topic {
+				continue
+			}
+			for _, id := range st.Replicas {
+				if !slices.Contains(s.replicas[tp.p], id) {
+					s.replicas[tp.p] = append(s.replicas[tp.p], id)
+				}
+			}
+		}
 	}
 }
 
@@ -355,15 +463,19 @@ func (n *nemesis) restoreAll() {
 
 // moveOff reassigns node's replica of a random partition away. The move may be
 // refused (no quorum during a double fault, or no other replica in sync to lead): then
-// there is nothing to undo.
+// there is nothing to undo. It starts from the replicas the partition is heading for
+// (the balancer's or a decommission's move may be in progress: the move off replaces
+// it, keeping its other replicas), and moves nothing that would leave fewer than
+// min.insync.replicas (a second move off the same partition in a double fault), nor
+// a replica a move in progress removes already.
 func (n *nemesis) moveOff(node int32) {
 	p := int32(n.rng.IntN(nemesisParts))
-	st, err := leaderView(n.c, n.topic, p)
-	if err != nil || !slices.Contains(st.Replicas, node) {
-		n.logf("move: skipped (%s-%d: %v, replicas %v)", n.topic, p, err, st.Replicas)
+	current, err := n.targetOf(p)
+	target := slices.DeleteFunc(slices.Clone(current), func(r int32) bool { return r == node })
+	if err != nil || len(target) == len(current) || len(target) < nemesisMinISR {
+		n.logf("move: skipped (%s-%d heading for replicas %v: %v)", n.topic, p, current, err)
 		return
 	}
-	target := slices.DeleteFunc(slices.Clone(st.Replicas), func(r int32) bool { return r == node })
 	if err := n.reassign(p, target); err != nil {
 		n.logf("move of %s-%d off node %d refused: %v", n.topic, p, node, err)
 		return
@@ -376,17 +488,20 @@ func (n *nemesis) moveOff(node int32) {
 }
 
 // moveBack gives node its replicas back: it copies them again from their leaders.
+// The move off may still be in progress (a replica set in the metadata that still
+// names node, with node among the replicas being removed): the new target is the one
+// in progress plus node, which replaces the move off as a reassignment does in Kafka.
 func (n *nemesis) moveBack(node int32) {
 	for _, p := range n.moved[node] {
 		deadline := time.Now().Add(redundancyTimeout)
 		for {
-			st, err := leaderView(n.c, n.topic, p)
+			target, err := n.targetOf(p)
 			if err == nil {
-				if slices.Contains(st.Replicas, node) {
+				if slices.Contains(target, node) {
 					break
 				}
-				if err = n.reassign(p, append(slices.Clone(st.Replicas), node)); err == nil {
-					n.logf("moving %s-%d back onto node %d", n.topic, p, node)
+				if err = n.reassign(p, append(target, node)); err == nil {
+					n.logf("moving %s-%d back onto node %d (replicas %v)", n.topic, p, node, append(target, node))
 					break
 				}
 			}
@@ -400,13 +515,32 @@ func (n *nemesis) moveBack(node int32) {
 	delete(n.moved, node)
 }
 
+// targetOf returns the replica set topic-p is heading for: its replicas less those
+// an ongoing reassignment removes.
+func (n *nemesis) targetOf(p int32) ([]int32, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := n.adm.ListPartitionReassignments(ctx, kadm.TopicsSet{n.topic: {p: struct{}{}}})
+	if err != nil {
+		return nil, err
+	}
+	if r, ok := resp[n.topic][p]; ok {
+		return slices.DeleteFunc(slices.Clone(r.Replicas), func(id int32) bool { return slices.Contains(r.RemovingReplicas, id) }), nil
+	}
+	st, err := leaderView(n.c, n.topic, p)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(st.Replicas), nil
+}
+
 // reassign asks for topic-p to move to target.
 func (n *nemesis) reassign(p int32, target []int32) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	req := kadm.AlterPartitionAssignmentsReq{}
 	req.Assign(n.topic, p, target)
-	resp, err := n.c.Admin(n.t).AlterPartitionAssignments(ctx, req)
+	resp, err := n.adm.AlterPartitionAssignments(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -420,7 +554,8 @@ func (n *nemesis) pick(kinds []*faultKind) *faultKind { return kinds[n.rng.IntN(
 // a fatal error), and starts it again so that the run goes on: the next kill would
 // otherwise hide the exit from the harness.
 func (n *nemesis) checkNoCrash() {
-	for i := 1; i <= n.c.Size(); i++ {
+	for _, id := range n.nodeIDs() {
+		i := int(id)
 		if n.c.Node(i).Running() {
 			continue
 		}
@@ -490,22 +625,33 @@ func (n *nemesis) snapshot() string {
 	return "no live node answered Metadata"
 }
 
-// checkProgress demands acknowledgements while faults were in force, none in a step
-// with two faulty nodes (past inFlightGrace), and that no partition stalled
-// maxMajorityStall while a majority was up, from the first fault to end.
+// checkProgress demands acknowledgements while faults were in force, none of a
+// partition while a step left it fewer replicas up than min.insync.replicas (past
+// inFlightGrace), and that no partition stalled maxMajorityStall while its majority
+// and the metadata quorum were up, from the first fault to end.
 func (n *nemesis) checkProgress(h *cluster.History, end time.Time) {
 	acks := h.Acks()
 	during := 0
 	var summary []string
+	outages := map[int32][]window{}
+	lostSteps := 0
 	for i, s := range n.steps {
 		var lone []cluster.Ack
 		for _, a := range acks {
 			if !a.At.Before(s.injected) && a.At.Before(s.restoring) {
 				s.acks++
 			}
-			if s.majorityLost && a.At.After(s.inForce.Add(inFlightGrace)) && a.At.Before(s.restoring) {
+			if s.lost(a.Partition) && a.At.After(s.inForce.Add(inFlightGrace)) && a.At.Before(s.restoring) {
 				lone = append(lone, a)
 			}
+		}
+		for p := range int32(nemesisParts) {
+			if s.outage(p) {
+				outages[p] = append(outages[p], window{s.injected, s.undone})
+			}
+		}
+		if s.anyOutage() {
+			lostSteps++
 		}
 		during += s.acks
 		if s.long && s.acks == 0 {
@@ -513,6 +659,9 @@ func (n *nemesis) checkProgress(h *cluster.History, end time.Time) {
 				i+1, s.restoring.Sub(s.injected).Round(time.Millisecond), s.injected.Sub(n.start).Seconds(), s.faults[0].kind, s.faults[0].node)
 		}
 		var fs []string
+		if s.change != "" {
+			fs = append(fs, s.change)
+		}
 		for _, f := range s.faults {
 			fs = append(fs, fmt.Sprintf("%s %d", f.kind, f.node))
 		}
@@ -526,12 +675,13 @@ func (n *nemesis) checkProgress(h *cluster.History, end time.Time) {
 				n.t.Errorf("... and %d more", len(lone)-j)
 				break
 			}
-			n.t.Errorf("%s-%d offset %d %q acknowledged at nemesis +%.3fs, while step %d had two of three nodes faulty (%s) since +%.3fs: one node cannot satisfy min.insync.replicas=2",
-				n.topic, a.Partition, a.Offset, a.Value, a.At.Sub(n.start).Seconds(), i+1, strings.Join(fs, ", "), s.inForce.Sub(n.start).Seconds())
+			n.t.Errorf("%s-%d offset %d %q acknowledged at nemesis +%.3fs, while step %d (%s) since +%.3fs left only %v of its replicas %v up: fewer than min.insync.replicas=%d",
+				n.topic, a.Partition, a.Offset, a.Value, a.At.Sub(n.start).Seconds(), i+1, strings.Join(fs, ", "), s.inForce.Sub(n.start).Seconds(),
+				s.upReplicas(a.Partition), s.replicas[a.Partition], nemesisMinISR)
 		}
 	}
-	n.t.Logf("nemesis: %d steps (%d with the majority lost), %d acks while faults were in force: %s",
-		len(n.steps), len(n.outages), during, strings.Join(summary, "; "))
+	n.t.Logf("nemesis: %d steps (%d with a partition's majority or the quorum lost), %d acks while faults were in force: %s",
+		len(n.steps), lostSteps, during, strings.Join(summary, "; "))
 	if len(n.steps) == 0 {
 		n.t.Errorf("nemesis: no fault was injected")
 	}
@@ -543,7 +693,7 @@ func (n *nemesis) checkProgress(h *cluster.History, end time.Time) {
 		times[a.Partition] = append(times[a.Partition], a.At)
 	}
 	for p := range int32(nemesisParts) {
-		stall, from := majorityStall(times[p], n.start, end, n.outages)
+		stall, from := majorityStall(times[p], n.start, end, outages[p])
 		n.t.Logf("%s-%d: longest stall with a majority up %v, from +%.3fs", n.topic, p, stall.Round(time.Millisecond), from.Sub(n.start).Seconds())
 		if stall > maxMajorityStall {
 			n.t.Errorf("%s-%d: no acknowledgement for %v (not counting lost-majority windows) from nemesis +%.3fs, with a majority of nodes up: more than %v",
@@ -607,28 +757,11 @@ func waitEveryPartitionAcked(t *testing.T, h *cluster.History, parts int32, sinc
 	}
 }
 
-// leaderView returns the partition's state as its leader reports it, asking the live
-// nodes who leads; an error if no live node names a live leader that agrees.
+// leaderView returns the partition's state as its leader reports it: the newest view
+// among the live nodes names the leader (a healed, isolated former leader names
+// itself at its old epoch until it catches up), and that leader must agree.
 func leaderView(c *cluster.Cluster, topic string, p int32) (cluster.PartitionState, error) {
-	live := c.LiveIDs()
-	var errs []string
-	for _, id := range live {
-		st, err := c.PartitionFrom(context.Background(), int(id), topic, p)
-		if err != nil {
-			errs = append(errs, err.Error())
-			continue
-		}
-		if !slices.Contains(live, st.Leader) {
-			errs = append(errs, fmt.Sprintf("node %d names leader %d of %s-%d, not a live node", id, st.Leader, topic, p))
-			continue
-		}
-		own, err := c.PartitionFrom(context.Background(), int(st.Leader), topic, p)
-		if err == nil && own.Leader == st.Leader {
-			return own, nil
-		}
-		errs = append(errs, fmt.Sprintf("node %d names leader %d of %s-%d, which says %+v (%v)", id, st.Leader, topic, p, own, err))
-	}
-	return cluster.PartitionState{}, fmt.Errorf("%s-%d has no live leader: %s", topic, p, strings.Join(errs, "; "))
+	return c.LeaderState(topic, p)
 }
 
 // controllerOf returns the active controller as a live node names it.

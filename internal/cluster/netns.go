@@ -34,9 +34,10 @@ type network struct {
 	ip     string // immutable: the path of iproute2's ip
 	id     string // immutable: 4 hex digits naming the bridge, veths and namespaces
 	subnet int    // immutable: X of 10.213.X.0/24
-	nodes  int32  // immutable
 
-	mu sync.Mutex // guards cuts and removed
+	mu sync.Mutex // guards nodes, cuts and removed
+	// nodes is how many namespaces exist, 1..nodes; addNode grows it by one.
+	nodes int32
 	// cuts holds (a, b) when node a's namespace has a blackhole route to node b.
 	cuts    map[[2]int32]bool
 	removed bool
@@ -52,14 +53,14 @@ var errNetnsUnavailable = errors.New("network namespaces unavailable")
 // created here.
 func newNetwork(t testing.TB, nodes int) *network {
 	t.Helper()
-	if nodes > 253 {
-		t.Fatalf("Options.Netns supports at most 253 nodes, not %d", nodes)
+	if nodes > maxNetnsNodes {
+		t.Fatalf("Options.Netns supports at most %d nodes, not %d", maxNetnsNodes, nodes)
 	}
 	path, err := exec.LookPath("ip")
 	if err != nil {
 		t.Skipf("Options.Netns: %v: iproute2's ip not found: %v", errNetnsUnavailable, err)
 	}
-	w := &network{ip: path, nodes: int32(nodes), cuts: map[[2]int32]bool{}}
+	w := &network{ip: path, cuts: map[[2]int32]bool{}}
 	t.Cleanup(w.remove)
 	if err := w.createBridge(); err != nil {
 		if errors.Is(err, errNetnsUnavailable) {
@@ -67,8 +68,8 @@ func newNetwork(t testing.TB, nodes int) *network {
 		}
 		t.Fatalf("Options.Netns: %v", err)
 	}
-	for i := int32(1); i <= w.nodes; i++ {
-		if err := w.createNode(i); err != nil {
+	for i := 1; i <= nodes; i++ {
+		if _, err := w.addNode(); err != nil {
 			if i == 1 {
 				t.Skipf("Options.Netns: %v: %v", errNetnsUnavailable, err)
 			}
@@ -76,6 +77,30 @@ func newNetwork(t testing.TB, nodes int) *network {
 		}
 	}
 	return w
+}
+
+// maxNetnsNodes is how many nodes a network holds: addresses 1..253 of the /24 (254
+// is the bridge's).
+const maxNetnsNodes = 253
+
+// addNode creates the namespace of one more node, with the next id, and returns the
+// id. The namespace counts as created (remove deletes it) from its first step on, so
+// that a failure halfway leaves nothing behind.
+func (w *network) addNode() (int32, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.removed {
+		return 0, errors.New("cluster: the network was removed")
+	}
+	if w.nodes >= maxNetnsNodes {
+		return 0, fmt.Errorf("Options.Netns supports at most %d nodes", maxNetnsNodes)
+	}
+	w.nodes++
+	id := w.nodes
+	if err := w.createNode(id); err != nil {
+		return 0, err
+	}
+	return id, nil
 }
 
 // createBridge picks an unused id and subnet and creates the bridge; a clash with
@@ -103,7 +128,7 @@ func (w *network) createBridge() error {
 	return w.run("link", "set", w.bridge(), "up")
 }
 
-// createNode creates node i's namespace and joins it to the bridge.
+// createNode creates node i's namespace and joins it to the bridge. w.mu is held.
 func (w *network) createNode(i int32) error {
 	ns, outer := w.namespace(i), w.veth(i)
 	steps := [][]string{
@@ -240,14 +265,15 @@ var ErrUnreachable = errors.New("cluster: this client may not reach the node")
 // Connections across the cut stall, new ones fail. Cuts add up until Heal. It needs
 // Options.Netns.
 //
-// A node that the cuts leave in touch with fewer than a majority of the nodes
-// (itself included) is cut off: it runs, but its view of the cluster is stale by
-// design, so the waits (WaitLeader, WaitController, ...) and LiveIDs ignore it, as
-// they ignore a paused node.
+// A node that the cuts leave in touch with fewer than a majority of the metadata
+// voters (the nodes Start started; itself included if it is one) is cut off: it
+// runs, but its view of the cluster is stale by design, so the waits (WaitLeader,
+// WaitController, ...) and LiveIDs ignore it, as they ignore a paused node.
 func (c *Cluster) Partition(side ...int) {
 	c.t.Helper()
-	if c.net == nil {
-		c.t.Fatal("cluster: Partition needs Options.Netns")
+	f := c.faults()
+	if f == nil {
+		c.t.Fatal("cluster: Partition needs Options.Netns or Options.Virtual")
 	}
 	in := map[int32]bool{}
 	for _, i := range side {
@@ -258,7 +284,7 @@ func (c *Cluster) Partition(side ...int) {
 			if in[a.ID] == in[b.ID] {
 				continue
 			}
-			if err := c.net.cut(a.ID, b.ID); err != nil {
+			if err := f.cut(a.ID, b.ID); err != nil {
 				c.t.Fatal(err)
 			}
 		}
@@ -272,26 +298,50 @@ func (c *Cluster) Isolate(i int) { c.Partition(i) }
 // Heal removes every cut made by Partition and Isolate.
 func (c *Cluster) Heal() {
 	c.t.Helper()
-	if c.net == nil {
-		c.t.Fatal("cluster: Heal needs Options.Netns")
+	f := c.faults()
+	if f == nil {
+		c.t.Fatal("cluster: Heal needs Options.Netns or Options.Virtual")
 	}
-	if err := c.net.heal(); err != nil {
+	if err := f.heal(); err != nil {
 		c.t.Fatal(err)
 	}
 	c.updateCutOff()
 }
 
-// updateCutOff recomputes which nodes are in touch with fewer than a majority.
+// faultNet cuts links between nodes: network namespaces (Options.Netns) or the
+// in-memory network (Options.Virtual).
+type faultNet interface {
+	cut(a, b int32) error
+	heal() error
+	reachable(a, b int32) bool
+}
+
+// faults returns the cluster's faultNet, nil if it has none.
+func (c *Cluster) faults() faultNet {
+	switch {
+	case c.net != nil:
+		return c.net
+	case c.virt != nil:
+		return c.virt
+	}
+	return nil
+}
+
+// updateCutOff recomputes which nodes are in touch with fewer than a majority of the
+// metadata voters, itself included if it is one: such a node cannot learn the current
+// metadata. The voters are the nodes Start started (AddNode's join as brokers), so
+// that a broker that joined does not change what a majority is.
 func (c *Cluster) updateCutOff() {
+	voters := c.nodes[:min(c.opts.Nodes, len(c.nodes))]
 	cut := map[int32]bool{}
 	for _, a := range c.nodes {
 		touch := 0
-		for _, b := range c.nodes {
-			if c.net.reachable(a.ID, b.ID) {
+		for _, b := range voters {
+			if c.faults().reachable(a.ID, b.ID) {
 				touch++
 			}
 		}
-		if 2*touch <= len(c.nodes) {
+		if 2*touch <= len(voters) {
 			cut[a.ID] = true
 		}
 	}
@@ -325,11 +375,15 @@ func (c *Cluster) ClientOn(t testing.TB, nodes []int32, opts ...kgo.Opt) *kgo.Cl
 		seeds = append(seeds, addr)
 	}
 	var d net.Dialer
+	base := d.DialContext
+	if c.virt != nil {
+		base = c.virt.dial
+	}
 	dial := func(ctx context.Context, network, host string) (net.Conn, error) {
 		if !allowed[host] {
 			return nil, fmt.Errorf("%w: %s", ErrUnreachable, host)
 		}
-		return d.DialContext(ctx, network, host)
+		return base(ctx, network, host)
 	}
 	all := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.MetadataMinAge(100 * time.Millisecond), kgo.Dialer(dial)}, opts...)
 	cl, err := kgo.NewClient(all...)

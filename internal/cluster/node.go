@@ -29,6 +29,9 @@ type Node struct {
 	bin    string   // immutable: the runnel binary
 	args   []string // immutable: the arguments of every run
 	ipPath string   // immutable: iproute2's ip, which runs the node in Netns
+	// virt runs the node in this process (Options.Virtual); nil for a process node,
+	// whose fields below it then leaves unused.
+	virt *virtualNode
 
 	mu sync.Mutex // guards proc, paused and starts
 	// proc is the latest run; nil before the first start.
@@ -57,6 +60,9 @@ const StopTimeout = 60 * time.Second
 
 // launch starts a new run of the node without waiting for it to be ready.
 func (n *Node) launch() error {
+	if n.virt != nil {
+		return n.virt.launch(n) // returns once the node is ready
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.proc != nil && !n.proc.done() {
@@ -114,26 +120,46 @@ func (n *Node) current() *process {
 
 // Running reports whether the process exists (it may be paused).
 func (n *Node) Running() bool {
+	if n.virt != nil {
+		return n.virt.running()
+	}
 	p := n.current()
 	return p != nil && !p.done()
 }
 
 // Alive reports whether the process runs and is not paused: it can answer requests.
 func (n *Node) Alive() bool {
+	if n.virt != nil {
+		return n.virt.running() && !n.virt.isPaused()
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.proc != nil && !n.proc.done() && !n.paused
 }
 
-// Paused reports whether the node is stopped by SIGSTOP.
+// Paused reports whether the node is stopped by SIGSTOP (Pause on a virtual node).
 func (n *Node) Paused() bool {
+	if n.virt != nil {
+		return n.virt.running() && n.virt.isPaused()
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.paused && n.proc != nil && !n.proc.done()
 }
 
 // signal sends sig to the running process; ending says the harness means it to exit.
+// A virtual node takes SIGSTOP and SIGCONT only (Pause and Resume, made on its
+// network: see virtualNode.pause); Kill and Stop reach it without signals.
 func (n *Node) signal(sig syscall.Signal, ending bool) (*process, error) {
+	if n.virt != nil {
+		switch sig {
+		case syscall.SIGSTOP:
+			return nil, n.virt.pause(n.ID, true)
+		case syscall.SIGCONT:
+			return nil, n.virt.pause(n.ID, false)
+		}
+		return nil, fmt.Errorf("node %d: %v needs a process node, not an in-process one", n.ID, sig)
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	p := n.proc
@@ -157,6 +183,10 @@ func (n *Node) signal(sig syscall.Signal, ending bool) (*process, error) {
 
 // kill sends SIGKILL if the process runs and waits for it to be gone.
 func (n *Node) kill() {
+	if n.virt != nil {
+		n.virt.kill()
+		return
+	}
 	p, err := n.signal(syscall.SIGKILL, true)
 	if err == nil {
 		<-p.exited
@@ -165,6 +195,9 @@ func (n *Node) kill() {
 
 // stop sends SIGTERM (and SIGCONT, should the node be paused) and waits for the exit.
 func (n *Node) stop() error {
+	if n.virt != nil {
+		return n.virt.stop()
+	}
 	p, err := n.signal(syscall.SIGTERM, true)
 	if err != nil {
 		return err
@@ -182,6 +215,9 @@ func (n *Node) stop() error {
 // unexpectedExit returns a description of the latest run's exit if the harness did not
 // cause it, else "".
 func (n *Node) unexpectedExit() string {
+	if n.virt != nil {
+		return n.virt.unexpectedExit()
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.proc == nil || !n.proc.done() || n.proc.intended {
@@ -193,6 +229,9 @@ func (n *Node) unexpectedExit() string {
 // waitReady polls /readyz until it answers 200. It fails the test if the process
 // exits or the deadline passes.
 func (n *Node) waitReady(deadline time.Time) error {
+	if n.virt != nil {
+		return nil // launch returned once server.Start had
+	}
 	hc := http.Client{Timeout: time.Second}
 	var last string
 	for {

@@ -72,7 +72,7 @@ func TestQuotaEveryNodeAndRestart(t *testing.T) {
 		}
 		h := &throttledBy{nodes: map[int32]time.Duration{}}
 		p := c.Client(t, kgo.ClientID("slow"), kgo.WithHooks(h), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-		// 12 KiB against 1000 B/s over the default 10 windows: a throttle of about 2 s.
+		// 12 KiB against 1000 B/s with a burst of 1000 B: a throttle of 11 s (the cap).
 		value := make([]byte, 12<<10)
 		rand.Read(value)
 		var wg sync.WaitGroup

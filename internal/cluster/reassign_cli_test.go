@@ -306,7 +306,11 @@ func TestReassignCLI(t *testing.T) {
 	t.Logf("decommission output:\n%s", r.stdout)
 	unregistered := false
 	if strings.Contains(r.stdout, "stop node 4's process, then run 'runnel cluster decommission 4' again") {
-		// The cluster serves UnregisterBroker: once stopped, a second run removes it.
+		// The cluster serves UnregisterBroker: the controller was asked and said why
+		// not yet; once stopped, a second run removes it.
+		if !strings.Contains(r.stdout, "The controller says: invalid request: node 4 is still registered as alive (last heartbeat ") {
+			t.Errorf("decommission of a running node does not pass on the controller's answer:\n%s", r.stdout)
+		}
 		if err := c.Stop(4); err != nil {
 			t.Fatalf("stop node 4: %v", err)
 		}

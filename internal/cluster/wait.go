@@ -36,7 +36,7 @@ func (c *Cluster) probe(i int) (*kgo.Client, error) {
 	if c.probes[i-1] != nil {
 		return c.probes[i-1], nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.nodes[i-1].KafkaAddr), kgo.RequestRetries(0))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.nodes[i-1].KafkaAddr), kgo.RequestRetries(0), kgo.Dialer(c.Dial()))
 	if err != nil {
 		return nil, err
 	}
@@ -96,31 +96,48 @@ func (c *Cluster) alive(id int32) bool {
 	return id >= 1 && int(id) <= len(c.nodes) && c.live(c.nodes[id-1])
 }
 
-// leaderNow returns the partition's state as its leader reports it, if some live node
-// names a live leader and that leader agrees it leads at the same epoch.
+// leaderNow returns the partition's state as its leader reports it: every live node
+// is asked, the newest view (the highest leader epoch) names the leader, and that
+// leader must be live and agree it leads at that epoch or a later one. Taking the
+// first view that names a leader is not enough: a node that was cut off (an isolated
+// former leader, just healed) still names itself at its old epoch, with the ISR it had,
+// until it catches up with the metadata, and its own answer agrees with itself.
 func (c *Cluster) leaderNow(topic string, partition int32) (PartitionState, error) {
 	var errs []string
+	var newest PartitionState
+	from := int32(-1)
 	for _, n := range c.nodes {
 		if !c.live(n) {
 			continue
 		}
 		st, err := c.PartitionFrom(context.Background(), int(n.ID), topic, partition)
-		switch {
-		case err != nil:
+		if err != nil {
 			errs = append(errs, err.Error())
 			continue
-		case !c.alive(st.Leader):
-			errs = append(errs, fmt.Sprintf("node %d: leader %d (epoch %d) is not a live node", n.ID, st.Leader, st.LeaderEpoch))
-			continue
 		}
-		own, err := c.PartitionFrom(context.Background(), int(st.Leader), topic, partition)
-		if err == nil && own.Leader == st.Leader && own.LeaderEpoch >= st.LeaderEpoch {
-			return own, nil
+		if from < 0 || st.LeaderEpoch > newest.LeaderEpoch {
+			newest, from = st, n.ID
 		}
-		errs = append(errs, fmt.Sprintf("node %d names leader %d epoch %d, which says %+v, %v",
-			n.ID, st.Leader, st.LeaderEpoch, own, err))
 	}
-	return PartitionState{}, fmt.Errorf("no live leader of %s-%d: %v", topic, partition, errs)
+	if from < 0 {
+		return PartitionState{}, fmt.Errorf("no live leader of %s-%d: %v", topic, partition, errs)
+	}
+	if !c.alive(newest.Leader) {
+		return PartitionState{}, fmt.Errorf("no live leader of %s-%d: node %d names leader %d (epoch %d), not a live node",
+			topic, partition, from, newest.Leader, newest.LeaderEpoch)
+	}
+	own, err := c.PartitionFrom(context.Background(), int(newest.Leader), topic, partition)
+	if err == nil && own.Leader == newest.Leader && own.LeaderEpoch >= newest.LeaderEpoch {
+		return own, nil
+	}
+	return PartitionState{}, fmt.Errorf("no live leader of %s-%d: node %d names leader %d epoch %d, which says %+v, %v",
+		topic, partition, from, newest.Leader, newest.LeaderEpoch, own, err)
+}
+
+// LeaderState returns the partition's state as its live leader reports it now, as
+// leaderNow finds it (the newest view among the live nodes), without waiting.
+func (c *Cluster) LeaderState(topic string, partition int32) (PartitionState, error) {
+	return c.leaderNow(topic, partition)
 }
 
 // WaitLeader waits until topic-partition has a live leader that knows it leads, and

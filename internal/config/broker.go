@@ -14,13 +14,19 @@ import (
 // through Set (or Load), which validates and re-derives; a field written directly is
 // overwritten by the next Set. Each field's comment gives its property and its default.
 type Broker struct {
-	NodeID           int32  `config:"node.id"` // node.id (1)
-	DataDir          string // log.dirs, else log.dir (./runnel-data)
-	Listen           string // listen, or the client entry of listeners (localhost:9092)
-	Advertise        string // advertise, or advertised.listeners; defaults to Listen
-	ControllerListen string // controller.listen, or the controller entry of listeners (localhost:9093)
-	HTTPListen       string `config:"http.listen"`       // http.listen (localhost:9644)
-	HTTPPprof        bool   `config:"http.pprof.enable"` // false
+	NodeID  int32  `config:"node.id"` // node.id (1)
+	DataDir string // log.dirs, else log.dir (./runnel-data)
+	// Listeners are the Kafka listeners, in the order of listeners (or listen alone, as
+	// one PLAINTEXT listener); never empty. See listeners.go.
+	Listeners []Listener
+	// InterBrokerListener names the listener of Listeners other nodes are reached on
+	// (inter.broker.listener.name; default PLAINTEXT). See InterBroker.
+	InterBrokerListener string
+	Listen              string // the first listener's bind address (listen: localhost:9092)
+	Advertise           string // the first listener's advertised address; defaults to Listen
+	ControllerListen    string // controller.listen, or the controller entry of listeners (localhost:9093)
+	HTTPListen          string `config:"http.listen"`       // http.listen (localhost:9644)
+	HTTPPprof           bool   `config:"http.pprof.enable"` // false
 	// Controllers are the quorum's voters (controllers or controller.quorum.voters).
 	// Empty means "this node alone at ControllerListen"; see QuorumVoters.
 	Controllers []Voter
@@ -44,6 +50,22 @@ type Broker struct {
 	ConnectionsMaxIdleMs            int64  `config:"connections.max.idle.ms"`                 // 600000
 	QuotaWindowNum                  int32  `config:"quota.window.num"`                        // 11
 	QuotaWindowSizeSeconds          int32  `config:"quota.window.size.seconds"`               // 1
+
+	// Authentication and authorization. sasl.enabled.mechanisms and the ssl.*
+	// properties are each listener's (Listener.SaslMechanisms, Keystore, ...).
+	SaslBootstrapUsers               string `config:"sasl.bootstrap.users"`                 // none
+	SaslMechanismInterBrokerProtocol string `config:"sasl.mechanism.inter.broker.protocol"` // SCRAM-SHA-512
+	InterBrokerSaslUsername          string `config:"inter.broker.sasl.username"`           // none
+	InterBrokerSaslPassword          string `config:"inter.broker.sasl.password"`           // none
+	AuthorizerClassName              string `config:"authorizer.class.name"`                // "" (ACLs off)
+	SuperUsers                       string `config:"super.users"`                          // none
+	AllowEveryoneIfNoACLFound        bool   `config:"allow.everyone.if.no.acl.found"`       // false
+
+	// The balancer's own settings (Runnel's, named after Redpanda's partition_autobalancing_*).
+	PartitionAutobalancingThrottledRate      int64 `config:"partition.autobalancing.throttled.rate"`                // 104857600 (100 MiB/s)
+	PartitionAutobalancingNodeTimeoutSec     int64 `config:"partition.autobalancing.node.availability.timeout.sec"` // 900
+	PartitionAutobalancingMaxDiskUsedPercent int32 `config:"partition.autobalancing.max.disk.usage.percent"`        // 80
+	PartitionAutobalancingTickIntervalMs     int64 `config:"partition.autobalancing.tick.interval.ms"`              // 10000
 
 	ReplicaLagTimeMaxMs          int64 `config:"replica.lag.time.max.ms"`          // 30000
 	ReplicaFetchMaxBytes         int32 `config:"replica.fetch.max.bytes"`          // 1048576
@@ -164,12 +186,13 @@ func (b *Broker) Set(key, value string) error {
 
 // set records one property without deriving the typed fields.
 func (b *Broker) set(key, value string) error {
-	p, ok := brokerByName[key]
+	p, key, ok := lookupProp(key)
 	if !ok {
 		return unknownProperty(key)
 	}
 	value = strings.TrimSpace(value)
 	if err := p.validate(value); err != nil {
+		err.Key = key // a per-listener override is named as given, not as its row
 		return err
 	}
 	b.Raw[key] = value
@@ -182,10 +205,12 @@ func (b *Broker) set(key, value string) error {
 // (a Kafka key before the Runnel key it feeds); the first error in that order is given,
 // unknown keys (alphabetically) first.
 func (b *Broker) setAll(props map[string]string) error {
-	var unknown []string
+	var unknown, overrides []string
 	for k := range props {
-		if _, ok := brokerByName[k]; !ok {
+		if _, _, ok := lookupProp(k); !ok {
 			unknown = append(unknown, k)
+		} else if _, ok := brokerByName[k]; !ok {
+			overrides = append(overrides, k)
 		}
 	}
 	if len(unknown) > 0 {
@@ -197,6 +222,13 @@ func (b *Broker) setAll(props map[string]string) error {
 			if err := b.set(p.name, v); err != nil {
 				return err
 			}
+		}
+	}
+	// The per-listener overrides (listener.name.<name>.<property>) after the table.
+	sort.Strings(overrides)
+	for _, k := range overrides {
+		if err := b.set(k, props[k]); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -222,7 +254,7 @@ func (b *Broker) Explicit(key string) bool {
 func (b *Broker) IgnoredSet() []string {
 	var out []string
 	for k := range b.explicit {
-		if brokerByName[k].ignored {
+		if p, _, _ := lookupProp(k); p.ignored {
 			out = append(out, k)
 		}
 	}
@@ -235,10 +267,8 @@ func (b *Broker) IgnoredSet() []string {
 func (b *Broker) IgnoredWarnings() []string {
 	var out []string
 	for _, k := range b.IgnoredSet() {
-		out = append(out, "property "+k+" is accepted for compatibility but ignored: "+brokerByName[k].doc)
-	}
-	if b.PartitionAutobalancingMode == "continuous" {
-		out = append(out, "partition.autobalancing.mode=continuous acts as node_add: moving replicas off nodes that stay dead or whose disk fills is not built yet")
+		p, _, _ := lookupProp(k)
+		out = append(out, "property "+k+" is accepted for compatibility but ignored: "+p.doc)
 	}
 	return out
 }
@@ -264,9 +294,7 @@ func (b *Broker) IsController() bool {
 
 // derive recomputes every typed field from Raw.
 func (b *Broker) derive() error {
-	if err := b.applyKafkaAddresses(); err != nil {
-		return err
-	}
+	b.applyKafkaAddresses()
 	b.DataDir = b.Raw["log.dir"]
 	if d, ok := b.Raw["log.dirs"]; ok {
 		b.DataDir = d
@@ -274,15 +302,12 @@ func (b *Broker) derive() error {
 	if dirs := splitList(b.DataDir); len(dirs) > 0 {
 		b.DataDir = dirs[0]
 	}
-	b.Listen = b.Raw["listen"]
 	b.ControllerListen = b.Raw["controller.listen"]
-	b.Advertise = b.Raw["advertise"]
-	if _, ok := b.explicit["advertise"]; !ok {
-		b.Advertise = advertiseFor(b.Listen)
-		b.Raw["advertise"] = b.Advertise
-	}
 	b.Controllers, _ = parseVoters(b.Raw["controllers"])
-	return b.deriveTagged()
+	if err := b.deriveTagged(); err != nil {
+		return err
+	}
+	return b.deriveListeners()
 }
 
 // taggedFields maps a property name to the index of the Broker field tagged with it.

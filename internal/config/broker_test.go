@@ -148,7 +148,7 @@ func TestLoadKafkaServerProperties(t *testing.T) {
 			t.Errorf("%s = %#v, want %#v", name, c[0], c[1])
 		}
 	}
-	wantIgnored := []string{"inter.broker.listener.name", "num.io.threads", "num.network.threads", "process.roles",
+	wantIgnored := []string{"num.io.threads", "num.network.threads", "process.roles",
 		"socket.receive.buffer.bytes", "socket.send.buffer.bytes",
 		"transaction.state.log.min.isr", "transaction.state.log.replication.factor"}
 	if got := b.IgnoredSet(); !slices.Equal(got, wantIgnored) {
@@ -202,7 +202,7 @@ func TestAddressPrecedence(t *testing.T) {
 		{"runnel key wins in a file", "listen=a:1\nlisteners=PLAINTEXT://b:1,CONTROLLER://b:2\n", nil, "a:1", "b:2", "a:1", ""},
 		{"--set listeners beats file listen", "listen=a:1\n", []string{"listeners=PLAINTEXT://b:1"}, "b:1", "localhost:9093", "b:1", ""},
 		{"later --set wins", "", []string{"listeners=PLAINTEXT://b:1", "listen=c:1", "advertised.listeners=PLAINTEXT://d:1", "advertise=e:1"}, "c:1", "localhost:9093", "e:1", ""},
-		{"controller names are honoured", "controller.listener.names=RAFT\nlisteners=RAFT://r:1,CLIENT://c:1\nlistener.security.protocol.map=RAFT:PLAINTEXT,CLIENT:PLAINTEXT\n", nil, "c:1", "r:1", "c:1", ""},
+		{"controller names are honoured", "controller.listener.names=RAFT\nlisteners=RAFT://r:1,CLIENT://c:1\nlistener.security.protocol.map=RAFT:PLAINTEXT,CLIENT:PLAINTEXT\ninter.broker.listener.name=CLIENT\n", nil, "c:1", "r:1", "c:1", ""},
 		{"controller names set after listeners", "listeners=RAFT://r:1,PLAINTEXT://c:1\n", []string{"controller.listener.names=RAFT"}, "c:1", "r:1", "c:1", ""},
 		{"only a controller listener", "listeners=CONTROLLER://x:5\n", nil, "localhost:9092", "x:5", "localhost:9092", ""},
 		{"voters from kafka key", "controller.quorum.voters=1@a:1\n", []string{}, "localhost:9092", "localhost:9093", "localhost:9092", "1@a:1"},
@@ -283,8 +283,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad listen", "", []string{"listen=localhost"}, "listen", "not HOST:PORT", false, false},
 		{"bad port", "", []string{"http.listen=:99999"}, "http.listen", "invalid port", false, false},
 		{"bad listeners", "listeners=localhost:9092\n", nil, "listeners", "NAME://HOST:PORT", false, true},
-		{"ssl listener", "", []string{"listeners=SSL://:9093"}, "listeners", "PLAINTEXT only", false, false},
-		{"two client listeners", "", []string{"listener.security.protocol.map=OTHER:PLAINTEXT", "listeners=PLAINTEXT://:1,OTHER://:2"}, "listeners", "more than one client listener", false, false},
+		{"ssl listener without keystore", "", []string{"listeners=PLAINTEXT://:9092,SSL://:9093"}, "ssl.keystore.location", "listener SSL (SSL) needs a certificate", false, false},
 		{"bad voters", "", []string{"controllers=1@a:1,x@b:2"}, "controllers", `"x@b:2"`, false, false},
 		{"duplicate voters", "", []string{"controller.quorum.voters=1@a:1,1@b:2"}, "controller.quorum.voters", "twice", false, false},
 		{"two data dirs", "log.dirs=/a,/b\n", nil, "log.dirs", "one data directory", false, true},
@@ -293,6 +292,7 @@ func TestLoadErrors(t *testing.T) {
 		{"heartbeat vs session", "", []string{"broker.heartbeat.interval.ms=9000"}, "broker.heartbeat.interval.ms", "less than broker.session.timeout.ms (2000)", false, false},
 		{"fetch wait vs lag", "", []string{"replica.lag.time.max.ms=100"}, "replica.fetch.wait.max.ms", "replica.lag.time.max.ms (100)", false, false},
 		{"group session bounds", "", []string{"group.min.session.timeout.ms=2000000"}, "group.min.session.timeout.ms", "group.max.session.timeout.ms", false, false},
+		{"bad super user", "", []string{"super.users=User:admin;alice"}, "super.users", `"alice", which is not a principal`, false, false},
 		{"malformed escape in file", `log.dirs=\uXYZW` + "\n", nil, "log.dirs", "escape", false, true},
 	}
 	for _, tt := range tests {

@@ -107,23 +107,81 @@ func (b *Broker) describeTopicConfig(p *prop, overrides map[string]string) Entry
 	return e
 }
 
-// DescribeBroker lists every broker property with its value and source, sorted by name.
-// Runnel has no dynamic broker configs, so all are read-only.
-func (b *Broker) DescribeBroker() []Entry {
+// DescribeBroker lists every broker property with its value and source, sorted by name,
+// as the node's own configuration gives them (no dynamic values; see
+// DescribeBrokerDynamic).
+func (b *Broker) DescribeBroker() []Entry { return b.DescribeBrokerDynamic(nil) }
+
+// DescribeBrokerDynamic lists every broker property as DescribeBroker does, with the
+// values set at run time: dynamic holds the cluster-wide dynamic broker configs
+// (metadata Image.Configs, set by AlterConfigs on the default broker resource or on a
+// broker, which Runnel applies to every node). A dynamic property set there has that
+// value, with source DYNAMIC_DEFAULT_BROKER_CONFIG first among its synonyms (Kafka's
+// order: dynamic default, static, default). Only the dynamic properties are
+// writable (ReadOnly false).
+func (b *Broker) DescribeBrokerDynamic(dynamic map[string]string) []Entry {
+	return b.DescribeBrokerScoped(dynamic, nil)
+}
+
+// DescribeBrokerScoped is DescribeBrokerDynamic for one broker with its own dynamic
+// configs (own, property -> value: BrokerOwnConfigs): a dynamic property set there has
+// that value with source DYNAMIC_BROKER_CONFIG, which wins over the cluster-wide
+// default; the synonyms are in Kafka's order (dynamic broker, dynamic default,
+// static, default).
+func (b *Broker) DescribeBrokerScoped(defaults, own map[string]string) []Entry {
 	out := make([]Entry, 0, len(brokerProps))
 	for i := range brokerProps {
-		out = append(out, b.describeBrokerConfig(&brokerProps[i]))
+		out = append(out, b.describeBrokerConfig(&brokerProps[i], defaults, own))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
-func (b *Broker) describeBrokerConfig(p *prop) Entry {
+// DescribeBrokerDefaults lists the cluster-wide dynamic broker configs that are set
+// (defaults: BrokerDefaultConfigs), as Kafka describes the default broker resource
+// (an empty name): only those, each with source DYNAMIC_DEFAULT_BROKER_CONFIG, sorted
+// by name.
+func DescribeBrokerDefaults(defaults map[string]string) []Entry {
+	out := make([]Entry, 0, len(defaults))
+	for k, v := range defaults {
+		e := Entry{Name: k, Value: strings.TrimSpace(v), Source: SourceDynamicDefaultBroker}
+		if p, ok := brokerByName[k]; ok {
+			e.Type, e.Doc, e.ReadOnly, e.Sensitive = p.typ.String(), p.doc, !p.dynamic, p.typ == TypePassword
+		} else if p, ok := topicByName[k]; ok {
+			e.Type, e.Doc = p.typ.String(), p.doc
+		}
+		e.Synonyms = []Entry{{Name: k, Value: e.Value, Source: SourceDynamicDefaultBroker, Type: e.Type}}
+		if e.Sensitive {
+			e.Value, e.Null, e.Synonyms[0].Value = "", true, ""
+		}
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (b *Broker) describeBrokerConfig(p *prop, defaults, own map[string]string) Entry {
 	v, has := b.Raw[p.name]
-	e := Entry{Name: p.name, Value: v, Null: !has, Source: SourceDefault, ReadOnly: true,
+	e := Entry{Name: p.name, Value: v, Null: !has, Source: SourceDefault, ReadOnly: !p.dynamic,
 		Sensitive: p.typ == TypePassword, Type: p.typ.String(), Doc: p.doc}
+	for _, dyn := range []struct {
+		values map[string]string
+		source Source
+	}{{own, SourceDynamicBroker}, {defaults, SourceDynamicDefaultBroker}} {
+		dv, ok := dyn.values[p.name]
+		if !ok || !p.dynamic {
+			continue
+		}
+		dv = strings.TrimSpace(dv)
+		if e.Source == SourceDefault {
+			e.Value, e.Null, e.Source = dv, false, dyn.source
+		}
+		e.Synonyms = append(e.Synonyms, Entry{Name: p.name, Value: dv, Source: dyn.source, Type: e.Type})
+	}
 	if b.Explicit(p.name) {
-		e.Source = SourceStaticBroker
+		if e.Source == SourceDefault {
+			e.Source = SourceStaticBroker
+		}
 		e.Synonyms = append(e.Synonyms, Entry{Name: p.name, Value: v, Source: SourceStaticBroker, Type: e.Type})
 	}
 	if !p.null {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"reflect"
 	"sort"
 	"testing"
@@ -124,5 +125,45 @@ func TestSourceAndTypeNames(t *testing.T) {
 		if typ.String() != name || (name != "UNKNOWN" && (Entry{Type: name}).TypeCode() != int8(typ)) {
 			t.Errorf("Type %d: %s / %d, want %s", typ, typ, Entry{Type: name}.TypeCode(), name)
 		}
+	}
+}
+
+// A throttle rate set at run time is reported with its dynamic value and source
+// (DYNAMIC_DEFAULT_BROKER_CONFIG), the static value and the default after it among the
+// synonyms; a property that is not dynamic ignores a dynamic value, and stays
+// read-only.
+func TestDescribeBrokerDynamic(t *testing.T) {
+	b, err := Load("", []string{"leader.replication.throttled.rate=5000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn := map[string]string{"leader.replication.throttled.rate": "1000", "follower.replication.throttled.rate": "2000",
+		"num.partitions": "7", ControllerStatePrefix + "x": "{}"}
+	got := map[string]Entry{}
+	for _, e := range b.DescribeBrokerDynamic(dyn) {
+		got[e.Name] = e
+	}
+	if _, ok := got[ControllerStatePrefix+"x"]; ok {
+		t.Errorf("the controller's state key is listed")
+	}
+	l := got["leader.replication.throttled.rate"]
+	if l.Value != "1000" || l.Source != SourceDynamicDefaultBroker || l.ReadOnly {
+		t.Errorf("leader rate: value %q source %v read-only %v, want 1000 DYNAMIC_DEFAULT_BROKER_CONFIG writable", l.Value, l.Source, l.ReadOnly)
+	}
+	var srcs []Source
+	for _, s := range l.Synonyms {
+		srcs = append(srcs, s.Source)
+	}
+	if want := []Source{SourceDynamicDefaultBroker, SourceStaticBroker, SourceDefault}; fmt.Sprint(srcs) != fmt.Sprint(want) {
+		t.Errorf("leader rate synonyms %v, want %v", srcs, want)
+	}
+	if f := got["follower.replication.throttled.rate"]; f.Value != "2000" || f.Source != SourceDynamicDefaultBroker {
+		t.Errorf("follower rate: value %q source %v, want 2000 DYNAMIC_DEFAULT_BROKER_CONFIG", f.Value, f.Source)
+	}
+	if n := got["num.partitions"]; n.Value != "1" || n.Source != SourceDefault || !n.ReadOnly {
+		t.Errorf("num.partitions: value %q source %v read-only %v, want the default 1, read-only", n.Value, n.Source, n.ReadOnly)
+	}
+	if l := b.DescribeBroker(); len(l) != len(b.DescribeBrokerDynamic(dyn)) {
+		t.Errorf("DescribeBroker lists %d entries, DescribeBrokerDynamic %d", len(l), len(b.DescribeBrokerDynamic(dyn)))
 	}
 }

@@ -15,16 +15,20 @@ import (
 // field derive feeds them into.
 var untagged = map[string]string{
 	"log.dir": "DataDir", "log.dirs": "DataDir",
-	"listeners": "Listen", "listen": "Listen",
-	"advertised.listeners": "Advertise", "advertise": "Advertise",
-	"controller.listen": "ControllerListen", "controller.listener.names": "ControllerListen",
+	"listeners": "Listeners", "listen": "Listeners",
+	"advertised.listeners": "Listeners", "advertise": "Listeners",
+	"listener.security.protocol.map": "Listeners", "inter.broker.listener.name": "InterBroker",
+	"ssl.keystore.location": "Listeners", "ssl.truststore.location": "Listeners", "ssl.client.auth": "Listeners",
+	"sasl.enabled.mechanisms": "Listeners",
+	"controller.listen":       "ControllerListen", "controller.listener.names": "ControllerListen",
 	"controller.quorum.voters": "Controllers", "controllers": "Controllers",
 }
 
 // validatedOnly are properties Runnel acts on only by refusing the values it cannot
 // honour at load time.
 var validatedOnly = map[string]string{
-	"listener.security.protocol.map": "checkProtocolMap: Runnel serves PLAINTEXT only",
+	"ssl.keystore.type":   "PEM is the one format Runnel reads",
+	"ssl.truststore.type": "PEM is the one format Runnel reads",
 }
 
 // selectorsOutsideConfig gives every name selected (x.Name) in the module's non-test

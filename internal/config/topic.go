@@ -83,11 +83,25 @@ func ValidateDynamicBrokerConfig(key, value string) error {
 }
 
 // IsDynamicBrokerProperty reports whether key is a broker property that AlterConfigs
-// may set at run time (not a topic config).
+// may set at run time, one broker's own value of one (BrokerScopePrefix), or the
+// controller's own state kept among the cluster-wide configs (ControllerStatePrefix):
+// not a topic config in any case.
 func IsDynamicBrokerProperty(key string) bool {
+	if strings.HasPrefix(key, ControllerStatePrefix) || strings.HasPrefix(key, BrokerScopePrefix) {
+		return true
+	}
 	p, ok := brokerByName[key]
 	return ok && p.dynamic
 }
+
+// ControllerStatePrefix names the keys of the cluster-wide configs (metadata
+// Image.Configs) that hold the controller's own state rather than a config: the
+// balancer's record of the throttles it set (controller/balance_throttle.go), so that
+// a controller that takes over clears them and nothing an operator set. No property
+// has the prefix: AlterConfigs refuses such a key (ValidateDynamicBrokerConfig), the
+// topics' settings leave it out (IsDynamicBrokerProperty) and DescribeConfigs does not
+// list it.
+const ControllerStatePrefix = "runnel.controller."
 
 // DynamicBrokerLong is the value of dynamic broker property key: the metadata's
 // (dynamic, from AlterConfigs) when it holds a valid one, else fallback (the node's

@@ -188,3 +188,19 @@ func throttledReplicas(v string) string {
 	}
 	return ""
 }
+
+// principalList accepts super.users: principals Type:Name separated by semicolons
+// (spaces around each and empty entries ignored), as internal/auth.ParseSuperUsers
+// reads them, so that a malformed value fails at start-up naming the entry.
+func principalList(v string) string {
+	for _, p := range strings.Split(v, ";") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if typ, name, ok := strings.Cut(p, ":"); !ok || typ == "" || name == "" {
+			return fmt.Sprintf("has %q, which is not a principal of the form Type:Name (e.g. User:alice)", p)
+		}
+	}
+	return ""
+}

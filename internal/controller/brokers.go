@@ -66,15 +66,19 @@ func (c *Controller) RegisterBroker(ctx context.Context, r Registration) (int64,
 		}
 		b := r.Broker
 		b.Epoch, b.Fenced, b.IncarnationID, b.RegisteredOffset = old.Epoch+1, true, r.IncarnationID, 0
+		// A new node awaits its share until the balancer plans it (balance.go), also
+		// across its restarts and a change of active controller. A node that registers
+		// while the cluster holds no topic is forming the cluster, not joining it: it
+		// has no share to wait for, and a mark left on it would let the first tick
+		// after the cluster filled up (or a controller taking over) rebalance the
+		// founding nodes' replicas and leaders under the clients' feet.
+		b.AwaitsShare = old.AwaitsShare || !had && c.cfg.BalanceOnNodeAdd && len(im.Topics) > 0
 		if r.UncleanShutdown && had {
 			recs = append(recs, c.distrustLastReplicaLocked(im, recs, id)...)
 		}
 		recs = append(recs, metadata.Record{Type: metadata.RegisterBrokerType, Broker: &b})
 		if _, err := c.proposeLocked(ctx, recs); err != nil {
 			return err
-		}
-		if !had {
-			c.noteNewNode(id)
 		}
 		c.sessions.register(id, b.Epoch, time.Now())
 		epoch = b.Epoch

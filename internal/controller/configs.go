@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/runnel-io/runnel/internal/config"
 	"github.com/runnel-io/runnel/internal/metadata"
 )
 
@@ -27,9 +28,49 @@ func (c *Controller) AlterTopicConfigs(ctx context.Context, topic string, set ma
 // way IncrementalAlterConfigs on the default broker resource does: a nil value
 // deletes the key. Values are checked with Config.ValidateBrokerConfig.
 func (c *Controller) AlterBrokerConfigs(ctx context.Context, set map[string]*string, validateOnly bool) error {
+	if err := refuseReservedKeys(set); err != nil {
+		return err
+	}
 	return c.withLeader(ctx, func(im *metadata.Image) error {
 		return c.alterConfigsLocked(ctx, c.cfg.ValidateBrokerConfig, "", im.Configs, set, false, validateOnly)
 	})
+}
+
+// AlterNodeConfigs changes broker node's own dynamic configs, the way
+// IncrementalAlterConfigs on the broker resource named by its id does (Kafka's
+// DYNAMIC_BROKER_CONFIG): they apply on that node alone and win over the cluster-wide
+// defaults there. They are kept among the cluster-wide configs under
+// config.BrokerScopedKey, so they survive restarts. A nil value deletes the key.
+// Values are checked with Config.ValidateNodeConfig. The node need not be
+// registered (Kafka accepts configs for a broker before it first starts).
+func (c *Controller) AlterNodeConfigs(ctx context.Context, node metadata.NodeID, set map[string]*string, validateOnly bool) error {
+	if err := refuseReservedKeys(set); err != nil {
+		return err
+	}
+	for k, v := range set {
+		if err := validateConfig(c.cfg.ValidateNodeConfig, k, v); err != nil {
+			return err
+		}
+	}
+	scoped := make(map[string]*string, len(set))
+	for k, v := range set {
+		scoped[config.BrokerScopedKey(int32(node), k)] = v
+	}
+	return c.withLeader(ctx, func(im *metadata.Image) error {
+		return c.alterConfigsLocked(ctx, nil, "", im.Configs, scoped, false, validateOnly)
+	})
+}
+
+// refuseReservedKeys refuses keys of the controller's state and of per-broker configs
+// given by name (a deletion too, which is not validated otherwise): only the
+// controller writes them.
+func refuseReservedKeys(set map[string]*string) error {
+	for k := range set {
+		if strings.HasPrefix(k, config.ControllerStatePrefix) || strings.HasPrefix(k, config.BrokerScopePrefix) {
+			return fmt.Errorf("%w: %s: no such config (the prefix is reserved)", ErrInvalidConfig, k)
+		}
+	}
+	return nil
 }
 
 func (c *Controller) alterConfigsLocked(ctx context.Context, validate func(k, v string) error, topic string,

@@ -13,6 +13,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/vnet"
 )
 
 // Defaults for the zero values of Config.
@@ -30,6 +31,9 @@ type Config struct {
 	NodeID metadata.NodeID
 	// DataDir holds meta.properties and __raft/.
 	DataDir string
+	// Network is where the Raft transport listens and dials, and where discovery
+	// dials; nil is the host's TCP stack (vnet.OS). Tests give a vnet.Mem host.
+	Network vnet.Network
 	// Listen is the host:port the Raft TCP transport binds (--controller-listen).
 	// Port 0 picks a free port (see Addr).
 	Listen string
@@ -44,12 +48,20 @@ type Config struct {
 	// Default: slog.Default().
 	Logger *slog.Logger
 
+	// AnnounceAddr, if set, tells the active controller this node's new Raft address
+	// (UpdateRaftVoter): Start calls it, retrying, when this node is a voter whose
+	// address in the restored configuration is not the one it advertises now.
+	AnnounceAddr func(ctx context.Context, addr string) error
+
 	// ValidateTopicConfig checks one topic config entry (CreateTopics,
 	// AlterTopicConfigs). Nil accepts everything. Its error is wrapped in ErrInvalidConfig.
 	ValidateTopicConfig func(key, value string) error
 	// ValidateBrokerConfig checks one dynamic cluster-wide config entry
 	// (AlterBrokerConfigs). Default: ValidateTopicConfig.
 	ValidateBrokerConfig func(key, value string) error
+	// ValidateNodeConfig checks one config entry set for a single broker
+	// (AlterNodeConfigs). Default: ValidateBrokerConfig.
+	ValidateNodeConfig func(key, value string) error
 	// DefaultPartitions is used when a TopicSpec asks for -1 partitions. Default 1.
 	DefaultPartitions int32
 	// DefaultReplicationFactor is used when a TopicSpec asks for -1. Default 1.
@@ -99,6 +111,11 @@ type Config struct {
 	// runs out a session timeout after its last heartbeat. Nil: nothing is called.
 	OnLeaderChange func()
 
+	// BootstrapScramUsers are created with both SCRAM mechanisms by the active
+	// controller, once ready, if the metadata never held them (sasl.bootstrap.users,
+	// the inter-broker user; scram.go). Nil: none.
+	BootstrapScramUsers []BootstrapScramUser
+
 	// SnapshotThreshold is how many applied entries trigger a Raft snapshot, checked
 	// every SnapshotInterval. Defaults DefaultSnapshotThreshold and DefaultSnapshotInterval.
 	SnapshotThreshold uint64
@@ -127,17 +144,18 @@ type Controller struct {
 	ready atomic.Bool
 	// leaving is set by Leaving: Raft's failures to reach peers are then logged at Info.
 	leaving atomic.Bool
+	// bal is the partition balancer's state (balance.go): set by ConfigureBalancer,
+	// or the defaults on first use.
+	bal atomic.Pointer[balancer]
 
 	// Set by Start before it returns; read-only afterwards. Nil before Start.
 	props metaProperties
 	raft  *raft.Raft
-	trans *raft.NetworkTransport
-	store *raftboltdb.BoltStore
-
-	// balanceMu guards newNodes: brokers that registered for the first time and have
-	// not had their share balanced onto them yet (balance.go).
-	balanceMu sync.Mutex
-	newNodes  map[metadata.NodeID]bool
+	// raftSet is closed once raft is set: the discovery service (discovery.go), which
+	// shares the transport's listener and so runs before, reads raft only after it.
+	raftSet chan struct{}
+	trans   *raft.NetworkTransport
+	store   *raftboltdb.BoltStore
 
 	// proposeMu serialises every read-validate-propose-wait sequence, so a proposal is
 	// always validated against an image that includes every earlier proposal from this
@@ -180,7 +198,7 @@ func New(cfg Config) (*Controller, error) {
 		seen[v.ID] = true
 	}
 	c := &Controller{cfg: cfg, log: cfg.Logger.With("component", "controller"), done: make(chan struct{}),
-		sessions: newSessions(0, time.Now()), applied: newAppliedOffsets()}
+		raftSet: make(chan struct{}), sessions: newSessions(0, time.Now()), applied: newAppliedOffsets()}
 	c.prevLeader.Store(-1)
 	c.fsm = newFSM(c.log)
 	return c, nil
@@ -192,6 +210,9 @@ func applyDefaults(cfg *Config) {
 	}
 	if cfg.ValidateBrokerConfig == nil {
 		cfg.ValidateBrokerConfig = cfg.ValidateTopicConfig
+	}
+	if cfg.ValidateNodeConfig == nil {
+		cfg.ValidateNodeConfig = cfg.ValidateBrokerConfig
 	}
 	if cfg.DefaultPartitions <= 0 {
 		cfg.DefaultPartitions = 1

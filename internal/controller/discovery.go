@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/vnet"
 )
 
 // Controller discovery shares the Raft listener. A node outside the quorum knows only
@@ -51,7 +52,7 @@ func (c *Controller) ControllerAddr(ctx context.Context) (metadata.NodeID, strin
 		if v.ID == c.cfg.NodeID {
 			continue
 		}
-		a, err := askVoter(ctx, v.Addr)
+		a, err := askVoterOn(ctx, c.Network(), v.Addr)
 		if err != nil {
 			c.log.Debug("controller discovery failed", "voter", v.ID, "addr", v.Addr, "err", err)
 			continue
@@ -77,15 +78,26 @@ func (c *Controller) localAnswer() discoveryAnswer {
 func (c *Controller) answerDiscovery(conn net.Conn) {
 	defer conn.Close()
 	conn.SetWriteDeadline(time.Now().Add(discoveryTimeout))
-	json.NewEncoder(conn).Encode(c.localAnswer())
+	a := discoveryAnswer{Leader: -1} // Raft not started yet: no leader known
+	select {
+	case <-c.raftSet:
+		a = c.localAnswer()
+	default:
+	}
+	json.NewEncoder(conn).Encode(a)
 }
 
 // askVoter asks the voter at addr who the active controller is.
+// It dials on the host's TCP stack; askVoterOn takes the network (Controller.Network).
 func askVoter(ctx context.Context, addr string) (discoveryAnswer, error) {
+	return askVoterOn(ctx, vnet.OS, addr)
+}
+
+// askVoterOn is askVoter dialing on network.
+func askVoterOn(ctx context.Context, network vnet.Network, addr string) (discoveryAnswer, error) {
 	ctx, cancel := context.WithTimeout(ctx, discoveryTimeout)
 	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	conn, err := network.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return discoveryAnswer{}, err
 	}
@@ -107,6 +119,7 @@ func askVoter(ctx context.Context, addr string) (discoveryAnswer, error) {
 // is sniffed on its own goroutine so a slow client cannot stall Raft's Accept.
 type muxLayer struct {
 	ln        net.Listener
+	network   vnet.Network // Dial's network (the listener's)
 	advertise net.Addr
 	serve     func(net.Conn)
 	conns     chan net.Conn // sniffed Raft connections, for Accept
@@ -120,8 +133,8 @@ type muxLayer struct {
 
 var _ raft.StreamLayer = (*muxLayer)(nil)
 
-func newMuxLayer(ln net.Listener, advertise net.Addr, serve func(net.Conn)) *muxLayer {
-	m := &muxLayer{ln: ln, advertise: advertise, serve: serve, conns: make(chan net.Conn),
+func newMuxLayer(ln net.Listener, advertise net.Addr, serve func(net.Conn), network vnet.Network) *muxLayer {
+	m := &muxLayer{ln: ln, network: network, advertise: advertise, serve: serve, conns: make(chan net.Conn),
 		done: make(chan struct{}), sniffing: map[net.Conn]struct{}{}}
 	m.wg.Add(1)
 	go m.acceptLoop()
@@ -210,7 +223,7 @@ func (m *muxLayer) Addr() net.Addr { return m.advertise }
 
 // Dial implements raft.StreamLayer.
 func (m *muxLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return net.DialTimeout("tcp", string(addr), timeout)
+	return vnet.DialTimeout(m.network, "tcp", string(addr), timeout)
 }
 
 // prefixConn gives back the byte sniff read before the rest of the stream.

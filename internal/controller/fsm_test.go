@@ -3,6 +3,7 @@ package controller
 import (
 	"bytes"
 	"io"
+	"reflect"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -60,7 +61,7 @@ func TestFSMApplySnapshotRestore(t *testing.T) {
 	}
 	want, got := f.image.Load(), g.image.Load()
 	assertSameImage(t, want, got)
-	if got.Offset != 6 || got.ClusterID != "cid" || got.Brokers[1] != want.Brokers[1] || got.NextProducerID != 1000 {
+	if got.Offset != 6 || got.ClusterID != "cid" || !reflect.DeepEqual(got.Brokers[1], want.Brokers[1]) || got.NextProducerID != 1000 {
 		t.Fatalf("restored %+v, want %+v", got, want)
 	}
 	if err := g.Restore(io.NopCloser(bytes.NewReader([]byte("nope")))); err == nil {

@@ -72,15 +72,17 @@ func (c *Controller) pushCommitIndex(ctx context.Context) {
 	c.raft.Barrier(min(timeoutOf(ctx), commitTimeout))
 }
 
-// waitFuture waits for f, the context or Close. Raft answers every future by its
-// shutdown at the latest, so the helper goroutine always exits.
+// waitFuture waits for f, the context or Close.
+//
+// The helper goroutine is deliberately not in c.wg: hashicorp/raft (v1.7.3) does not
+// answer every future by its shutdown. A committed entry waits in the buffered
+// fsmMutateCh for runFSM, and runFSM returns on shutdown without answering what is
+// still queued, so f.Error() can block for ever. Close must not wait for it (CI
+// hung 20 minutes in Close that way); the goroutine is left behind, one per
+// proposal in flight at shutdown, holding only f and errc.
 func (c *Controller) waitFuture(ctx context.Context, f raft.Future) error {
 	errc := make(chan error, 1)
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		errc <- f.Error()
-	}()
+	go func() { errc <- f.Error() }()
 	select {
 	case err := <-errc:
 		return c.raftError(err)

@@ -14,6 +14,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/vnet"
 )
 
 // Raft timing for a LAN: a single voter elects itself within about a second of start.
@@ -68,11 +69,67 @@ func (c *Controller) Start(ctx context.Context) error {
 		c.log.Info("not in the metadata quorum yet: waiting to be added as a non-voter", "node", c.cfg.NodeID, "addr", c.Addr())
 		return nil
 	}
+	if err := c.announceNewAddr(ctx); err != nil {
+		c.Close()
+		return err
+	}
 	if err := c.WaitReady(ctx); err != nil {
 		c.Close()
 		return err
 	}
 	return nil
+}
+
+// announceInterval paces announceNewAddr's attempts; announceAttemptTimeout bounds one.
+const (
+	announceInterval       = 200 * time.Millisecond
+	announceAttemptTimeout = 2 * time.Second
+)
+
+// announceNewAddr handles a voter that restarted with another Raft address than the
+// configuration it restored holds (KIP-853's UpdateRaftVoter): the leader sends to
+// the old address, so this node would never hear from it. It calls
+// Config.AnnounceAddr (which sends UpdateRaftVoter to the active controller) until it
+// succeeds or this node hears from a leader; when this node is the leader itself (a
+// lone voter), it updates its own entry. Nothing to do for a non-voter (its
+// registration updates its address) or an unchanged address.
+func (c *Controller) announceNewAddr(ctx context.Context) error {
+	self, ok := c.storedSelf()
+	addr := c.Addr()
+	if !ok || self.Suffrage != raft.Voter || string(self.Address) == addr {
+		return nil
+	}
+	c.log.Info("this voter's Raft address changed since the quorum last recorded it: announcing the new one",
+		"old_addr", self.Address, "addr", addr)
+	tick := time.NewTicker(announceInterval)
+	defer tick.Stop()
+	var last error
+	for {
+		if c.IsLeader() {
+			return c.UpdateVoter(ctx, c.cfg.NodeID, addr)
+		}
+		if s, ok := c.storedSelf(); ok && string(s.Address) == addr {
+			return nil // the leader recorded it (and so reaches this node)
+		}
+		if c.cfg.AnnounceAddr != nil {
+			// Bounded, so that the checks above run again (a lone voter leads itself).
+			actx, cancel := context.WithTimeout(ctx, announceAttemptTimeout)
+			last = c.cfg.AnnounceAddr(actx, addr)
+			cancel()
+			if last == nil {
+				c.log.Info("the active controller recorded this voter's new Raft address", "addr", addr)
+				return nil
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: announcing this voter's new Raft address %s (the quorum has %s): %v: %w",
+				ErrTimeout, addr, self.Address, last, ctx.Err())
+		case <-c.done:
+			return ErrClosed
+		}
+	}
 }
 
 // WaitReady waits (bounded by ctx) until a leader is known and the image carries a
@@ -138,6 +195,7 @@ func (c *Controller) openRaft() (joining bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("controller: start raft: %w", err)
 	}
+	close(c.raftSet)
 	c.observeLeaders()
 	c.watchFailedHeartbeats()
 	return joining, nil
@@ -205,7 +263,7 @@ func (c *Controller) checkPreviousLeader() {
 // service (discovery.go), which tells nodes outside the quorum where the active
 // controller's Kafka listener is.
 func (c *Controller) newTransport(hl *hclogAdapter) (*raft.NetworkTransport, error) {
-	ln, err := net.Listen("tcp", c.cfg.Listen)
+	ln, err := c.Network().Listen("tcp", c.cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("controller: raft listener on %s: %w", c.cfg.Listen, err)
 	}
@@ -221,11 +279,15 @@ func (c *Controller) newTransport(hl *hclogAdapter) (*raft.NetworkTransport, err
 		return nil, fmt.Errorf("controller: raft listener on %s: %s is not an address other nodes can dial (set an advertise address if it is a wildcard)",
 			c.cfg.Listen, adv)
 	}
-	layer := newMuxLayer(ln, adv, c.answerDiscovery)
+	layer := newMuxLayer(ln, adv, c.answerDiscovery, c.Network())
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: layer, MaxPool: transportMaxPool, Timeout: transportTimeout, Logger: hl,
 	}), nil
 }
+
+// Network is where this controller listens and dials (Config.Network, else vnet.OS).
+// The node's other clients of its peers (the controller channel) dial on it too.
+func (c *Controller) Network() vnet.Network { return vnet.Or(c.cfg.Network) }
 
 // advertise is Config.Advertise, else this node's address in Config.Voters, else ""
 // (the transport then advertises its bound address).
@@ -252,6 +314,9 @@ func (c *Controller) raftConfig(hl *hclogAdapter) *raft.Config {
 	rc.SnapshotThreshold = c.cfg.SnapshotThreshold
 	rc.SnapshotInterval = c.cfg.SnapshotInterval
 	rc.Logger = hl
+	// A leader that leaves the voters keeps replaying the metadata as a non-voter
+	// (voters.go moves the leadership first; this is the fallback).
+	rc.ShutdownOnRemove = false
 	return rc
 }
 
@@ -272,6 +337,10 @@ func (c *Controller) maybeBootstrap(rc *raft.Config, logs raft.LogStore, snaps r
 	if !isVoter(voters, c.cfg.NodeID) {
 		return true, nil
 	}
+	if leader, ok := c.quorumExists(); ok { // voters.go: the flag must not re-add a removed voter
+		c.log.Info("the metadata quorum exists already: joining it, not bootstrapping from --controllers", "node", c.cfg.NodeID, "leader", leader)
+		return true, nil
+	}
 	conf := raft.Configuration{}
 	for _, v := range voters {
 		conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: serverID(v.ID), Address: raft.ServerAddress(v.Addr)})
@@ -284,7 +353,9 @@ func (c *Controller) maybeBootstrap(rc *raft.Config, logs raft.LogStore, snaps r
 }
 
 // addNonvoterLocked adds node id at addr to the Raft configuration as a non-voter,
-// unless it is there already (a voter is never changed). "" does nothing.
+// unless it is there already; a member at another address gets addr (a node that
+// registers again after a restart with another --controller-listen: a voter stays a
+// voter, UpdateVoter). "" does nothing.
 func (c *Controller) addNonvoterLocked(ctx context.Context, id metadata.NodeID, addr string) error {
 	if addr == "" {
 		return nil
@@ -294,8 +365,12 @@ func (c *Controller) addNonvoterLocked(ctx context.Context, id metadata.NodeID, 
 		return err
 	}
 	for _, s := range cf.Configuration().Servers {
-		if s.ID == serverID(id) && (s.Suffrage == raft.Voter || s.Address == raft.ServerAddress(addr)) {
+		switch {
+		case s.ID != serverID(id):
+		case s.Address == raft.ServerAddress(addr):
 			return nil
+		case s.Suffrage == raft.Voter:
+			return c.updateVoterLocked(ctx, id, addr)
 		}
 	}
 	if err := c.waitFuture(ctx, c.raft.AddNonvoter(serverID(id), raft.ServerAddress(addr), 0, timeoutOf(ctx))); err != nil {
@@ -398,6 +473,7 @@ func (c *Controller) watchLeadership() {
 					c.log.Warn("new controller could not catch up", "err", err)
 				}
 				cancel()
+				c.bootstrapScramUsers()
 			}
 		case <-c.done:
 			return

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/config"
 	"github.com/runnel-io/runnel/internal/controller"
 	"github.com/runnel-io/runnel/internal/kafka"
 	"github.com/runnel-io/runnel/internal/metadata"
@@ -58,6 +60,9 @@ type AdminConfig struct {
 	// AwaitLeaderMove wait.
 	SessionTimeout time.Duration
 	Logger         *slog.Logger
+	// PeerClient gives the controller channel's dialer and SASL login for the
+	// controller's inter-broker listener (Channel.SetPeerClient); nil: plaintext.
+	PeerClient kafka.PeerClient
 }
 
 // NewAdmin returns the node's Admin with its controller channel (Channel).
@@ -65,6 +70,7 @@ func NewAdmin(cfg AdminConfig) *Admin {
 	c := cfg.Controller
 	a := &Admin{ctrl: c, ch: NewChannel(c, c.NodeID(), cfg.Logger), logger: cfg.Logger, applied: metadata.Empty(),
 		probe: cfg.Probe, sessionTimeout: cfg.SessionTimeout}
+	a.ch.SetPeerClient(cfg.PeerClient)
 	a.cond = sync.NewCond(&a.mu)
 	return a
 }
@@ -72,6 +78,18 @@ func NewAdmin(cfg AdminConfig) *Admin {
 // Channel is the node's channel to the active controller; it implements
 // replica.IsrChanger.
 func (a *Admin) Channel() *Channel { return a.ch }
+
+// CaughtUp reports whether im shows this node's current registration unfenced. The
+// controller unfences a registration only after a heartbeat reported an applied
+// offset at least its own image's, so such an image holds every change committed
+// before this node registered (what it missed while it was down) and it is safe to
+// delete the logs it places elsewhere (replica.Options.CaughtUp). False before the
+// first registration.
+func (a *Admin) CaughtUp(im *metadata.Image) bool {
+	epoch := a.ch.brokerEpoch.Load()
+	b, ok := im.Brokers[a.ch.self]
+	return epoch >= 0 && ok && b.Epoch == epoch && !b.Fenced
+}
 
 // SetApplied records im as applied to the local replicas: call it after
 // replica.Manager.ApplyImage, in image order. Image answers it from then on, and the
@@ -289,6 +307,26 @@ func (a *Admin) AlterBrokerConfigs(ctx context.Context, set map[string]*string, 
 		return kafkaError(err)
 	}
 	return a.settle(ctx, "cluster-wide broker configs")
+}
+
+// AlterNodeConfigs changes broker node's own dynamic configs (the broker resource
+// named by its id; controller.AlterNodeConfigs), forwarded to the active controller
+// when this node is not it.
+func (a *Admin) AlterNodeConfigs(ctx context.Context, node metadata.NodeID, set map[string]*string, validateOnly bool) error {
+	err := a.ctrl.AlterNodeConfigs(ctx, node, set, validateOnly)
+	if mayForward(ctx, err) {
+		err = a.ch.alterBrokerConfigs(ctx, strconv.Itoa(int(node)), set, validateOnly)
+		if err == nil && !validateOnly {
+			a.settleFor(ctx, func(im *metadata.Image) bool {
+				return configsApplied(config.BrokerOwnConfigs(im.Configs, int32(node)), set, false)
+			})
+		}
+		return err
+	}
+	if err != nil || validateOnly {
+		return kafkaError(err)
+	}
+	return a.settle(ctx, fmt.Sprintf("dynamic configs of node %d", node))
 }
 
 // configsApplied reports whether have reflects set (nil values deleted; with

@@ -19,6 +19,7 @@ import (
 	"github.com/runnel-io/runnel/internal/controller"
 	"github.com/runnel-io/runnel/internal/kafka"
 	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/vnet"
 )
 
 // Retry pacing of the controller channel while the controller is unknown or moving.
@@ -42,6 +43,9 @@ type Channel struct {
 	local  localAPI
 	logger *slog.Logger
 	self   metadata.NodeID
+	// peerClient gives the dialer and SASL login for the controller's inter-broker
+	// listener (SetPeerClient); nil dials plaintext. Set before the first call.
+	peerClient kafka.PeerClient
 	// brokerEpoch is this node's current registration epoch, -1 before the first one.
 	// Set by the broker lifecycle; sent in AlterPartition and AllocateProducerIDs.
 	brokerEpoch atomic.Int64
@@ -58,6 +62,10 @@ func NewChannel(c *controller.Controller, self metadata.NodeID, logger *slog.Log
 	ch.brokerEpoch.Store(-1)
 	return ch
 }
+
+// SetPeerClient makes the channel dial the controller's inter-broker listener with
+// pc's options (TLS, SASL). Call it before the first call.
+func (ch *Channel) SetPeerClient(pc kafka.PeerClient) { ch.peerClient = pc }
 
 // errChannelClosed is returned by calls on a closed channel.
 var errChannelClosed = fmt.Errorf("%w: controller channel closed", controller.ErrClosed)
@@ -115,8 +123,14 @@ func (ch *Channel) clientFor(addr string) (*kgo.Client, error) {
 	if ch.client != nil {
 		ch.client.Close()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("runnel-node-"+strconv.Itoa(int(ch.self))),
-		kgo.DialTimeout(channelDialTimeout), kgo.RequestRetries(0))
+	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID("runnel-node-" + strconv.Itoa(int(ch.self))),
+		kgo.DialTimeout(channelDialTimeout), kgo.RequestRetries(0)}
+	if ch.peerClient != nil {
+		opts = append(opts, ch.peerClient(channelDialTimeout)...)
+	} else {
+		opts = append(opts, kgo.Dialer(vnet.Dialer(ch.ctrl.Network(), channelDialTimeout))) // nil (kgo's own) on the host's network
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("controller channel to %s: %w", addr, err)
 	}
@@ -192,9 +206,16 @@ func (ch *Channel) registerBroker(ctx context.Context, r kafka.BrokerRegistratio
 		if r.Rack != "" {
 			req.Rack = kmsg.StringPtr(r.Rack)
 		}
-		req.Listeners = append(req.Listeners, listener("PLAINTEXT", r.Host, r.Port))
+		// The inter-broker endpoint first: the controller takes the first as the one
+		// other nodes dial (62_broker_registration.go).
+		for _, e := range r.Endpoints {
+			req.Listeners = append(req.Listeners, listener(e.Name, e.Host, e.Port, e.SecurityProtocol))
+		}
+		if len(r.Endpoints) == 0 {
+			req.Listeners = append(req.Listeners, listener("PLAINTEXT", r.Host, r.Port, 0))
+		}
 		if host, port, err := splitAddr(r.RaftAddr); err == nil {
-			req.Listeners = append(req.Listeners, listener(kafka.ControllerListenerName, host, port))
+			req.Listeners = append(req.Listeners, listener(kafka.ControllerListenerName, host, port, 0))
 		}
 		resp, err := ch.send(ctx, req)
 		if err != nil {
@@ -207,9 +228,9 @@ func (ch *Channel) registerBroker(ctx context.Context, r kafka.BrokerRegistratio
 	return epoch, err
 }
 
-func listener(name, host string, port int32) kmsg.BrokerRegistrationRequestListener {
+func listener(name, host string, port int32, protocol int16) kmsg.BrokerRegistrationRequestListener {
 	l := kmsg.NewBrokerRegistrationRequestListener()
-	l.Name, l.Host, l.Port, l.SecurityProtocol = name, host, uint16(port), 0
+	l.Name, l.Host, l.Port, l.SecurityProtocol = name, host, uint16(port), protocol
 	return l
 }
 
@@ -348,7 +369,7 @@ func LocalAPI(c *controller.Controller) kafka.ControllerAPI { return localAPI{c}
 
 func (a localAPI) RegisterBroker(ctx context.Context, r kafka.BrokerRegistration) (int64, error) {
 	epoch, err := a.ctrl.RegisterBroker(ctx, controller.Registration{
-		Broker:        metadata.Broker{ID: r.ID, Host: r.Host, Port: r.Port, Rack: r.Rack},
+		Broker:        metadata.Broker{ID: r.ID, Host: r.Host, Port: r.Port, Endpoints: r.Endpoints, Rack: r.Rack},
 		IncarnationID: r.IncarnationID, ClusterID: r.ClusterID, RaftAddr: r.RaftAddr,
 		UncleanShutdown: r.UncleanShutdown,
 	})

@@ -177,6 +177,14 @@ func (ch *Channel) alterConfigs(ctx context.Context, topic string, set map[strin
 	})
 }
 
+// alterBrokerConfigs forwards a change of one broker's own dynamic configs (the
+// broker resource named name, a broker id) as IncrementalAlterConfigs.
+func (ch *Channel) alterBrokerConfigs(ctx context.Context, name string, set map[string]*string, validateOnly bool) error {
+	return ch.do(ctx, "forward config change of node "+name, func(ctx context.Context) error {
+		return ch.sendIncrementalAlterConfigs(ctx, resourceTypeBroker, name, set, validateOnly)
+	})
+}
+
 func (ch *Channel) sendAlterConfigs(ctx context.Context, rtype int8, name string, set map[string]*string, validateOnly bool) error {
 	req := kmsg.NewPtrAlterConfigsRequest()
 	req.ValidateOnly = validateOnly

@@ -6,14 +6,17 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/runnel-io/runnel/internal/kafka"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/replica"
 	"github.com/runnel-io/runnel/internal/txn"
+	"github.com/runnel-io/runnel/internal/vnet"
 )
 
 // TxnPeersConfig configures TxnPeers.
@@ -33,6 +36,12 @@ type TxnPeersConfig struct {
 	// marker or a check is sent, so they may read parts made after TxnPeers (the
 	// coordinator takes TxnPeers' methods).
 	CoordinatorPartition func(txnID string) int32
+	// Network is where peers are dialled; nil is the host's TCP stack. Tests give a
+	// vnet.Mem host.
+	Network vnet.Network
+	// PeerClient, when set, gives the dialer (on Network, with TLS) and SASL login for
+	// the peers' inter-broker listener (kafka.PeerClient); nil dials plaintext.
+	PeerClient kafka.PeerClient
 }
 
 // TxnPeers is the transaction coordinator's RPCs to other nodes: WriteTxnMarkers to a
@@ -116,7 +125,14 @@ func (peers *TxnPeers) client(addr string) (*kgo.Client, error) {
 	if cl := peers.clients[addr]; cl != nil {
 		return cl, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("runnel-txn-"+strconv.Itoa(int(peers.cfg.Self))), kgo.RequestRetries(0))
+	const dialTimeout = 10 * time.Second // kgo's default
+	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID("runnel-txn-" + strconv.Itoa(int(peers.cfg.Self))), kgo.RequestRetries(0)}
+	if peers.cfg.PeerClient != nil {
+		opts = append(opts, peers.cfg.PeerClient(dialTimeout)...)
+	} else {
+		opts = append(opts, kgo.Dialer(vnet.Dialer(peers.cfg.Network, dialTimeout))) // nil (kgo's own) on the host's network
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,6 @@ package group_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"sort"
@@ -16,29 +15,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnel-io/runnel/internal/config"
-	"github.com/runnel-io/runnel/internal/server"
+	"github.com/runnel-io/runnel/internal/cluster"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-var (
-	nodeOnce sync.Once
-	node     *server.Node
-	nodeErr  error
-	nodeDir  string
-)
+// shared is the one node every test of the binary uses (internal/cluster's in-process
+// mode on loopback, started by the first test that needs it): starting a node per
+// test would cost more than most of these tests take.
+var shared = cluster.NewShared(cluster.Options{Nodes: 1, InProcess: true, StartTimeout: 60 * time.Second, Sets: []string{
+	"offsets.topic.num.partitions=5", "group.initial.rebalance.delay.ms=0", "group.min.session.timeout.ms=1000",
+}})
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if node != nil {
-		node.Close()
-	}
-	if nodeDir != "" {
-		os.RemoveAll(nodeDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }
 
 // brokerAddr starts the shared node on first use and returns its Kafka address.
 func brokerAddr(t *testing.T) string {
@@ -46,30 +35,7 @@ func brokerAddr(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
-	nodeOnce.Do(func() {
-		nodeDir, nodeErr = os.MkdirTemp("", "runnel-group-e2e-")
-		if nodeErr != nil {
-			return
-		}
-		cfg := config.Default()
-		for k, v := range map[string]string{
-			"listen": "127.0.0.1:0", "controller.listen": "127.0.0.1:0", "http.listen": "127.0.0.1:0",
-			"log.dirs": nodeDir, "offsets.topic.num.partitions": "5",
-			"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "1000",
-		} {
-			if nodeErr = cfg.Set(k, v); nodeErr != nil {
-				return
-			}
-		}
-		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		node, nodeErr = server.Start(ctx, cfg, server.Options{Logger: logger})
-	})
-	if nodeErr != nil {
-		t.Fatalf("start node: %v", nodeErr)
-	}
-	return node.KafkaAddr().String()
+	return shared.Get(t).Node(1).KafkaAddr
 }
 
 // seed are the options every franz-go client of these tests starts from.
@@ -580,17 +546,6 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // TestOffsetsSurviveNodeRestart commits offsets and group metadata, restarts the node
 // on the same data directory, and reads them back: the coordinator replays
 // __consumer_offsets when it leads its partitions again.
@@ -598,36 +553,11 @@ func TestOffsetsSurviveNodeRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
-	dir := t.TempDir()
-	props := map[string]string{
-		"listen": freeAddr(t), "controller.listen": freeAddr(t), "http.listen": "127.0.0.1:0",
-		"log.dirs": dir, "offsets.topic.num.partitions": "3", "group.initial.rebalance.delay.ms": "0",
-	}
-	start := func() *server.Node {
-		cfg := config.Default()
-		for k, v := range props {
-			if err := cfg.Set(k, v); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		n, err := server.Start(ctx, cfg, server.Options{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-		if err != nil {
-			t.Fatalf("start: %v", err)
-		}
-		return n
-	}
-	client := func(n *server.Node) *kadm.Client {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr().String()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(cl.Close)
-		return kadm.NewClient(cl)
-	}
-	n := start()
-	adm := client(n)
+	// A cluster of its own: the test restarts its node.
+	c := cluster.Start(t, cluster.Options{Nodes: 1, InProcess: true, Sets: []string{
+		"offsets.topic.num.partitions=3", "group.initial.rebalance.delay.ms=0"}})
+	client := func() *kadm.Client { return kadm.NewClient(c.Client(t)) }
+	adm := client()
 	ctx := context.Background()
 	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "durable"); err != nil {
 		t.Fatal(err)
@@ -644,11 +574,12 @@ func TestOffsetsSurviveNodeRestart(t *testing.T) {
 	if _, err := adm.DeleteGroups(ctx, "g-durable-2"); err != nil {
 		t.Fatal(err)
 	}
-	n.Close()
+	if err := c.Stop(1); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
 
-	n = start()
-	defer n.Close()
-	adm = client(n)
+	c.Restart(1)
+	adm = client()
 	var got kadm.OffsetResponses
 	eventually(t, 30*time.Second, "the offsets read back after the restart", func() error {
 		var err error

@@ -28,6 +28,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Pprof serves Go's profiles at /debug/pprof/ (http.pprof.enable).
 	Pprof bool
+	// Console, when set, serves the web console at / and its JSON at /api/v1/; the
+	// plain-text Status page is served at / only without it.
+	Console http.Handler
+	// Listen binds the listener; nil is net.Listen (tests give a vnet.Mem host's).
+	Listen func(network, addr string) (net.Listener, error)
 }
 
 // Server is the running HTTP listener.
@@ -58,17 +63,16 @@ func Start(o Options) (*Server, error) {
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if o.Status != nil {
-			fmt.Fprint(w, o.Status())
-		}
-	})
-	ln, err := net.Listen("tcp", o.Addr)
+	if o.Console != nil {
+		mux.Handle("/", o.Console)
+	} else {
+		mux.HandleFunc("/", statusHandler(o))
+	}
+	listen := o.Listen
+	if listen == nil {
+		listen = net.Listen
+	}
+	ln, err := listen("tcp", o.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("http listener on %s: %w", o.Addr, err)
 	}
@@ -96,4 +100,18 @@ func (s *Server) Close() error {
 	err := s.srv.Shutdown(ctx)
 	<-s.done
 	return err
+}
+
+// statusHandler serves o.Status as plain text at /.
+func statusHandler(o Options) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if o.Status != nil {
+			fmt.Fprint(w, o.Status())
+		}
+	}
 }

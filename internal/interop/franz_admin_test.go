@@ -2,7 +2,11 @@ package interop_test
 
 import (
 	"fmt"
+	"math"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -272,6 +276,17 @@ func testDescribeLogDirs(t *testing.T, addr string) {
 		testutil.Equal(t, len(parts), 2, "partitions of %s in %s", topic, name)
 		testutil.Equal(t, parts[0].Size, int64(0), "size of the empty partition 0")
 		testutil.True(t, parts[1].Size >= 5000 && parts[1].Size < 6000, "size of partition 1 is %d, want about 5000", parts[1].Size)
+		// KIP-827's sizes: (Total - Usable) / Total is the share df reports used (its
+		// Use%), so that the balancer's max.disk.usage.percent means what df shows.
+		testutil.True(t, d.TotalBytes > 0 && d.UsableBytes >= 0 && d.UsableBytes <= d.TotalBytes,
+			"log dir %s: TotalBytes %d, UsableBytes %d", name, d.TotalBytes, d.UsableBytes)
+		out, err := exec.Command("df", "--output=pcent", d.Dir).Output()
+		testutil.NoError(t, err, "df %s", d.Dir)
+		lines := strings.Fields(string(out))
+		dfPercent, err := strconv.Atoi(strings.TrimSuffix(lines[len(lines)-1], "%"))
+		testutil.NoError(t, err, "df output %q", out)
+		used := 100 * float64(d.TotalBytes-d.UsableBytes) / float64(d.TotalBytes)
+		testutil.True(t, math.Abs(used-float64(dfPercent)) <= 1.5, "log dir %s: %.1f%% used by TotalBytes/UsableBytes, df says %d%%", name, used, dfPercent)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnel-io/runnel/internal/config"
+	"github.com/runnel-io/runnel/internal/cluster"
 	"github.com/runnel-io/runnel/internal/invariants"
 	"github.com/runnel-io/runnel/internal/server"
 	"github.com/runnel-io/runnel/internal/testutil"
@@ -69,37 +68,19 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// startNode starts a single-node cluster in-process on loopback ports chosen by the
-// kernel, data in a temporary directory, with each of sets ("KEY=VALUE") applied
-// through config.Set. The node is closed when the test ends; its log is printed if the
-// test failed.
+// startNode starts one in-process node on loopback ports (internal/cluster's
+// Options.InProcess) with the extra properties sets, and stops it with a controlled
+// shutdown when the test ends, failing the test if that fails; a failed test prints
+// the tail of the node's log.
 func startNode(t *testing.T, sets ...string) *server.Node {
 	t.Helper()
-	cfg := config.Default()
-	base := []string{"listen=127.0.0.1:0", "controller.listen=127.0.0.1:0", "http.listen=127.0.0.1:0",
-		"log.dirs=" + t.TempDir()}
-	for _, s := range append(base, sets...) {
-		k, v, ok := strings.Cut(s, "=")
-		testutil.True(t, ok, "property %q is not KEY=VALUE", s)
-		testutil.NoError(t, cfg.Set(k, v), "config.Set(%q)", s)
-	}
-	logs := &lockedBuffer{}
-	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	n, err := server.Start(ctx, cfg, server.Options{Logger: logger})
-	if err != nil {
-		t.Fatalf("server.Start: %v\nnode log:\n%s", err, logs)
-	}
+	c := cluster.Start(t, cluster.Options{Nodes: 1, InProcess: true, Sets: sets, StartTimeout: 60 * time.Second})
 	t.Cleanup(func() {
-		if err := n.Close(); err != nil {
+		if err := c.Stop(1); err != nil {
 			t.Errorf("closing the node: %v", err)
 		}
-		if t.Failed() {
-			t.Logf("node log:\n%s", logs)
-		}
 	})
-	return n
+	return c.Server(1)
 }
 
 // bootstrap is the node's Kafka address as a client's seed broker.

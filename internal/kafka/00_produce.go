@@ -12,7 +12,9 @@ package kafka
 // ongoing transaction at its coordinator, else INVALID_TXN_STATE, so that a write
 // delayed past its transaction's end never lands in the next one. From v12
 // (transaction version 2, KIP-890 part 2) the partition is added to the transaction
-// implicitly instead (see verifyTxnProduce in txn.go).
+// implicitly instead (see verifyTxnProduce in txn.go). With ACLs on, each topic needs
+// WRITE (TOPIC_AUTHORIZATION_FAILED on its partitions, which are not appended) and a
+// transactional produce WRITE on its transactional id (authorize.go).
 
 import (
 	"context"
@@ -21,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/recordbatch"
 	"github.com/runnel-io/runnel/internal/replica"
@@ -30,6 +33,11 @@ import (
 func init() { regKey(0, 3, 12, handleProduce) }
 
 func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
+	start := time.Now()
+	if !r.arrived.IsZero() {
+		s.metrics.observeStage(StageRead, r.received.Sub(r.arrived))
+	}
+	s.metrics.observeStage(StageSchedule, start.Sub(r.received))
 	req := r.kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
@@ -41,17 +49,26 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 
 	var parts []*producePart
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	txnDenial := s.produceTxnDenial(r, req.TransactionID)
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		st := &resp.Topics[ti]
 		*st = kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		denial := txnDenial
+		if denial == nil {
+			denial = s.authorize(r, metadata.ACLOpWrite, auth.Topic(rt.Topic))
+		}
 		for pi := range rt.Partitions {
 			sp := &st.Partitions[pi]
 			*sp = kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rt.Partitions[pi].Partition
 			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			if denial != nil {
+				sp.ErrorCode, sp.ErrorMessage = errorCode(denial), reasonMessage(denial)
+				continue
+			}
 			parts = append(parts, &producePart{
 				tp:      metadata.TopicPartition{Topic: rt.Topic, Partition: sp.Partition},
 				records: rt.Partitions[pi].Records, resp: sp,
@@ -61,7 +78,9 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 	// Phase 1, in request order on this connection: append. The previous produce
 	// request of the connection must have appended first, so that pipelined batches of
 	// one producer land in the order it sent them.
-	if err := r.waitPreviousAppend(ctx); err != nil {
+	err := r.waitPreviousAppend(ctx)
+	s.metrics.observeStage(StageOrder, time.Since(start))
+	if err != nil {
 		for _, pp := range parts {
 			pp.resp.ErrorCode = errorCode(err)
 		}
@@ -84,6 +103,18 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 		return nil, nil
 	}
 	return resp, nil
+}
+
+// produceTxnDenial is the refusal of a transactional produce whose principal may not
+// WRITE its transactional id (every partition then answers
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka); nil when allowed or not
+// transactional. An idempotent producer needs nothing beyond WRITE on the topics
+// here: InitProducerId checked IDEMPOTENT_WRITE or WRITE on some topic (KIP-679).
+func (s *Server) produceTxnDenial(r *request, txnID *string) error {
+	if txnID == nil {
+		return nil
+	}
+	return s.authorize(r, metadata.ACLOpWrite, auth.TransactionalID(*txnID))
 }
 
 // producePart is one partition of a produce request on its way through both phases.
@@ -130,7 +161,9 @@ func (s *Server) appendPart(ctx context.Context, txnID *string, version, acks in
 			return
 		}
 	}
+	start := time.Now()
 	s.appendToLeader(acks, pp)
+	s.metrics.observeStage(StageAppend, time.Since(start))
 	if errors.Is(pp.err, replica.ErrNotLeader) && s.admin.AwaitLeaderMove(ctx, pp.tp) {
 		// The leader this node knew is gone and a new one (maybe this node) was just
 		// elected: try again rather than send the client off to refresh its metadata.
@@ -153,7 +186,12 @@ func (s *Server) completePart(ctx context.Context, acks int16, pp *producePart) 
 		return
 	}
 	if pp.err == nil {
-		pp.err = pp.part.CompleteAppend(ctx, pp.info, acks)
+		var st replica.AppendStages
+		pp.err = pp.part.CompleteAppend(ctx, pp.info, acks, &st)
+		s.metrics.observeStage(StageFlush, st.Flush)
+		if acks == -1 {
+			s.metrics.observeStage(StageReplicate, st.Replicate)
+		}
 	}
 	if pp.part != nil {
 		sp.LogStartOffset = pp.part.Log().LogStartOffset()

@@ -15,8 +15,10 @@ package kafka
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -40,12 +42,18 @@ type fetchPart struct {
 }
 
 func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
+	start := time.Now()
 	req := r.kreq.(*kmsg.FetchRequest)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	replicaID := req.ReplicaID
 	if req.Version >= 15 {
 		replicaID = req.ReplicaState.ID
 	}
+	follower := replicaID >= 0
+	if !r.arrived.IsZero() {
+		s.metrics.observeFetchStage(follower, FetchStageRead, r.received.Sub(r.arrived))
+	}
+	s.metrics.observeFetchStage(follower, FetchStageSchedule, start.Sub(r.received))
 	im := s.admin.Image()
 	parts, session, incremental, code := s.fetchPartitions(req, im)
 	if code != 0 {
@@ -56,15 +64,19 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 		defer session.mu.Unlock()
 		resp.SessionID = session.id
 	}
-	s.resolveParts(parts)
+	s.resolveParts(r, parts, follower)
 	if replicaID >= 0 {
 		recordFollowerFetch(parts, metadata.NodeID(replicaID))
 	}
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	var collect time.Duration // the latest read pass's, the one whose result is sent
 	read := func() int {
 		resp.Topics = resp.Topics[:0]
 		r.releaseRecords() // what an earlier pass read is dropped from the response
-		return s.readParts(r, req, resp, parts, replicaID, incremental)
+		t := time.Now()
+		n := s.readParts(r, req, resp, parts, replicaID, incremental)
+		collect = time.Since(t)
+		return n
 	}
 	// As Kafka, a partition error (OFFSET_OUT_OF_RANGE, NOT_LEADER_OR_FOLLOWER, ...)
 	// answers at once: the client has to act on it, and waiting cannot fix it.
@@ -83,19 +95,38 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 		}
 	}
 	total := read()
+	var woken int64 // Unix ns of the wake-up that preceded the latest read (0: none)
 	for !done(total) {
 		// Register for wake-ups first, then read again: an append landing between the
 		// read above and the registration would otherwise go unnoticed, and the fetch
 		// (a follower's: the producer's acks=all waits on it) would sleep until
 		// MaxWaitMillis with data available.
-		ch, stop := s.watch(parts)
+		ch, stop := s.watch(parts, follower)
+		registered := time.Now()
 		total = read()
-		if !done(total) && !s.waitForData(ctx, ch, leadershipChanged, deadline) {
+		if done(total) {
 			stop()
+			break
+		}
+		ok := s.waitForData(ctx, ch, leadershipChanged, deadline)
+		resumed := time.Now()
+		s.metrics.observeFetchStage(follower, FetchStageWait, resumed.Sub(registered))
+		stop()
+		if !ok {
+			woken = 0
 			read()
 			break
 		}
-		stop()
+		if at := firstNotifiedSince(parts, registered.UnixNano()); at > 0 {
+			woken = at
+			s.metrics.observeFetchStage(follower, FetchStageWake, resumed.Sub(time.Unix(0, at)))
+		}
+		// total is still the read before the wait, not done: the loop registers
+		// again and reads what woke it.
+	}
+	s.metrics.observeFetchStage(follower, FetchStageCollect, collect)
+	if woken > 0 && total > 0 {
+		s.metrics.observeFetchStage(follower, FetchStageServe, time.Since(time.Unix(0, woken)))
 	}
 	if s.throttleFetch(r, resp) {
 		return resp, nil // emptied by a client quota: the session keeps what it last reported
@@ -197,13 +228,29 @@ func partsFromSession(fs *fetchSession) []*fetchPart {
 	return out
 }
 
-func (s *Server) resolveParts(parts []*fetchPart) {
+// resolveParts finds each partition's replica, once the fetch is authorized: a
+// follower's (replica id >= 0) needs CLUSTER_ACTION on the cluster, else every
+// partition is TOPIC_AUTHORIZATION_FAILED, as Kafka; a consumer's needs READ on
+// each topic.
+func (s *Server) resolveParts(r *request, parts []*fetchPart, follower bool) {
+	var denial error
+	if follower && !s.allowed(r, metadata.ACLOpClusterAction, auth.Cluster) {
+		denial = fmt.Errorf("%w: %w", kerr.TopicAuthorizationFailed, denied(r, metadata.ACLOpClusterAction, auth.Cluster))
+	}
+	topicDenied := s.topicCheck(r, metadata.ACLOpRead)
 	for _, fp := range parts {
-		if fp.sp.tp.Topic == "" {
+		switch {
+		case fp.sp.tp.Topic == "":
 			fp.err = errUnknownTopicID
-			continue
+		case denial != nil:
+			fp.err = denial
+		case !follower && topicDenied != nil:
+			if fp.err = topicDenied(fp.sp.tp.Topic); fp.err == nil {
+				fp.part, fp.err = s.leaderPartition(fp.sp.tp)
+			}
+		default:
+			fp.part, fp.err = s.leaderPartition(fp.sp.tp)
 		}
-		fp.part, fp.err = s.leaderPartition(fp.sp.tp)
 	}
 }
 
@@ -234,13 +281,18 @@ func partitionErr(resp *kmsg.FetchResponse) bool {
 	return false
 }
 
-// watch registers for wake-ups on every readable partition of the fetch.
-func (s *Server) watch(parts []*fetchPart) (<-chan struct{}, func()) {
+// watch registers for wake-ups on every readable partition of the fetch: on their
+// high watermarks moving, and for a follower (which reads up to the log end) on their
+// log ends moving too.
+func (s *Server) watch(parts []*fetchPart, follower bool) (<-chan struct{}, func()) {
 	watch := make([]*replica.Partition, 0, len(parts))
 	for _, fp := range parts {
 		if fp.part != nil {
 			watch = append(watch, fp.part)
 		}
+	}
+	if follower {
+		return replica.WatchLogEnd(watch)
 	}
 	return replica.Watch(watch)
 }
@@ -259,6 +311,22 @@ func (s *Server) waitForData(ctx context.Context, ch, leadershipChanged <-chan s
 	case <-ctx.Done():
 	}
 	return false
+}
+
+// firstNotifiedSince is when the earliest partition of parts that woke its waiters at or
+// after since (Unix ns) did so, or 0: the wake-up a parked fetch got (a later one may
+// have overwritten a partition's time; the earliest remaining is the closest bound).
+func firstNotifiedSince(parts []*fetchPart, since int64) int64 {
+	first := int64(0)
+	for _, fp := range parts {
+		if fp.part == nil {
+			continue
+		}
+		if at := fp.part.NotifiedAt(); at >= since && (first == 0 || at < first) {
+			first = at
+		}
+	}
+	return first
 }
 
 // followerCatchUpWait bounds the long poll of a follower fetch that names fewer

@@ -7,11 +7,13 @@ package kafka
 // offset and timestamp of the record with the largest timestamp, and t >= 0 the first
 // offset whose timestamp is at or after t (-1/-1 when none is). Only the leader answers;
 // CurrentLeaderEpoch (v4+) is checked as in Fetch. Results above the high watermark are
-// never returned to consumers. Replica id >= 0 (followers) sees the log end.
+// never returned to consumers. Replica id >= 0 (followers) sees the log end. With ACLs
+// on, each topic needs DESCRIBE (TOPIC_AUTHORIZATION_FAILED on its partitions).
 
 import (
 	"context"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/replica"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,10 +27,16 @@ func handleListOffsets(_ context.Context, s *Server, r *request) (kmsg.Response,
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
+		denial := s.authorize(r, metadata.ACLOpDescribe, auth.Topic(rt.Topic))
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			tp := metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
+			if denial != nil {
+				sp.Offset, sp.Timestamp, sp.LeaderEpoch, sp.ErrorCode = -1, -1, -1, errorCode(denial)
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch, sp.ErrorCode = s.listOffset(tp, rp, req.ReplicaID, req.IsolationLevel == 1)
 			st.Partitions = append(st.Partitions, sp)
 		}

@@ -9,6 +9,12 @@ package kafka
 // leaders are elected, as Kafka does. Topic ids (v10+) are returned and may be used to
 // ask (v12 lookups by id). Cluster and topic authorized operations are not computed
 // (-2147483648, "not requested" in Kafka).
+//
+// With ACLs on (as Kafka): an all-topics request lists only the topics the principal
+// may DESCRIBE; a named topic it may not describe is answered TOPIC_AUTHORIZATION_FAILED,
+// whether it exists or not (the answer does not tell which); a missing topic is
+// auto-created only with CREATE on the cluster or on the topic, else
+// TOPIC_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -16,6 +22,7 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -26,16 +33,16 @@ func init() { regKey(3, 0, 12, handleMetadata) }
 func handleMetadata(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.MetadataRequest)
 	im := s.admin.Image()
-	resp := s.metadataFor(ctx, req, im)
+	resp := s.metadataFor(ctx, r, req, im)
 	// Never name a leader whose process is gone while its partitions are about to get
 	// new ones: a client sent there keeps failing until its next refresh.
 	if newer := s.admin.AwaitLiveLeaders(ctx, im, leadersOf(resp, s.cfg.NodeID)); newer != im {
-		resp = s.metadataFor(ctx, req, newer)
+		resp = s.metadataFor(ctx, r, req, newer)
 	}
 	return resp, nil
 }
 
-func (s *Server) metadataFor(ctx context.Context, req *kmsg.MetadataRequest, im *metadata.Image) *kmsg.MetadataResponse {
+func (s *Server) metadataFor(ctx context.Context, r *request, req *kmsg.MetadataRequest, im *metadata.Image) *kmsg.MetadataResponse {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.ClusterID = &im.ClusterID
 	resp.ControllerID = int32(s.admin.ControllerID())
@@ -44,8 +51,12 @@ func (s *Server) metadataFor(ctx context.Context, req *kmsg.MetadataRequest, im 
 		if b.Fenced {
 			continue
 		}
+		host, port, ok := s.listenerEndpoint(ctx, b)
+		if !ok {
+			continue // b has no listener of the client's listener's name (listeners.go)
+		}
 		rb := kmsg.NewMetadataResponseBroker()
-		rb.NodeID, rb.Host, rb.Port = int32(b.ID), b.Host, b.Port
+		rb.NodeID, rb.Host, rb.Port = int32(b.ID), host, port
 		if b.Rack != "" {
 			rack := b.Rack
 			rb.Rack = &rack
@@ -55,13 +66,15 @@ func (s *Server) metadataFor(ctx context.Context, req *kmsg.MetadataRequest, im 
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
 		for _, name := range im.TopicNames() {
-			resp.Topics = append(resp.Topics, topicMetadata(im, im.Topics[name], req.Version))
+			if s.allowedQuiet(r, metadata.ACLOpDescribe, auth.Topic(name)) {
+				resp.Topics = append(resp.Topics, topicMetadata(im, im.Topics[name], req.Version))
+			}
 		}
 		return resp
 	}
 	autoCreate := s.cfg.Broker.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
 	for _, rt := range req.Topics {
-		resp.Topics = append(resp.Topics, s.requestedTopic(ctx, im, rt, autoCreate, req.Version))
+		resp.Topics = append(resp.Topics, s.requestedTopic(ctx, r, im, rt, autoCreate, req.Version))
 	}
 	return resp
 }
@@ -81,22 +94,32 @@ func leadersOf(resp *kmsg.MetadataResponse, self metadata.NodeID) []metadata.Nod
 	return out
 }
 
-func (s *Server) requestedTopic(ctx context.Context, im *metadata.Image, rt kmsg.MetadataRequestTopic, autoCreate bool, version int16) kmsg.MetadataResponseTopic {
+func (s *Server) requestedTopic(ctx context.Context, r *request, im *metadata.Image, rt kmsg.MetadataRequestTopic, autoCreate bool, version int16) kmsg.MetadataResponseTopic {
 	var t *metadata.Topic
 	if rt.Topic != nil {
 		t = im.Topics[*rt.Topic]
 	} else {
 		t = im.TopicByID(rt.TopicID)
 	}
-	if t != nil {
-		return topicMetadata(im, t, version)
-	}
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
+	if t != nil {
+		if !s.allowed(r, metadata.ACLOpDescribe, auth.Topic(t.Name)) {
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			return mt
+		}
+		return topicMetadata(im, t, version)
+	}
 	mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-	if rt.Topic == nil || !autoCreate {
-		if rt.Topic == nil {
-			mt.ErrorCode = kerr.UnknownTopicID.Code
+	if rt.Topic == nil {
+		mt.ErrorCode = kerr.UnknownTopicID.Code
+		return mt
+	}
+	mayCreate := autoCreate && (s.allowedQuiet(r, metadata.ACLOpCreate, auth.Cluster) ||
+		s.allowed(r, metadata.ACLOpCreate, auth.Topic(*rt.Topic)))
+	if !mayCreate {
+		if !s.allowed(r, metadata.ACLOpDescribe, auth.Topic(*rt.Topic)) || autoCreate {
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		}
 		return mt
 	}

@@ -14,6 +14,7 @@ package kafka
 import (
 	"context"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/group"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -33,9 +34,23 @@ func handleOffsetCommit(ctx context.Context, s *Server, r *request) (kmsg.Respon
 	type slot struct{ ti, pi int }
 	var slots []slot
 	im := s.admin.Image()
+	// With ACLs on, as Kafka: READ on the group (else every partition answers
+	// GROUP_AUTHORIZATION_FAILED) and READ on each topic (TOPIC_AUTHORIZATION_FAILED).
+	groupDenial := s.authorize(r, metadata.ACLOpRead, auth.Group(req.Group))
+	topicDenied := s.topicCheck(r, metadata.ACLOpRead)
 	for ti, t := range req.Topics {
 		codes[ti] = make([]int16, len(t.Partitions))
 		for pi, p := range t.Partitions {
+			if groupDenial != nil {
+				codes[ti][pi] = errorCode(groupDenial)
+				continue
+			}
+			if topicDenied != nil {
+				if err := topicDenied(t.Topic); err != nil {
+					codes[ti][pi] = errorCode(err)
+					continue
+				}
+			}
 			if _, ok := im.Partition(metadata.TopicPartition{Topic: t.Topic, Partition: p.Partition}); !ok {
 				codes[ti][pi] = kerr.UnknownTopicOrPartition.Code
 				continue

@@ -13,8 +13,11 @@ package kafka
 
 import (
 	"context"
+	"slices"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/group"
+	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -25,7 +28,7 @@ func handleOffsetFetch(ctx context.Context, s *Server, r *request) (kmsg.Respons
 	req := r.kreq.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version < 8 {
-		offsetFetchSingle(ctx, s, req, resp)
+		offsetFetchSingle(ctx, s, r, req, resp)
 		return resp, nil
 	}
 	for _, rg := range req.Groups {
@@ -36,13 +39,13 @@ func handleOffsetFetch(ctx context.Context, s *Server, r *request) (kmsg.Respons
 		for _, t := range rg.Topics {
 			parts = appendPartitions(parts, t.Topic, t.Partitions)
 		}
-		resp.Groups = append(resp.Groups, groupOffsets(ctx, s, rg.Group, parts, req.RequireStable))
+		resp.Groups = append(resp.Groups, groupOffsets(ctx, s, r, rg.Group, parts, req.RequireStable))
 	}
 	return resp, nil
 }
 
 // offsetFetchSingle answers v0-7, which fetch one group.
-func offsetFetchSingle(ctx context.Context, s *Server, req *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetchResponse) {
+func offsetFetchSingle(ctx context.Context, s *Server, r *request, req *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetchResponse) {
 	var parts []group.TopicPartition
 	if req.Topics != nil {
 		parts = []group.TopicPartition{}
@@ -50,7 +53,7 @@ func offsetFetchSingle(ctx context.Context, s *Server, req *kmsg.OffsetFetchRequ
 	for _, t := range req.Topics {
 		parts = appendPartitions(parts, t.Topic, t.Partitions)
 	}
-	g := groupOffsets(ctx, s, req.Group, parts, req.RequireStable)
+	g := groupOffsets(ctx, s, r, req.Group, parts, req.RequireStable)
 	if req.Version >= 2 {
 		resp.ErrorCode = g.ErrorCode
 	} else if g.ErrorCode != 0 {
@@ -77,9 +80,19 @@ func appendPartitions(parts []group.TopicPartition, topic string, partitions []i
 }
 
 // groupOffsets fetches one group's offsets in the v8+ response form.
-func groupOffsets(ctx context.Context, s *Server, groupID string, parts []group.TopicPartition, requireStable bool) kmsg.OffsetFetchResponseGroup {
+// groupOffsets answers one group of an OffsetFetch. With ACLs on, as Kafka: the group
+// needs DESCRIBE (GROUP_AUTHORIZATION_FAILED), and so does each topic: a named
+// partition of a topic the principal may not describe answers
+// TOPIC_AUTHORIZATION_FAILED, and a request for all of the group's offsets leaves
+// those topics out.
+func groupOffsets(ctx context.Context, s *Server, r *request, groupID string, parts []group.TopicPartition, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	g := kmsg.NewOffsetFetchResponseGroup()
 	g.Group = groupID
+	if err := s.authorize(r, metadata.ACLOpDescribe, auth.Group(groupID)); err != nil {
+		g.ErrorCode = errorCode(err)
+		return g
+	}
+	parts, refused, refusedCode := s.describableParts(r, parts)
 	gc := s.groupCoordinator()
 	if gc == nil {
 		g.ErrorCode = groupErrorCode(errNoCoordinator)
@@ -90,11 +103,35 @@ func groupOffsets(ctx context.Context, s *Server, groupID string, parts []group.
 		g.ErrorCode = groupErrorCode(err)
 		return g
 	}
+	if parts == nil && s.authz != nil {
+		offsets = slices.DeleteFunc(offsets, func(o group.CommittedOffset) bool {
+			return !s.allowedQuiet(r, metadata.ACLOpDescribe, auth.Topic(o.Topic))
+		})
+	}
 	g.Topics = offsetTopics(offsets, 0)
 	if requireStable {
 		markUnstable(g.Topics, offsets)
 	}
+	g.Topics = append(g.Topics, offsetTopics(unansweredOffsets(refused), refusedCode)...)
 	return g
+}
+
+// describableParts splits the named partitions (nil: all) into those whose topic r's
+// principal may describe and those it may not, with the latter's error code.
+func (s *Server) describableParts(r *request, parts []group.TopicPartition) (ok, refused []group.TopicPartition, code int16) {
+	check := s.topicCheck(r, metadata.ACLOpDescribe)
+	if check == nil || parts == nil {
+		return parts, nil, 0
+	}
+	ok = []group.TopicPartition{}
+	for _, p := range parts {
+		if err := check(p.Topic); err != nil {
+			refused, code = append(refused, p), errorCode(err)
+		} else {
+			ok = append(ok, p)
+		}
+	}
+	return ok, refused, code
 }
 
 // markUnstable answers UNSTABLE_OFFSET_COMMIT for partitions with a pending

@@ -69,11 +69,12 @@ func (s *Server) findCoordinator(ctx context.Context, key string, keyType int8) 
 			return fail(kerr.CoordinatorNotAvailable, group.OffsetsTopic+" is being created")
 		}
 	}
-	return partitionLeader(c, im, t, group.OffsetsTopic, gc.PartitionFor(key))
+	return s.partitionLeader(ctx, c, im, t, group.OffsetsTopic, gc.PartitionFor(key))
 }
 
-// partitionLeader answers c with the leader of partition p of topic t.
-func partitionLeader(c kmsg.FindCoordinatorResponseCoordinator, im *metadata.Image, t *metadata.Topic, topic string, p int32) kmsg.FindCoordinatorResponseCoordinator {
+// partitionLeader answers c with the leader of partition p of topic t, at its endpoint
+// of the client's listener.
+func (s *Server) partitionLeader(ctx context.Context, c kmsg.FindCoordinatorResponseCoordinator, im *metadata.Image, t *metadata.Topic, topic string, p int32) kmsg.FindCoordinatorResponseCoordinator {
 	fail := func(msg string) kmsg.FindCoordinatorResponseCoordinator {
 		c.ErrorCode, c.ErrorMessage = kerr.CoordinatorNotAvailable.Code, &msg
 		return c
@@ -85,7 +86,12 @@ func partitionLeader(c kmsg.FindCoordinatorResponseCoordinator, im *metadata.Ima
 	if !ok || b.Fenced {
 		return fail("partition " + strconv.Itoa(int(p)) + " of " + topic + " has no leader")
 	}
-	c.NodeID, c.Host, c.Port = int32(b.ID), b.Host, b.Port
+	host, port, ok := s.listenerEndpoint(ctx, b)
+	if !ok {
+		return fail("the leader of partition " + strconv.Itoa(int(p)) + " of " + topic + ", node " + strconv.Itoa(int(b.ID)) +
+			", has no listener named " + listenerOf(ctx))
+	}
+	c.NodeID, c.Host, c.Port = int32(b.ID), host, port
 	return c
 }
 
@@ -111,7 +117,7 @@ func (s *Server) findTxnCoordinator(ctx context.Context, key string, c kmsg.Find
 		}
 		t = im.Topics[txn.StateTopic]
 	}
-	return partitionLeader(c, im, t, txn.StateTopic, s.txns.PartitionFor(key))
+	return s.partitionLeader(ctx, c, im, t, txn.StateTopic, s.txns.PartitionFor(key))
 }
 
 // internalTopicRF is offsets.topic.replication.factor capped by the live brokers.

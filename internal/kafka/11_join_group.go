@@ -16,7 +16,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/group"
+	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -25,6 +27,10 @@ func init() { regKey(11, 0, 9, handleJoinGroup) }
 func handleJoinGroup(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.JoinGroupRequest)
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+	if err := s.authorize(r, metadata.ACLOpRead, auth.Group(req.Group)); err != nil {
+		resp.ErrorCode, resp.Generation, resp.MemberID = errorCode(err), -1, req.MemberID
+		return resp, nil
+	}
 	gc := s.groupCoordinator()
 	if gc == nil {
 		resp.ErrorCode, resp.Generation, resp.MemberID = groupErrorCode(errNoCoordinator), -1, req.MemberID

@@ -9,7 +9,9 @@ package kafka
 import (
 	"context"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/group"
+	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -18,6 +20,10 @@ func init() { regKey(12, 0, 4, handleHeartbeat) }
 func handleHeartbeat(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	if err := s.authorize(r, metadata.ACLOpRead, auth.Group(req.Group)); err != nil {
+		resp.ErrorCode = errorCode(err)
+		return resp, nil
+	}
 	gc := s.groupCoordinator()
 	if gc == nil {
 		resp.ErrorCode = groupErrorCode(errNoCoordinator)

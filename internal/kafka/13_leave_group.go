@@ -10,7 +10,9 @@ package kafka
 import (
 	"context"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/group"
+	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -19,6 +21,10 @@ func init() { regKey(13, 0, 5, handleLeaveGroup) }
 func handleLeaveGroup(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	if err := s.authorize(r, metadata.ACLOpRead, auth.Group(req.Group)); err != nil {
+		resp.ErrorCode = errorCode(err)
+		return resp, nil
+	}
 	gc := s.groupCoordinator()
 	if gc == nil {
 		resp.ErrorCode = groupErrorCode(errNoCoordinator)

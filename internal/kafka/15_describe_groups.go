@@ -11,7 +11,9 @@ import (
 	"context"
 	"errors"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/group"
+	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -24,6 +26,11 @@ func handleDescribeGroups(ctx context.Context, s *Server, r *request) (kmsg.Resp
 	for _, id := range req.Groups {
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group = id
+		if err := s.authorize(r, metadata.ACLOpDescribe, auth.Group(id)); err != nil {
+			rg.ErrorCode, rg.ErrorMessage = errorCode(err), errorMessage(err)
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
 		if gc == nil {
 			rg.ErrorCode = groupErrorCode(errNoCoordinator)
 			resp.Groups = append(resp.Groups, rg)

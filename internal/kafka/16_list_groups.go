@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/runnel-io/runnel/internal/auth"
+	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -32,7 +34,13 @@ func handleListGroups(ctx context.Context, s *Server, r *request) (kmsg.Response
 		resp.ErrorCode = groupErrorCode(err)
 		return resp, nil
 	}
+	// With ACLs on, as Kafka: DESCRIBE on the cluster lists every group, else only
+	// the groups the principal may DESCRIBE.
+	all := s.allowedQuiet(r, metadata.ACLOpDescribe, auth.Cluster)
 	for _, g := range groups {
+		if !all && !s.allowedQuiet(r, metadata.ACLOpDescribe, auth.Group(g.GroupID)) {
+			continue
+		}
 		rg := kmsg.NewListGroupsResponseGroup()
 		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = g.GroupID, g.ProtocolType, g.State, "classic"
 		resp.Groups = append(resp.Groups, rg)

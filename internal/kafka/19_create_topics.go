@@ -12,6 +12,7 @@ package kafka
 import (
 	"context"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -43,7 +44,7 @@ func handleCreateTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 	}
 	ctx, cancel := withRequestTimeout(ctx, req.TimeoutMillis)
 	defer cancel()
-	errs := s.admin.CreateTopics(ctx, specs, req.ValidateOnly)
+	errs := s.createAuthorizedTopics(ctx, r, specs, req.ValidateOnly)
 	im := s.admin.Image()
 	for i, rt := range req.Topics {
 		st := kmsg.NewCreateTopicsResponseTopic()
@@ -71,6 +72,29 @@ func handleCreateTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 
 // wouldCreate gives the partitions and replication factor spec asks for, the broker
 // defaults standing in for -1.
+// createAuthorizedTopics creates the topics r's principal may create (CREATE on the
+// cluster, or on the topic, as Kafka) and refuses the others with
+// TOPIC_AUTHORIZATION_FAILED; one error per spec, in order.
+func (s *Server) createAuthorizedTopics(ctx context.Context, r *request, specs []TopicSpec, validateOnly bool) []error {
+	if s.authz == nil || s.allowedQuiet(r, metadata.ACLOpCreate, auth.Cluster) {
+		return s.admin.CreateTopics(ctx, specs, validateOnly)
+	}
+	errs := make([]error, len(specs))
+	var allowed []TopicSpec
+	var at []int
+	for i, spec := range specs {
+		if errs[i] = s.authorize(r, metadata.ACLOpCreate, auth.Topic(spec.Name)); errs[i] == nil {
+			allowed, at = append(allowed, spec), append(at, i)
+		}
+	}
+	if len(allowed) > 0 {
+		for j, err := range s.admin.CreateTopics(ctx, allowed, validateOnly) {
+			errs[at[j]] = err
+		}
+	}
+	return errs
+}
+
 func (s *Server) wouldCreate(spec TopicSpec) (int32, int16) {
 	if len(spec.Assignments) > 0 {
 		for _, replicas := range spec.Assignments {

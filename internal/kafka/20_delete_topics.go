@@ -9,6 +9,8 @@ package kafka
 import (
 	"context"
 
+	"github.com/runnel-io/runnel/internal/auth"
+	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -46,6 +48,10 @@ func handleDeleteTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 	var idx []int
 	for i, it := range items {
 		if it.err == nil {
+			// With ACLs on, as Kafka: DELETE on the topic (TOPIC_AUTHORIZATION_FAILED).
+			items[i].err = s.authorize(r, metadata.ACLOpDelete, auth.Topic(it.name))
+		}
+		if items[i].err == nil {
 			names = append(names, it.name)
 			idx = append(idx, i)
 		}

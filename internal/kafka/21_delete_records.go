@@ -9,6 +9,7 @@ package kafka
 import (
 	"context"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/replica"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,9 +23,16 @@ func handleDeleteRecords(_ context.Context, s *Server, r *request) (kmsg.Respons
 	for _, rt := range req.Topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
+		// With ACLs on, as Kafka: DELETE on the topic (TOPIC_AUTHORIZATION_FAILED).
+		denial := s.authorize(r, metadata.ACLOpDelete, auth.Topic(rt.Topic))
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition = rp.Partition
+			if denial != nil {
+				sp.LowWatermark, sp.ErrorCode = -1, errorCode(denial)
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			low, err := s.deleteRecords(metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}, rp.Offset)
 			sp.LowWatermark, sp.ErrorCode = low, errorCode(err)
 			st.Partitions = append(st.Partitions, sp)

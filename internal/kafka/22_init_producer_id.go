@@ -18,6 +18,9 @@ import (
 	"math"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/auth"
+	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -27,8 +30,18 @@ func handleInitProducerID(ctx context.Context, s *Server, r *request) (kmsg.Resp
 	req := r.kreq.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	// With ACLs on, as Kafka: WRITE on the transactional id; an idempotent producer
+	// needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679).
 	if req.TransactionalID != nil {
+		if err := s.authorize(r, metadata.ACLOpWrite, auth.TransactionalID(*req.TransactionalID)); err != nil {
+			resp.ErrorCode = errorCode(err)
+			return resp, nil
+		}
 		return s.initTransactionalProducer(ctx, req, resp), nil
+	}
+	if !s.allowedQuiet(r, metadata.ACLOpIdempotentWrite, auth.Cluster) && !s.allowedAny(r, metadata.ACLOpWrite, metadata.ACLResourceTopic) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
 	}
 	if req.ProducerID >= 0 && req.ProducerEpoch >= 0 && req.ProducerEpoch < math.MaxInt16-1 {
 		resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch+1

@@ -18,7 +18,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 func init() { regKey(24, 0, 5, handleAddPartitionsToTxn) }
@@ -27,6 +29,11 @@ func handleAddPartitionsToTxn(ctx context.Context, s *Server, r *request) (kmsg.
 	req := r.kreq.(*kmsg.AddPartitionsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	if req.Version >= 4 {
+		// Batched verification is sent by nodes (KIP-890): CLUSTER_ACTION, as Kafka.
+		if err := s.authorize(r, metadata.ACLOpClusterAction, auth.Cluster); err != nil {
+			resp.ErrorCode = errorCode(err)
+			return resp, nil
+		}
 		for _, t := range req.Transactions {
 			resp.Transactions = append(resp.Transactions, s.addPartitionsBatched(ctx, t))
 		}
@@ -37,6 +44,20 @@ func handleAddPartitionsToTxn(ctx context.Context, s *Server, r *request) (kmsg.
 		for _, p := range t.Partitions {
 			tps = append(tps, metadata.TopicPartition{Topic: t.Topic, Partition: p})
 		}
+	}
+	codeOf, denied := s.addPartitionsDenials(r, req)
+	if denied {
+		for _, t := range req.Topics {
+			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p, codeOf(t.Topic)
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
 	}
 	err := errNoTxnCoordinator
 	if s.txns != nil {
@@ -57,6 +78,34 @@ func handleAddPartitionsToTxn(ctx context.Context, s *Server, r *request) (kmsg.
 }
 
 // addPartitionsBatched answers one transaction of a v4 request.
+// addPartitionsDenials checks a v0-3 AddPartitionsToTxn as Kafka: WRITE on the
+// transactional id (else every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+// and on each topic (TOPIC_AUTHORIZATION_FAILED, the other partitions then
+// OPERATION_NOT_ATTEMPTED). It reports whether anything was denied, with the code of
+// each topic; nothing is added to the transaction then.
+func (s *Server) addPartitionsDenials(r *request, req *kmsg.AddPartitionsToTxnRequest) (func(topic string) int16, bool) {
+	if s.authz == nil {
+		return nil, false
+	}
+	if err := s.authorize(r, metadata.ACLOpWrite, auth.TransactionalID(req.TransactionalID)); err != nil {
+		return func(string) int16 { return errorCode(err) }, true
+	}
+	check := s.topicCheck(r, metadata.ACLOpWrite)
+	codes := map[string]int16{}
+	denied := false
+	for _, t := range req.Topics {
+		if err := check(t.Topic); err != nil {
+			codes[t.Topic], denied = errorCode(err), true
+		}
+	}
+	return func(topic string) int16 {
+		if c, ok := codes[topic]; ok {
+			return c
+		}
+		return kerr.OperationNotAttempted.Code
+	}, denied
+}
+
 func (s *Server) addPartitionsBatched(ctx context.Context, t kmsg.AddPartitionsToTxnRequestTransaction) kmsg.AddPartitionsToTxnResponseTransaction {
 	out := kmsg.NewAddPartitionsToTxnResponseTransaction()
 	out.TransactionalID = t.TransactionalID

@@ -11,6 +11,8 @@ package kafka
 import (
 	"context"
 
+	"github.com/runnel-io/runnel/internal/auth"
+	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -19,6 +21,15 @@ func init() { regKey(25, 0, 4, handleAddOffsetsToTxn) }
 func handleAddOffsetsToTxn(_ context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	// With ACLs on, as Kafka: WRITE on the transactional id, READ on the group.
+	if err := s.authorize(r, metadata.ACLOpWrite, auth.TransactionalID(req.TransactionalID)); err != nil {
+		resp.ErrorCode = errorCode(err)
+		return resp, nil
+	}
+	if err := s.authorize(r, metadata.ACLOpRead, auth.Group(req.Group)); err != nil {
+		resp.ErrorCode = errorCode(err)
+		return resp, nil
+	}
 	err := errNoTxnCoordinator
 	if s.txns != nil {
 		err = s.txns.AddOffsets(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group)

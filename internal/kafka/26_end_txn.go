@@ -21,6 +21,8 @@ package kafka
 import (
 	"context"
 
+	"github.com/runnel-io/runnel/internal/auth"
+	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -30,6 +32,11 @@ func handleEndTxn(ctx context.Context, s *Server, r *request) (kmsg.Response, er
 	req := r.kreq.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	// With ACLs on, as Kafka: WRITE on the transactional id.
+	if err := s.authorize(r, metadata.ACLOpWrite, auth.TransactionalID(req.TransactionalID)); err != nil {
+		resp.ErrorCode = errorCode(err)
+		return resp, nil
+	}
 	if s.txns == nil {
 		resp.ErrorCode = txnErrorCode(errNoTxnCoordinator, false)
 		return resp, nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/replica"
 )
@@ -25,6 +26,9 @@ func handleWriteTxnMarkers(ctx context.Context, s *Server, r *request) (kmsg.Res
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	// With ACLs on, as Kafka: CLUSTER_ACTION on the cluster (sent by coordinators),
+	// else every partition answers CLUSTER_AUTHORIZATION_FAILED.
+	denial := s.authorize(r, metadata.ACLOpClusterAction, auth.Cluster)
 	for _, m := range req.Markers {
 		rm := kmsg.NewWriteTxnMarkersResponseMarker()
 		rm.ProducerID = m.ProducerID
@@ -35,7 +39,11 @@ func handleWriteTxnMarkers(ctx context.Context, s *Server, r *request) (kmsg.Res
 				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				rp.Partition = p
 				tp := metadata.TopicPartition{Topic: t.Topic, Partition: p}
-				rp.ErrorCode = txnErrorCode(s.WriteMarker(ctx, tp, m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch, m.Committed), false)
+				if denial != nil {
+					rp.ErrorCode = errorCode(denial)
+				} else {
+					rp.ErrorCode = txnErrorCode(s.WriteMarker(ctx, tp, m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch, m.Committed), false)
+				}
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			rm.Topics = append(rm.Topics, rt)

@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/group"
 	"github.com/runnel-io/runnel/internal/metadata"
 )
@@ -47,9 +48,26 @@ func handleTxnOffsetCommit(ctx context.Context, s *Server, r *request) (kmsg.Res
 	type slot struct{ ti, pi int }
 	var slots []slot
 	im := s.admin.Image()
+	// With ACLs on, as Kafka: WRITE on the transactional id and READ on the group
+	// (else every partition answers the denial), READ on each topic.
+	denial := s.authorize(r, metadata.ACLOpWrite, auth.TransactionalID(req.TransactionalID))
+	if denial == nil {
+		denial = s.authorize(r, metadata.ACLOpRead, auth.Group(req.Group))
+	}
+	topicDenied := s.topicCheck(r, metadata.ACLOpRead)
 	for ti, t := range req.Topics {
 		codes[ti] = make([]int16, len(t.Partitions))
 		for pi, p := range t.Partitions {
+			if denial != nil {
+				codes[ti][pi] = errorCode(denial)
+				continue
+			}
+			if topicDenied != nil {
+				if err := topicDenied(t.Topic); err != nil {
+					codes[ti][pi] = errorCode(err)
+					continue
+				}
+			}
 			if _, ok := im.Partition(metadata.TopicPartition{Topic: t.Topic, Partition: p.Partition}); !ok {
 				codes[ti][pi] = kerr.UnknownTopicOrPartition.Code
 				continue

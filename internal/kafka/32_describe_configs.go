@@ -4,15 +4,20 @@ package kafka
 //
 // Topic resources (type 2) list every topic config with its effective value and
 // source (topic override, broker default, Kafka default); broker resources (type 4)
-// list the broker's configs. ConfigNames filters; IncludeSynonyms (v1+) adds the
+// list the broker's configs: with this node's id every broker property with its
+// effective value (this broker's own dynamic value, else the cluster-wide dynamic
+// default, else static, else default) and source, with an empty name (Kafka's default
+// broker resource) only the dynamic defaults set. ConfigNames filters; IncludeSynonyms (v1+) adds the
 // chain of defaults; IncludeDocumentation (v3+) the docs. An unknown topic is
 // UNKNOWN_TOPIC_OR_PARTITION, another node's broker resource INVALID_REQUEST.
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 
 	"github.com/runnel-io/runnel/internal/config"
+	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -33,6 +38,11 @@ func handleDescribeConfigs(_ context.Context, s *Server, r *request) (kmsg.Respo
 		res := kmsg.NewDescribeConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
 		var entries []config.Entry
+		if err := s.configDenial(r, metadata.ACLOpDescribeConfigs, rr.ResourceType, rr.ResourceName); err != nil {
+			res.ErrorCode, res.ErrorMessage = errorCode(err), reasonMessage(err)
+			resp.Resources = append(resp.Resources, res)
+			continue
+		}
 		switch rr.ResourceType {
 		case resourceTopic:
 			t := im.Topics[rr.ResourceName]
@@ -42,11 +52,18 @@ func handleDescribeConfigs(_ context.Context, s *Server, r *request) (kmsg.Respo
 			}
 			entries = s.cfg.Broker.DescribeTopic(t.Configs)
 		case resourceBroker:
-			if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(s.cfg.NodeID)) {
+			switch rr.ResourceName {
+			case "":
+				// Kafka's default broker resource: the dynamic defaults that are set.
+				entries = config.DescribeBrokerDefaults(config.BrokerDefaultConfigs(im.Configs))
+			case strconv.Itoa(int(s.cfg.NodeID)):
+				entries = s.cfg.Broker.DescribeBrokerScoped(im.Configs, config.BrokerOwnConfigs(im.Configs, int32(s.cfg.NodeID)))
+			default:
+				// Another broker's static configuration is known only there.
 				res.ErrorCode = kerr.InvalidRequest.Code
-				break
+				msg := fmt.Sprintf("broker resource %q: describe it on that broker (this is node %d)", rr.ResourceName, s.cfg.NodeID)
+				res.ErrorMessage = &msg
 			}
-			entries = s.cfg.Broker.DescribeBroker()
 		default:
 			res.ErrorCode = kerr.InvalidRequest.Code
 		}

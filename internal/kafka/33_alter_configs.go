@@ -3,13 +3,16 @@ package kafka
 // AlterConfigs: v0-2 (legacy, non-incremental).
 //
 // For a topic, the given set REPLACES all of the topic's overrides (configs not named
-// return to their defaults), as Kafka's legacy AlterConfigs does. For the broker
-// resource with an empty name, the set replaces the cluster-wide dynamic defaults.
+// return to their defaults), as Kafka's legacy AlterConfigs does. For a broker
+// resource the named configs are set, the others kept (not replaced): with an empty
+// name in the cluster-wide dynamic defaults, with a broker id in that broker's own
+// dynamic configs (DYNAMIC_BROKER_CONFIG, which win over the defaults there).
 // Unknown or malformed configs are INVALID_CONFIG naming the key.
 
 import (
 	"context"
 
+	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -24,12 +27,13 @@ func handleAlterConfigs(ctx context.Context, s *Server, r *request) (kmsg.Respon
 		for _, c := range rr.Configs {
 			set[c.Name] = c.Value
 		}
-		var err error
-		switch rr.ResourceType {
-		case resourceTopic:
+		err := s.configDenial(r, metadata.ACLOpAlterConfigs, rr.ResourceType, rr.ResourceName)
+		switch {
+		case err != nil:
+		case rr.ResourceType == resourceTopic:
 			err = s.admin.AlterTopicConfigs(ctx, rr.ResourceName, set, true, req.ValidateOnly)
-		case resourceBroker:
-			err = s.admin.AlterBrokerConfigs(ctx, set, req.ValidateOnly)
+		case rr.ResourceType == resourceBroker:
+			err = s.alterBrokerResource(ctx, rr.ResourceName, set, req.ValidateOnly)
 		default:
 			err = kerr.InvalidRequest
 		}

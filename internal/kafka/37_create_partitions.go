@@ -9,6 +9,7 @@ package kafka
 import (
 	"context"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -29,7 +30,11 @@ func handleCreatePartitions(ctx context.Context, s *Server, r *request) (kmsg.Re
 			}
 			assignments = append(assignments, ids)
 		}
-		err := s.admin.CreatePartitions(ctx, rt.Topic, rt.Count, assignments, req.ValidateOnly)
+		// With ACLs on, as Kafka: ALTER on the topic (TOPIC_AUTHORIZATION_FAILED).
+		err := s.authorize(r, metadata.ACLOpAlter, auth.Topic(rt.Topic))
+		if err == nil {
+			err = s.admin.CreatePartitions(ctx, rt.Topic, rt.Count, assignments, req.ValidateOnly)
+		}
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic, st.ErrorCode, st.ErrorMessage = rt.Topic, errorCode(err), reasonMessage(err)
 		resp.Topics = append(resp.Topics, st)

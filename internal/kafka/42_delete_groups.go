@@ -9,6 +9,8 @@ package kafka
 import (
 	"context"
 
+	"github.com/runnel-io/runnel/internal/auth"
+	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -21,8 +23,12 @@ func handleDeleteGroups(ctx context.Context, s *Server, r *request) (kmsg.Respon
 	for _, id := range req.Groups {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = id
-		err := errNoCoordinator
-		if gc != nil {
+		err := s.authorize(r, metadata.ACLOpDelete, auth.Group(id))
+		switch {
+		case err != nil:
+		case gc == nil:
+			err = errNoCoordinator
+		default:
 			err = gc.DeleteGroup(ctx, id)
 		}
 		rg.ErrorCode = groupErrorCode(err)

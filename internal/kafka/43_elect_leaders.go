@@ -17,6 +17,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -29,6 +30,9 @@ func handleElectLeaders(ctx context.Context, s *Server, r *request) (kmsg.Respon
 	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
 	ctx, cancel := withRequestTimeout(ctx, req.TimeoutMillis)
 	defer cancel()
+	// With ACLs on, as Kafka: ALTER on the cluster; a denial is answered like any
+	// error of the whole request below.
+	denial := s.authorize(r, metadata.ACLOpAlter, auth.Cluster)
 	var tps []metadata.TopicPartition
 	if req.Topics != nil {
 		tps = []metadata.TopicPartition{}
@@ -38,7 +42,10 @@ func handleElectLeaders(ctx context.Context, s *Server, r *request) (kmsg.Respon
 			}
 		}
 	}
-	results, err := s.admin.ElectLeaders(ctx, req.ElectionType == 1, tps)
+	results, err := map[metadata.TopicPartition]error(nil), denial
+	if denial == nil {
+		results, err = s.admin.ElectLeaders(ctx, req.ElectionType == 1, tps)
+	}
 	if err != nil {
 		if req.Version >= 1 {
 			resp.ErrorCode = errorCode(err)

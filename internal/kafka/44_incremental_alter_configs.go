@@ -4,7 +4,9 @@ package kafka
 //
 // Operations per config: SET (0), DELETE (1, back to the default), APPEND (2) and
 // SUBTRACT (3) for list configs such as cleanup.policy. Only the named configs change.
-// Topic and broker (cluster default, empty name) resources; ValidateOnly checks only.
+// Topic and broker resources: a broker resource with an empty name is the cluster-wide
+// default (DYNAMIC_DEFAULT_BROKER_CONFIG), one named by a broker id that broker's own
+// (DYNAMIC_BROKER_CONFIG); ValidateOnly checks only.
 
 import (
 	"context"
@@ -12,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/runnel-io/runnel/internal/config"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -29,16 +32,22 @@ func handleIncrementalAlterConfigs(ctx context.Context, s *Server, r *request) (
 			if t := im.Topics[rr.ResourceName]; t != nil {
 				current = t.Configs
 			}
+		} else if node, isDefault, err := brokerResourceNode(rr.ResourceName); err == nil && !isDefault {
+			current = config.BrokerOwnConfigs(im.Configs, int32(node))
 		} else {
 			current = im.Configs
 		}
-		set, err := incrementalSet(rr.Configs, current, s.cfg.Broker.TopicDefaults())
+		err := s.configDenial(r, metadata.ACLOpAlterConfigs, rr.ResourceType, rr.ResourceName)
+		var set map[string]*string
+		if err == nil {
+			set, err = incrementalSet(rr.Configs, current, s.cfg.Broker.TopicDefaults())
+		}
 		if err == nil {
 			switch rr.ResourceType {
 			case resourceTopic:
 				err = s.admin.AlterTopicConfigs(ctx, rr.ResourceName, set, false, req.ValidateOnly)
 			case resourceBroker:
-				err = s.admin.AlterBrokerConfigs(ctx, set, req.ValidateOnly)
+				err = s.alterBrokerResource(ctx, rr.ResourceName, set, req.ValidateOnly)
 			default:
 				err = kerr.InvalidRequest
 			}

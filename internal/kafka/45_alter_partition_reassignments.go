@@ -15,6 +15,7 @@ package kafka
 import (
 	"context"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -24,6 +25,11 @@ func init() { regKey(45, 0, 1, handleAlterPartitionReassignments) }
 func handleAlterPartitionReassignments(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.AlterPartitionAssignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+	// With ACLs on, as Kafka: ALTER on the cluster.
+	if err := s.authorize(r, metadata.ACLOpAlter, auth.Cluster); err != nil {
+		resp.ErrorCode, resp.ErrorMessage = errorCode(err), reasonMessage(err)
+		return resp, nil
+	}
 	resp.AllowReplicationFactorChange = req.AllowReplicationFactorChange
 	ctx, cancel := withRequestTimeout(ctx, req.TimeoutMillis)
 	defer cancel()

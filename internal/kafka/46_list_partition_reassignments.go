@@ -11,6 +11,7 @@ package kafka
 import (
 	"context"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -20,6 +21,11 @@ func init() { regKey(46, 0, 0, handleListPartitionReassignments) }
 func handleListPartitionReassignments(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+	// With ACLs on, as Kafka: DESCRIBE on the cluster.
+	if err := s.authorize(r, metadata.ACLOpDescribe, auth.Cluster); err != nil {
+		resp.ErrorCode, resp.ErrorMessage = errorCode(err), reasonMessage(err)
+		return resp, nil
+	}
 	im := s.admin.Image()
 	add := func(topic string, partition int32, p metadata.Partition) {
 		if !p.Reassigning() {

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,6 +25,11 @@ func init() { regKey(48, 0, 1, handleDescribeClientQuotas) }
 func handleDescribeClientQuotas(_ context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
+	// With ACLs on, as Kafka: DESCRIBE_CONFIGS on the cluster.
+	if err := s.authorize(r, metadata.ACLOpDescribeConfigs, auth.Cluster); err != nil {
+		resp.ErrorCode, resp.ErrorMessage = errorCode(err), reasonMessage(err)
+		return resp, nil
+	}
 	if err := checkQuotaFilter(req.Components); err != nil {
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), reasonMessage(err)
 		return resp, nil

@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -40,6 +41,14 @@ func handleAlterClientQuotas(ctx context.Context, s *Server, r *request) (kmsg.R
 			alts = append(alts, alt)
 			at = append(at, i)
 		}
+	}
+	// With ACLs on, as Kafka: ALTER_CONFIGS on the cluster, else every entry answers
+	// CLUSTER_AUTHORIZATION_FAILED.
+	if err := s.authorize(r, metadata.ACLOpAlterConfigs, auth.Cluster); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		alts = nil
 	}
 	if len(alts) > 0 {
 		for j, err := range s.admin.AlterClientQuotas(ctx, alts, req.ValidateOnly) {

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -27,6 +28,11 @@ func init() { regKey(56, 0, 3, handleAlterPartition) }
 func handleAlterPartition(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.AlterPartitionRequest)
 	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
+	// With ACLs on, as Kafka: CLUSTER_ACTION on the cluster (nodes only).
+	if err := s.authorize(r, metadata.ACLOpClusterAction, auth.Cluster); err != nil {
+		resp.ErrorCode = errorCode(err)
+		return resp, nil
+	}
 	if s.admin.ControllerID() != s.cfg.NodeID {
 		resp.ErrorCode = kerr.NotController.Code
 		return resp, nil

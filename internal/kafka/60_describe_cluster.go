@@ -14,7 +14,7 @@ import (
 
 func init() { regKey(60, 0, 2, handleDescribeCluster) }
 
-func handleDescribeCluster(_ context.Context, s *Server, r *request) (kmsg.Response, error) {
+func handleDescribeCluster(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	if req.Version >= 1 && req.EndpointType != 1 {
@@ -30,8 +30,12 @@ func handleDescribeCluster(_ context.Context, s *Server, r *request) (kmsg.Respo
 		if b.Fenced && !req.IncludeFencedBrokers {
 			continue
 		}
+		host, port, ok := s.listenerEndpoint(ctx, b)
+		if !ok {
+			continue // b has no listener of the client's listener's name (listeners.go)
+		}
 		rb := kmsg.NewDescribeClusterResponseBroker()
-		rb.NodeID, rb.Host, rb.Port, rb.IsFenced = int32(b.ID), b.Host, b.Port, b.Fenced
+		rb.NodeID, rb.Host, rb.Port, rb.IsFenced = int32(b.ID), host, port, b.Fenced
 		if b.Rack != "" {
 			rack := b.Rack
 			rb.Rack = &rack

@@ -3,8 +3,10 @@ package kafka
 // BrokerRegistration: v0-4 (KIP-631), sent by a node to the active controller when it
 // starts.
 //
-// The broker's client listener is the first listener not named CONTROLLER; a
-// CONTROLLER listener carries the node's Raft address, and a node outside the metadata
+// Every listener not named CONTROLLER is one of the broker's Kafka listeners, its
+// endpoint under that name, and the first one is the inter-broker listener other nodes
+// dial (a node sends its own first); a CONTROLLER listener carries the node's Raft
+// address, and a node outside the metadata
 // quorum is added there as a non-voter. The incarnation id tells a retry (same id, same
 // epoch) from a restart (new epoch). Features, IsMigratingZkBroker, LogDirs and
 // PreviousBrokerEpoch are ignored. The broker is registered fenced; its heartbeats
@@ -38,8 +40,12 @@ func handleBrokerRegistration(ctx context.Context, s *Server, r *request) (kmsg.
 		switch {
 		case l.Name == ControllerListenerName:
 			reg.RaftAddr = net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
-		case !found:
-			reg.Host, reg.Port, found = l.Host, int32(l.Port), true
+		default:
+			if !found {
+				reg.Host, reg.Port, found = l.Host, int32(l.Port), true
+			}
+			reg.Endpoints = append(reg.Endpoints, metadata.Endpoint{Name: l.Name, Host: l.Host, Port: int32(l.Port),
+				SecurityProtocol: l.SecurityProtocol})
 		}
 	}
 	if !found {

@@ -13,6 +13,7 @@ package kafka
 import (
 	"context"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -22,6 +23,11 @@ func init() { regKey(63, 0, 2, handleBrokerHeartbeat) }
 func handleBrokerHeartbeat(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.BrokerHeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
+	// With ACLs on, as Kafka: CLUSTER_ACTION on the cluster (nodes only).
+	if err := s.authorize(r, metadata.ACLOpClusterAction, auth.Cluster); err != nil {
+		resp.ErrorCode = errorCode(err)
+		return resp, nil
+	}
 	reply, err := s.controllerAPI().BrokerHeartbeat(ctx, BrokerHeartbeat{
 		ID: metadata.NodeID(req.BrokerID), Epoch: req.BrokerEpoch, MetadataOffset: req.CurrentMetadataOffset,
 		WantFence: req.WantFence, WantShutdown: req.WantShutdown, DiskFull: len(req.OfflineLogDirs) > 0,

@@ -10,6 +10,7 @@ package kafka
 import (
 	"context"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -19,6 +20,11 @@ func init() { regKey(64, 0, 0, handleUnregisterBroker) }
 func handleUnregisterBroker(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.UnregisterBrokerRequest)
 	resp := req.ResponseKind().(*kmsg.UnregisterBrokerResponse)
+	// With ACLs on, as Kafka: ALTER on the cluster.
+	if err := s.authorize(r, metadata.ACLOpAlter, auth.Cluster); err != nil {
+		resp.ErrorCode, resp.ErrorMessage = errorCode(err), reasonMessage(err)
+		return resp, nil
+	}
 	ctx, cancel := withRequestTimeout(ctx, 30_000)
 	defer cancel()
 	err := s.admin.UnregisterBroker(ctx, metadata.NodeID(req.BrokerID))

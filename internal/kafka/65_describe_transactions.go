@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/runnel-io/runnel/internal/auth"
+	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/txn"
 )
 
@@ -22,6 +24,12 @@ func handleDescribeTransactions(_ context.Context, s *Server, r *request) (kmsg.
 	for _, id := range req.TransactionalIDs {
 		rt := kmsg.NewDescribeTransactionsResponseTransactionState()
 		rt.TransactionalID = id
+		// With ACLs on, as Kafka: DESCRIBE on the transactional id.
+		if err := s.authorize(r, metadata.ACLOpDescribe, auth.TransactionalID(id)); err != nil {
+			rt.ErrorCode = errorCode(err)
+			resp.TransactionStates = append(resp.TransactionStates, rt)
+			continue
+		}
 		d, err := txn.Description{}, error(errNoTxnCoordinator)
 		if s.txns != nil {
 			d, err = s.txns.Describe(id)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/runnel-io/runnel/internal/auth"
+	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/txn"
 )
 
@@ -39,6 +41,10 @@ func handleListTransactions(_ context.Context, s *Server, r *request) (kmsg.Resp
 	}
 	for _, d := range s.txns.List(states, req.ProducerIDFilters) {
 		if req.DurationFilterMillis > 0 && (d.Start.IsZero() || time.Since(d.Start) < time.Duration(req.DurationFilterMillis)*time.Millisecond) {
+			continue
+		}
+		// With ACLs on, as Kafka: only the transactional ids the principal may DESCRIBE.
+		if !s.allowedQuiet(r, metadata.ACLOpDescribe, auth.TransactionalID(d.TransactionalID)) {
 			continue
 		}
 		ts := kmsg.NewListTransactionsResponseTransactionState()

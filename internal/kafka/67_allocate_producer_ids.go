@@ -8,6 +8,7 @@ package kafka
 import (
 	"context"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -17,6 +18,11 @@ func init() { regKey(67, 0, 0, handleAllocateProducerIDs) }
 func handleAllocateProducerIDs(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.AllocateProducerIDsRequest)
 	resp := req.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
+	// With ACLs on, as Kafka: CLUSTER_ACTION on the cluster (nodes only).
+	if err := s.authorize(r, metadata.ACLOpClusterAction, auth.Cluster); err != nil {
+		resp.ErrorCode = errorCode(err)
+		return resp, nil
+	}
 	start, n, err := s.controllerAPI().AllocateProducerIDs(ctx, metadata.NodeID(req.BrokerID), req.BrokerEpoch)
 	resp.ErrorCode = errorCode(err)
 	if err == nil {

@@ -3,6 +3,7 @@ package kafka
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/quota"
 	"github.com/runnel-io/runnel/internal/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -30,8 +32,10 @@ type request struct {
 	correlationID int32
 	clientID      string
 	kreq          kmsg.Request
-	received      time.Time
-	conn          *conn
+	// arrived is when the request's first bytes were read; received when its frame
+	// was read whole (after waiting for a request slot and the byte budget).
+	arrived, received time.Time
+	conn              *conn
 	// prevAppend is closed when the connection's previous produce request has
 	// appended (nil: none); appended is closed when this one has (produce only).
 	prevAppend <-chan struct{}
@@ -108,12 +112,17 @@ type pending struct {
 	closeAfter bool
 	// size is the request frame's size, held against queued.max.request.bytes.
 	size int64
+	// ready is when the response was ready (produce only: its respond stage).
+	ready time.Time
 }
 
 type conn struct {
 	s  *Server
-	nc net.Conn
-	// raw is the TCP socket for sendfile; nil for other connections.
+	nc net.Conn // the TLS connection over the socket on a TLS listener
+	// listener is the listener the connection was accepted on.
+	listener *listener
+	// raw is the TCP socket for sendfile; nil for other connections (TLS among them:
+	// its records are encrypted in the process, so fetches are copied).
 	raw    syscall.RawConn
 	remote string
 	queue  chan *pending
@@ -122,9 +131,18 @@ type conn struct {
 	lastAppend chan struct{}
 	// sawRequest is set once a request frame was read; only the reader touches it.
 	sawRequest bool
-	// user is the principal's name client quotas apply to: quota.AnonymousUser until
-	// authentication (SASL) sets the authenticated one.
+	// user is the principal's name client quotas and ACLs apply to:
+	// quota.AnonymousUser until authentication sets the authenticated one (a SASL
+	// login, else a TLS client certificate's subject, as CN=alice). Written before the
+	// connection's first request is served or, on a SASL listener, by the
+	// authentication's handler, which the reader waits for (sasl.go).
 	user string
+	// authenticated is false on a SASL listener until SASL authentication succeeded;
+	// until then only ApiVersions, SaslHandshake and SaslAuthenticate are served, one
+	// at a time. Written by the SaslAuthenticate handler while the reader waits for it.
+	authenticated bool
+	// sasl is the authentication in progress on a SASL listener (sasl.go).
+	sasl saslState
 	// mutedUntil (Unix ns) is when a client quota's throttle ends: the reader reads no
 	// request before it (quota.go).
 	mutedUntil atomic.Int64
@@ -145,14 +163,18 @@ type conn struct {
 // errIdle closes a connection idle for connections.max.idle.ms.
 var errIdle = errors.New("idle for connections.max.idle.ms")
 
-func newConn(s *Server, nc net.Conn) *conn {
-	c := &conn{s: s, nc: nc, remote: nc.RemoteAddr().String(), queue: make(chan *pending, maxInFlightPerConn), user: quota.AnonymousUser,
+func newConn(s *Server, nc net.Conn, l *listener) *conn {
+	c := &conn{s: s, nc: nc, listener: l, remote: nc.RemoteAddr().String(), queue: make(chan *pending, maxInFlightPerConn),
+		user: quota.AnonymousUser, authenticated: !l.cfg.IsSASL(),
 		idle: time.Duration(s.cfg.Broker.ConnectionsMaxIdleMs) * time.Millisecond}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
-		if raw, err := tc.SyscallConn(); err == nil {
+		if raw, err := tc.SyscallConn(); err == nil && l.tls == nil {
 			c.raw = raw
 		}
+	}
+	if l.tls != nil {
+		c.nc = tls.Server(nc, l.tls)
 	}
 	return c
 }
@@ -164,18 +186,25 @@ func (c *conn) serve() {
 	s.metrics.connections.Inc()
 	defer s.metrics.connections.Dec()
 	writerDone := make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		c.writeLoop()
-	}()
-	err := c.readLoop()
+	err := c.handshake()
+	if err == nil {
+		go func() {
+			defer close(writerDone)
+			c.writeLoop()
+		}()
+		err = c.readLoop()
+	} else {
+		close(writerDone)
+	}
 	if errors.Is(err, errIdle) {
 		s.logger.Debug("closing idle connection", "remote", c.remote, "idle", c.idle)
+	} else if errors.Is(err, auth.ErrAuthFailed) {
+		// A failed v0 login, logged where it failed (saslStep).
 	} else if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && s.ctx.Err() == nil &&
 		(c.sawRequest || !errors.Is(err, syscall.ECONNRESET)) {
 		// A connection reset before it sent anything is another node's liveness probe
 		// (internal/reach), not worth a line.
-		s.logger.Info("closing connection", "remote", c.remote, "err", err)
+		s.logger.Info("closing connection", "listener", c.listener.cfg.Name, "remote", c.remote, "user", c.user, "err", err)
 	}
 	close(c.queue)
 	<-writerDone
@@ -198,7 +227,20 @@ func (c *conn) readLoop() error {
 		if !c.waitUnmuted() {
 			return nil
 		}
+		// After the mute: a client quota's throttle is not the node's latency.
+		arrived := time.Now()
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+		if !c.authenticated {
+			if err := c.checkUnauthenticatedFrame(size); err != nil {
+				return err
+			}
+			if c.sasl.rawTokens {
+				if err := c.rawSaslToken(br, size); err != nil {
+					return err
+				}
+				continue
+			}
+		}
 		if size < 8 || (maxBytes > 0 && size > maxBytes) {
 			return fmt.Errorf("request frame of %d bytes is outside [8, socket.request.max.bytes=%d]", size, maxBytes)
 		}
@@ -228,8 +270,14 @@ func (c *conn) readLoop() error {
 			release()
 			return err
 		}
+		if !c.authenticated && !servedBeforeAuthentication(p.req.key) {
+			release()
+			return fmt.Errorf("%s before SASL authentication on listener %s (%s): only ApiVersions, SaslHandshake and SaslAuthenticate are served before",
+				kmsg.NameForKey(p.req.key), c.listener.cfg.Name, c.listener.cfg.Protocol)
+		}
 		p.size = int64(size)
 		p.req.frame = frame
+		p.req.arrived = arrived
 		if p.req.key == 0 {
 			p.req.prevAppend = c.lastAppend
 			p.req.appended = make(chan struct{})
@@ -243,6 +291,17 @@ func (c *conn) readLoop() error {
 		}
 		c.reads++
 		go c.handle(p)
+		if !c.authenticated {
+			// Before authentication requests are handled one at a time: the next
+			// frame is read only once this one's handler has changed the state
+			// (after a v0 SaslHandshake it is a raw token, not a request).
+			select {
+			case <-p.done:
+			case <-s.ctx.Done():
+				return nil
+			}
+			continue
+		}
 		if s.quotaLimited(p.req) {
 			// As Kafka, a connection a client quota applies to has one request at a
 			// time: the next is read once this one is handled, so that its throttle
@@ -343,11 +402,14 @@ func (c *conn) handle(p *pending) {
 	} else {
 		s.quotaBefore(r)
 		resp, err = reg.fn(withRequest(withClientID(s.ctx, r.clientID), r), s, r)
+		if errors.Is(err, errCloseAfterResponse) {
+			p.closeAfter, err = true, nil
+		}
 	}
 	s.metrics.observe(name, time.Since(r.received), err)
 	if err != nil {
 		s.logger.Warn("request failed; closing connection", "api", name, "version", r.version,
-			"client_id", r.clientID, "remote", c.remote, "err", err)
+			"client_id", r.clientID, "listener", c.listener.cfg.Name, "remote", c.remote, "err", err)
 		p.closeAfter = true
 		return
 	}
@@ -356,6 +418,9 @@ func (c *conn) handle(p *pending) {
 		return
 	}
 	p.buf = encodeResponse(r, resp)
+	if r.key == 0 {
+		p.ready = time.Now()
+	}
 	if len(r.splices) > 0 {
 		fr := resp.(*kmsg.FetchResponse)
 		parts, err := splicePlan(p.buf, spliceOrder(fr, r.splices), fr.IsFlexible())
@@ -470,6 +535,11 @@ func (c *conn) writeLoop() {
 		}
 		if len(c.queue) == 0 && bw.Flush() != nil {
 			fail()
+		}
+		if !p.ready.IsZero() {
+			// Written to the socket, or buffered behind the next queued response,
+			// which is flushed before the loop waits on anything.
+			c.s.metrics.observeStage(StageRespond, time.Since(p.ready))
 		}
 		c.writes.Add(1) // after the write: a response being written is pending
 	}

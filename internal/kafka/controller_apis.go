@@ -7,6 +7,8 @@ package kafka
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -30,17 +32,60 @@ type ControllerAPI interface {
 	AllocateProducerIDs(ctx context.Context, broker metadata.NodeID, brokerEpoch int64) (start int64, n int32, err error)
 }
 
+// NodeConfigAdmin is implemented by an Admin that keeps per-broker dynamic configs
+// (controlplane.Admin): AlterConfigs and IncrementalAlterConfigs on the broker
+// resource named by a broker id call it; without it such a resource is refused.
+type NodeConfigAdmin interface {
+	// AlterNodeConfigs changes broker node's own dynamic configs (nil deletes a key),
+	// which win over the cluster-wide defaults on that node alone.
+	AlterNodeConfigs(ctx context.Context, node metadata.NodeID, set map[string]*string, validateOnly bool) error
+}
+
+// brokerResourceNode parses the name of a broker config resource: "" is the
+// cluster-wide default (ok, default true), a broker id names that broker. Anything
+// else is INVALID_REQUEST.
+func brokerResourceNode(name string) (node metadata.NodeID, isDefault bool, err error) {
+	if name == "" {
+		return 0, true, nil
+	}
+	id, perr := strconv.ParseInt(name, 10, 32)
+	if perr != nil || id < 0 {
+		return 0, false, fmt.Errorf("%w: broker resource name %q is neither empty (the cluster default) nor a broker id", kerr.InvalidRequest, name)
+	}
+	return metadata.NodeID(id), false, nil
+}
+
+// alterBrokerResource applies set to the broker resource named name: the cluster-wide
+// defaults for "", broker name's own configs otherwise.
+func (s *Server) alterBrokerResource(ctx context.Context, name string, set map[string]*string, validateOnly bool) error {
+	node, isDefault, err := brokerResourceNode(name)
+	switch {
+	case err != nil:
+		return err
+	case isDefault:
+		return s.admin.AlterBrokerConfigs(ctx, set, validateOnly)
+	}
+	na, ok := s.admin.(NodeConfigAdmin)
+	if !ok {
+		return fmt.Errorf("%w: per-broker configs are not supported here; use the default broker resource (an empty name)", kerr.InvalidRequest)
+	}
+	return na.AlterNodeConfigs(ctx, node, set, validateOnly)
+}
+
 // BrokerRegistration is a decoded BrokerRegistration request.
 type BrokerRegistration struct {
 	ID        metadata.NodeID
 	ClusterID string
 	// IncarnationID is the request's incarnation UUID, in hex.
 	IncarnationID string
-	// Host and Port are the broker's client listener (the first listener that is not
-	// ControllerListenerName).
+	// Host and Port are the broker's inter-broker listener: the first listener that is
+	// not ControllerListenerName (metadata.Broker.Host).
 	Host string
 	Port int32
-	Rack string
+	// Endpoints are every listener but ControllerListenerName, the inter-broker one
+	// first (metadata.Broker.Endpoints).
+	Endpoints []metadata.Endpoint
+	Rack      string
 	// RaftAddr is the ControllerListenerName listener as host:port, "" if absent.
 	RaftAddr string
 	// UncleanShutdown: the node's previous run did not close its logs cleanly
@@ -102,4 +147,59 @@ func (noController) AlterPartition(context.Context, metadata.TopicPartition, met
 
 func (noController) AllocateProducerIDs(context.Context, metadata.NodeID, int64) (int64, int32, error) {
 	return 0, 0, kerr.NotController
+}
+
+// QuorumAdmin changes and describes the metadata quorum's voters (KIP-853), for
+// 55_describe_quorum.go, 80_add_raft_voter.go and 81_remove_raft_voter.go. The Admin
+// given to NewServer serves these APIs when it implements QuorumAdmin
+// (controlplane.Admin does: on the active controller it runs them there, elsewhere it
+// forwards them); otherwise they answer UNSUPPORTED_VERSION. Errors wrap a
+// *kerr.Error as Admin's do.
+type QuorumAdmin interface {
+	// DescribeQuorum is the active controller's view of the quorum.
+	DescribeQuorum(ctx context.Context) (QuorumState, error)
+	// AddRaftVoter promotes a registered, live, caught-up non-voter; raftAddr, when
+	// not "", must be its Raft address.
+	AddRaftVoter(ctx context.Context, id metadata.NodeID, raftAddr string) error
+	// RemoveRaftVoter makes a voter a non-voter (it stays a broker).
+	RemoveRaftVoter(ctx context.Context, id metadata.NodeID) error
+}
+
+// QuorumState is DescribeQuorum's answer for __cluster_metadata-0. Offsets are
+// metadata offsets (the Raft indexes of metadata records), exclusive as Kafka's:
+// HighWatermark is one past the last committed record, a LogEndOffset one past the
+// last record the member is known to hold.
+type QuorumState struct {
+	Leader        metadata.NodeID
+	LeaderEpoch   int32 // the Raft term
+	HighWatermark int64
+	Voters        []QuorumMember
+	Observers     []QuorumMember
+}
+
+// QuorumMember is one voter or observer (non-voter) of the metadata quorum.
+type QuorumMember struct {
+	ID metadata.NodeID
+	// RaftAddr is its address in the Raft configuration (host:port).
+	RaftAddr string
+	// LogEndOffset is -1 when unknown.
+	LogEndOffset int64
+	// LastFetchMs and LastCaughtUpMs are Unix milliseconds, -1 when unknown.
+	LastFetchMs, LastCaughtUpMs int64
+}
+
+// MetadataTopic and MetadataPartition name the metadata log in DescribeQuorum, as
+// Kafka's KRaft names it.
+const (
+	MetadataTopic     = "__cluster_metadata"
+	MetadataPartition = 0
+)
+
+// quorumAdmin returns the server's QuorumAdmin, or an error that answers
+// UNSUPPORTED_VERSION.
+func (s *Server) quorumAdmin() (QuorumAdmin, error) {
+	if q, ok := s.admin.(QuorumAdmin); ok {
+		return q, nil
+	}
+	return nil, fmt.Errorf("%w: this node does not serve the metadata quorum's APIs", kerr.UnsupportedVersion)
 }

@@ -2,11 +2,9 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"sync"
-	"time"
 
 	"github.com/runnel-io/runnel/internal/config"
 	"github.com/runnel-io/runnel/internal/metadata"
@@ -105,14 +103,17 @@ type Server struct {
 	bytes *byteBudget
 	// quotas are the client quotas' rates (quota.go).
 	quotas *quota.Manager
+	// authz decides ACLs (authorize.go); nil when authorizer.class.name is unset.
+	authz *authorizer
 
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu    sync.Mutex // guards ln and conns
-	ln    net.Listener
-	conns map[*conn]struct{}
-	wg    sync.WaitGroup
+	mu sync.Mutex // guards listeners and conns
+	// listeners are the bound listeners (listeners.go), in configuration order.
+	listeners []*listener
+	conns     map[*conn]struct{}
+	wg        sync.WaitGroup
 }
 
 // NewServer builds a server; Serve starts it.
@@ -134,58 +135,9 @@ func NewServer(cfg Config, replicas *replica.Manager, admin Admin, metrics *Metr
 		slots:    make(chan struct{}, q),
 		bytes:    newByteBudget(cfg.Broker.QueuedMaxRequestBytes),
 		quotas:   newQuotaManager(cfg, metrics),
+		authz:    newAuthorizer(cfg.Broker),
 		ctx:      ctx, cancel: cancel,
 		conns: map[*conn]struct{}{},
-	}
-}
-
-// Listen binds the listener; it returns the bound address (useful with port 0).
-func (s *Server) Listen(addr string) (net.Addr, error) {
-	ln, err := s.cfg.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	s.ln = ln
-	s.mu.Unlock()
-	return ln.Addr(), nil
-}
-
-// Serve accepts connections until Close. Listen must have been called.
-func (s *Server) Serve() error {
-	s.mu.Lock()
-	ln := s.ln
-	s.mu.Unlock()
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			if s.ctx.Err() != nil {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(5 * time.Millisecond)
-				continue
-			}
-			return err
-		}
-		c := newConn(s, nc)
-		s.mu.Lock()
-		if s.ctx.Err() != nil {
-			s.mu.Unlock()
-			nc.Close()
-			return nil
-		}
-		s.conns[c] = struct{}{}
-		s.wg.Add(1)
-		s.mu.Unlock()
-		go func() {
-			defer s.wg.Done()
-			c.serve()
-			s.mu.Lock()
-			delete(s.conns, c)
-			s.mu.Unlock()
-		}()
 	}
 }
 
@@ -193,8 +145,8 @@ func (s *Server) Serve() error {
 func (s *Server) Close() error {
 	s.cancel()
 	s.mu.Lock()
-	if s.ln != nil {
-		s.ln.Close()
+	for _, l := range s.listeners {
+		l.ln.Close()
 	}
 	for c := range s.conns {
 		c.nc.Close()

@@ -32,16 +32,35 @@ func (l *Log) Flush(upTo int64) error {
 	if upTo <= l.recoveryPoint.Load() {
 		return nil
 	}
-	// While another caller's fsync runs, get this append's pages on their way to the
-	// disk: the fsync that will cover them then has less left to write. A hint only, so
-	// the segment list is read without the append lock: a segment rolled or closed
-	// meanwhile gets a harmless (or failing, ignored) write-back request.
-	ss := l.segs()
-	vfs.WriteBehind(ss[len(ss)-1].file)
+	if l.flushMu.TryLock() {
+		// No fsync running: this one starts at once and writes the pages itself.
+		defer l.flushMu.Unlock()
+		return l.flushLocked(upTo)
+	}
+	l.writeBehind()
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	return l.flushLocked(upTo)
 }
+
+// writeBehind is called while another caller's fsync runs: it gets the pages appended
+// since the write-back was last started on their way to the disk, so that the fsync
+// covering them has less left to write, but only once there are writeBehindMin bytes
+// of them: the hint is a synchronous sync_file_range, which on ext4 can wait for the
+// journal commit of the fsync in progress, so for small appends (a latency-bound
+// producer) it could add up to a whole fsync to the wait for no gain. A hint only, so
+// the segment list is read without the append lock: a segment rolled or closed
+// meanwhile gets a harmless (or failing, ignored) write-back request.
+func (l *Log) writeBehind() {
+	ss := l.segs()
+	if active := ss[len(ss)-1]; active.size.Load()-active.writtenBack.Load() >= writeBehindMin {
+		active.writtenBack.Store(active.size.Load())
+		vfs.WriteBehind(active.file)
+	}
+}
+
+// writeBehindMin is the least appended data whose write-back a waiting Flush starts.
+const writeBehindMin = 256 << 10
 
 // flushLocked is Flush with flushMu held.
 func (l *Log) flushLocked(upTo int64) error {
@@ -58,6 +77,7 @@ func (l *Log) flushLocked(upTo int64) error {
 	l.unflushed = nil
 	active := l.activeLocked()
 	epochs := l.epochCheckpointLocked()
+	active.writtenBack.Store(active.size.Load()) // the fsync below writes back at least this
 	l.mu.Unlock()
 
 	for _, s := range rolled {

@@ -28,6 +28,9 @@ type Segment struct {
 	// size is the number of bytes readers may use: whole batches only. The appender
 	// stores it after its write returns, so a reader never sees a partial batch.
 	size atomic.Int64
+	// writtenBack is how far (bytes) the write-back of the file was last started, by a
+	// write-behind hint or an fsync (flush.go). A hint only: read and written racily.
+	writtenBack atomic.Int64
 
 	// indexesLoaded is true once the indexes are in memory. Segments below the
 	// recovery point load (or rebuild) them on first use, under loadMu.

@@ -60,3 +60,25 @@ func TestBrokerFencedAt(t *testing.T) {
 		t.Fatalf("after unfence %+v", b)
 	}
 }
+
+// The mark of a broker awaiting its share stays through fencing and the codec, and a
+// BrokerShareType record clears it.
+func TestBrokerAwaitsShare(t *testing.T) {
+	im := Empty().Apply(Record{Type: RegisterBrokerType, Broker: &Broker{ID: 4, Epoch: 1, AwaitsShare: true}}, 1)
+	im = im.Apply(Record{Type: FenceBrokerType, BrokerID: 4}, 2)
+	if b := im.Brokers[4]; !b.AwaitsShare || !b.Fenced {
+		t.Fatalf("after fence %+v, want it still awaiting its share", b)
+	}
+	enc, _ := Encode([]Record{{Type: RegisterBrokerType, Broker: &Broker{ID: 4, AwaitsShare: true}}, {Type: BrokerShareType, BrokerID: 4}})
+	recs, err := Decode(enc)
+	if err != nil || !recs[0].Broker.AwaitsShare || recs[1].Type != BrokerShareType || recs[1].BrokerID != 4 {
+		t.Fatalf("round trip %+v %v", recs, err)
+	}
+	im = im.Apply(recs[1], 3)
+	if b := im.Brokers[4]; b.AwaitsShare || !b.Fenced || b.Epoch != 1 {
+		t.Fatalf("after broker_share %+v, want only the mark cleared", b)
+	}
+	if im2 := im.Apply(Record{Type: BrokerShareType, BrokerID: 9}, 4); len(im2.Brokers) != 1 {
+		t.Fatalf("an unknown broker was added: %+v", im2.Brokers)
+	}
+}

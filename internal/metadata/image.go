@@ -18,10 +18,18 @@ type TopicPartition struct {
 
 // Broker is a registered node.
 type Broker struct {
-	ID   NodeID `json:"id"`
+	ID NodeID `json:"id"`
+	// Host and Port are the endpoint other nodes dial (replication, the controller
+	// channel, transaction markers, liveness probes): the broker's inter-broker
+	// listener (inter.broker.listener.name), which every node of a cluster names alike.
 	Host string `json:"host"`
 	Port int32  `json:"port"`
-	Rack string `json:"rack,omitempty"`
+	// Endpoints are every Kafka listener the broker registered, the inter-broker one
+	// first. A client is given the endpoint of the listener it connected on (Kafka's
+	// rule); empty in a registration from before listeners had names, which then has
+	// Host and Port alone.
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
+	Rack      string     `json:"rack,omitempty"`
 	// Fenced brokers lead nothing and are not in any ISR.
 	Fenced bool `json:"fenced"`
 	// Epoch increases on every registration (a restart) so stale heartbeats are ignored.
@@ -41,6 +49,38 @@ type Broker struct {
 	// FencedAtMs is when the controller fenced this registration (Unix milliseconds;
 	// the FenceBroker record's AtMs), 0 while it is unfenced or was never unfenced.
 	FencedAtMs int64 `json:"fenced_at_ms,omitempty"`
+	// AwaitsShare says the broker registered for the first time under the node_add
+	// balancer and the balancer has not planned its share of replicas yet. It is
+	// metadata, not the active controller's memory, so that a controller that takes
+	// over before the plan still gives the node its share. The controller sets it in
+	// the first registration and keeps it in later ones; a BrokerShareType record
+	// clears it.
+	AwaitsShare bool `json:"awaits_share,omitempty"`
+}
+
+// Endpoint is one Kafka listener of a broker as registered (Kafka's BrokerEndpoint).
+type Endpoint struct {
+	// Name is the listener's name, upper case (PLAINTEXT, SASL_SSL, INTERNAL, ...).
+	Name string `json:"name"`
+	Host string `json:"host"`
+	Port int32  `json:"port"`
+	// SecurityProtocol is Kafka's id of the listener's protocol: 0 PLAINTEXT, 1 SSL,
+	// 2 SASL_PLAINTEXT, 3 SASL_SSL.
+	SecurityProtocol int16 `json:"security_protocol"`
+}
+
+// Endpoint returns b's endpoint of the listener named name. A broker registered
+// without named endpoints has one, Host and Port, under every name.
+func (b Broker) Endpoint(name string) (Endpoint, bool) {
+	if len(b.Endpoints) == 0 {
+		return Endpoint{Name: name, Host: b.Host, Port: b.Port}, true
+	}
+	for _, e := range b.Endpoints {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return Endpoint{}, false
 }
 
 // Partition is the replication state of one partition.
@@ -122,6 +162,10 @@ type Image struct {
 	NextProducerID int64 `json:"next_producer_id,omitempty"`
 	// ClientQuotas are the client quotas set (quotas.go); nil when none is.
 	ClientQuotas *ClientQuotas `json:"client_quotas,omitempty"`
+	// Scram holds the SCRAM users' credentials (scram.go); nil when there is none.
+	Scram *ScramCredentials `json:"scram,omitempty"`
+	// ACLs are the access control entries (acls.go); nil when there is none.
+	ACLs *ACLs `json:"acls,omitempty"`
 }
 
 // Empty returns the image before any record.

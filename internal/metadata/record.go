@@ -18,6 +18,9 @@ const (
 	BrokerDiskType RecordType = "broker_disk"
 	// UnregisterBrokerType removes broker BrokerID for good (UnregisterBroker).
 	UnregisterBrokerType RecordType = "unregister_broker"
+	// BrokerShareType clears Broker.AwaitsShare of BrokerID: the balancer planned
+	// the broker's share.
+	BrokerShareType      RecordType = "broker_share"
 	CreateTopicType      RecordType = "create_topic"
 	DeleteTopicType      RecordType = "delete_topic"
 	CreatePartitionsType RecordType = "create_partitions"
@@ -54,6 +57,10 @@ type Record struct {
 	AtMs int64 `json:"at_ms,omitempty"`
 	// ClientQuota is the ClientQuotaType payload (quotas.go).
 	ClientQuota *ClientQuotaChange `json:"client_quota,omitempty"`
+	// Scram is the ScramCredentialType payload (scram.go).
+	Scram *ScramChange `json:"scram,omitempty"`
+	// ACL is the ACLType payload (acls.go).
+	ACL *ACLChange `json:"acl,omitempty"`
 }
 
 // Encode serialises records for the Raft log.
@@ -79,7 +86,7 @@ func (im *Image) Apply(rec Record, offset uint64) *Image {
 		if n.ClusterID == "" {
 			n.ClusterID = rec.ClusterID
 		}
-	case RegisterBrokerType, FenceBrokerType, UnfenceBrokerType, BrokerDiskType, UnregisterBrokerType:
+	case RegisterBrokerType, FenceBrokerType, UnfenceBrokerType, BrokerDiskType, UnregisterBrokerType, BrokerShareType:
 		n.Brokers = applyBroker(im.Brokers, rec, offset)
 	case CreateTopicType:
 		if rec.Topic != nil && im.Topics[rec.Topic.Name] == nil {
@@ -112,6 +119,10 @@ func (im *Image) Apply(rec Record, offset uint64) *Image {
 		n.applyConfig(im, rec)
 	case ClientQuotaType:
 		n.ClientQuotas = applyClientQuota(im.ClientQuotas, rec.ClientQuota)
+	case ScramCredentialType:
+		n.Scram = applyScram(im.Scram, rec.Scram)
+	case ACLType:
+		n.ACLs = applyACL(im.ACLs, rec.ACL)
 	case ProducerIDsType:
 		if rec.ProducerIDBlockStart == im.NextProducerID && rec.NextProducerID > im.NextProducerID {
 			n.NextProducerID = rec.NextProducerID
@@ -143,6 +154,11 @@ func applyBroker(old map[NodeID]Broker, rec Record, offset uint64) map[NodeID]Br
 	case BrokerDiskType:
 		if b, ok := m[rec.BrokerID]; ok {
 			b.DiskFull = rec.DiskFull
+			m[rec.BrokerID] = b
+		}
+	case BrokerShareType:
+		if b, ok := m[rec.BrokerID]; ok {
+			b.AwaitsShare = false
 			m[rec.BrokerID] = b
 		}
 	case UnregisterBrokerType:

@@ -58,9 +58,9 @@ type sensorKey struct {
 	tags Tags
 }
 
-// sensor is one entity's rate and its metric children.
+// sensor is one entity's account and its metric children.
 type sensor struct {
-	rate     *rate
+	bucket   bucket
 	last     time.Time
 	value    prometheus.Counter // bytes, or request seconds
 	throttle prometheus.Counter // seconds
@@ -90,8 +90,14 @@ func NewManager(cfg Config) *Manager {
 		resolved: map[resolveKey]resolution{}, sensors: map[sensorKey]*sensor{}}
 }
 
-// Window is the time the rates are measured over at least: quota.window.num-1 windows.
-func (m *Manager) Window() time.Duration { return time.Duration(m.samples-1) * m.window }
+// Burst is how much of a quota's rate a client may use at once: one window
+// (quota.window.size.seconds). See bucket for why not Kafka's n-1 windows.
+func (m *Manager) Burst() time.Duration { return m.window }
+
+// maxThrottle is the longest one throttle lasts: quota.window.num windows, the cap
+// Kafka puts on a request quota's throttle. A longer debt throttles the next request
+// as well, so the cap shortens each mute without raising the rate.
+func (m *Manager) maxThrottle() time.Duration { return time.Duration(m.samples) * m.window }
 
 // Record adds v (bytes; for Request, seconds of handling time) to the rate of type t
 // that applies to user and clientID under quotas q, and returns the throttle time.
@@ -106,12 +112,7 @@ func (m *Manager) Record(q *metadata.ClientQuotas, t Type, user, clientID string
 	if t == Request {
 		v *= 100 // percent of one core
 	}
-	s.rate.record(v, now, m.window)
-	d := s.rate.throttle(match.Bound, now, m.window)
-	if t == Request {
-		// Kafka caps the request quota's throttle at the whole window.
-		d = min(d, time.Duration(m.samples)*m.window)
-	}
+	d := s.bucket.record(v, match.Bound, match.Bound*m.Burst().Seconds(), now, m.maxThrottle())
 	if t != Fetch || d == 0 {
 		// A throttled fetch is answered empty and unrecorded: it moved nothing.
 		s.value.Add(v / t.unit())
@@ -136,8 +137,11 @@ func (m *Manager) Unrecord(q *metadata.ClientQuotas, t Type, user, clientID stri
 	if !ok {
 		return
 	}
+	if t == Request {
+		v *= 100
+	}
 	s := m.sensorLocked(t, match.Tags, now)
-	s.rate.record(-v, now, m.window)
+	s.bucket.record(-v, match.Bound, match.Bound*m.Burst().Seconds(), now, m.maxThrottle())
 }
 
 // Throttled counts d of throttle time against the rate of t that match names.
@@ -161,9 +165,9 @@ func (m *Manager) Applies(q *metadata.ClientQuotas, user, clientID string) bool 
 	return false
 }
 
-// MaxInWindow is the most that can be recorded for t without a certain throttle
-// (Kafka's getMaxValueInQuotaWindow: the bound over the n-1 full windows), and whether
-// a quota applies. A consumer fetch asks for no more than this.
+// MaxInWindow is the most that can be recorded for t at once without a certain
+// throttle (Kafka's getMaxValueInQuotaWindow; here the bucket's capacity, one window of
+// the bound), and whether a quota applies. A consumer fetch asks for no more than this.
 func (m *Manager) MaxInWindow(q *metadata.ClientQuotas, t Type, user, clientID string) (float64, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -171,7 +175,7 @@ func (m *Manager) MaxInWindow(q *metadata.ClientQuotas, t Type, user, clientID s
 	if !ok {
 		return 0, false
 	}
-	return match.Bound * m.Window().Seconds(), true
+	return match.Bound * m.Burst().Seconds(), true
 }
 
 func (m *Manager) resolveLocked(q *metadata.ClientQuotas, t Type, user, clientID string) (Match, bool) {
@@ -197,7 +201,7 @@ func (m *Manager) sensorLocked(t Type, tags Tags, now time.Time) *sensor {
 	k := sensorKey{t, tags}
 	s := m.sensors[k]
 	if s == nil {
-		s = &sensor{rate: newRate(m.samples)}
+		s = &sensor{}
 		s.value, s.throttle = m.metrics.children(t, tags)
 		m.sensors[k] = s
 	}

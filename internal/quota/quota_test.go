@@ -75,31 +75,90 @@ func TestResolvePrecedence(t *testing.T) {
 	}
 }
 
-// TestRateConverges drives a rate as a client that sends as fast as it may: it sends a
-// request, and sends the next one when its throttle time is over. Over a long run it
-// moves the bound, and its first burst is the bound over n-1 windows.
-func TestRateConverges(t *testing.T) {
+// greedyClient drives m as a client that sends as fast as it may: a request of req
+// bytes every millisecond, the next one only once its throttle time is over, from
+// start for span. It returns the bytes sent by each elapsed time (one entry per
+// request) and the bytes sent before the first throttle.
+func greedyClient(m *Manager, q *metadata.ClientQuotas, req float64, start time.Time, span time.Duration) (sentAt map[time.Duration]float64, firstThrottle float64) {
+	sentAt = map[time.Duration]float64{}
+	now, sent, firstThrottle := start, 0.0, -1.0
+	for now.Sub(start) < span {
+		res := m.Record(q, Produce, AnonymousUser, "p", req, now)
+		sent += req
+		sentAt[now.Sub(start)] = sent
+		if res.Throttle > 0 && firstThrottle < 0 {
+			firstThrottle = sent
+		}
+		now = now.Add(time.Millisecond + res.Throttle)
+	}
+	return sentAt, firstThrottle
+}
+
+// TestRateHeldOverEverySpan: a client at full speed against a quota moves, over any
+// span T from the start, at most the bound over T plus one window plus the request
+// that crosses the bound, and at least the bound over T minus one request; so over
+// 20 s it is within 10 % of its quota (the measure; Kafka's sampled rate was
+// 23 % over with its defaults), and its first throttle comes after one window's worth.
+func TestRateHeldOverEverySpan(t *testing.T) {
 	const bound, req = 1e6, 64 << 10
-	for _, n := range []int{2, 11} {
-		m := NewManager(Config{Samples: n, Window: time.Second})
+	for _, window := range []time.Duration{time.Second, 2 * time.Second} {
+		m := NewManager(Config{Window: window})
 		q := quotas(t, map[metadata.QuotaEntity]float64{{ClientID: metadata.QuotaNamed("p")}: bound}, metadata.ProducerByteRate)
-		start := time.Unix(1000, 0)
-		now, sent, firstThrottle := start, 0.0, -1.0
-		for now.Sub(start) < 100*time.Second {
-			res := m.Record(q, Produce, AnonymousUser, "p", req, now)
-			sent += req
-			if res.Throttle > 0 && firstThrottle < 0 {
-				firstThrottle = sent
+		sentAt, first := greedyClient(m, q, req, time.Unix(1000, 0), 100*time.Second)
+		if burst := bound * window.Seconds(); first < burst || first > burst+req {
+			t.Errorf("window %v: first throttle after %.0f bytes, want one window's worth (%.0f) plus at most one request", window, first, burst)
+		}
+		for at, sent := range sentAt {
+			most := bound*(at+window).Seconds() + req
+			least := bound*at.Seconds() - req
+			if sent > most || sent < least {
+				t.Fatalf("window %v: %.0f bytes sent by %v, want between %.0f and %.0f", window, sent, at, least, most)
 			}
-			now = now.Add(time.Millisecond + res.Throttle) // 1 ms per request when not throttled
 		}
-		got := sent / now.Sub(start).Seconds()
-		if math.Abs(got-bound)/bound > 0.05 {
-			t.Errorf("n=%d: %.0f bytes/s over 100 s, want %.0f within 5%%", n, got, float64(bound))
+		if window != DefaultWindow {
+			continue // with a longer window the first burst is longer: (20 s + window) / 20 s
 		}
-		if burst := bound * float64(n-1); firstThrottle < burst || firstThrottle > burst*1.02+req { // plus the ~150 ms the burst took
-			t.Errorf("n=%d: first throttle after %.0f bytes, want the bound over %d windows (%.0f)", n, firstThrottle, n-1, burst)
+		var by20 float64
+		for at, sent := range sentAt {
+			if at <= 20*time.Second && sent > by20 {
+				by20 = sent
+			}
 		}
+		if got := by20 / 20; math.Abs(got-bound)/bound > 0.1 {
+			t.Errorf("window %v: %.0f bytes/s over the first 20 s, want %.0f within 10%%", window, got, float64(bound))
+		}
+	}
+}
+
+// TestQuotaChangeBitesAtOnce: a bound lowered while a client is idle and its bucket
+// full lets through no more than one window of the new bound, not of the old one.
+func TestQuotaChangeBitesAtOnce(t *testing.T) {
+	m := NewManager(Config{})
+	high := quotas(t, map[metadata.QuotaEntity]float64{{ClientID: metadata.QuotaNamed("p")}: 10e6}, metadata.ProducerByteRate)
+	low := quotas(t, map[metadata.QuotaEntity]float64{{ClientID: metadata.QuotaNamed("p")}: 1e5}, metadata.ProducerByteRate)
+	now := time.Unix(1000, 0)
+	if r := m.Record(high, Produce, AnonymousUser, "p", 1, now); r.Throttle != 0 {
+		t.Fatalf("first byte throttled: %+v", r)
+	}
+	now = now.Add(5 * time.Second)
+	if r := m.Record(low, Produce, AnonymousUser, "p", 2e5, now); r.Throttle != time.Second {
+		t.Fatalf("2e5 B against a new bound of 1e5 B/s with a full bucket: throttle %v, want 1s (the bucket holds one second of the new bound)", r.Throttle)
+	}
+}
+
+// TestThrottleCappedDebtKept: one request far over the bound is throttled for at most
+// quota.window.num windows, and the rest of its debt throttles the next request.
+func TestThrottleCappedDebtKept(t *testing.T) {
+	m := NewManager(Config{Samples: 11, Window: time.Second})
+	q := quotas(t, map[metadata.QuotaEntity]float64{{ClientID: metadata.QuotaNamed("p")}: 1000}, metadata.ProducerByteRate)
+	now := time.Unix(1000, 0)
+	// 1000 B of burst, then 20,000 B of debt: 20 s, capped at 11 s.
+	if r := m.Record(q, Produce, AnonymousUser, "p", 21_000, now); r.Throttle != 11*time.Second {
+		t.Fatalf("20 s of debt: throttle %v, want the 11 s cap", r.Throttle)
+	}
+	now = now.Add(11 * time.Second)
+	if r := m.Record(q, Produce, AnonymousUser, "p", 1, now); r.Throttle != 9*time.Second+time.Millisecond {
+		t.Fatalf("after the capped throttle: %v, want the 9 s of debt left (plus the byte)", r.Throttle)
 	}
 }
 
@@ -107,13 +166,13 @@ func TestUnrecordAndMaxInWindow(t *testing.T) {
 	m := NewManager(Config{})
 	q := quotas(t, map[metadata.QuotaEntity]float64{{User: metadata.QuotaDefault()}: 1000}, metadata.ConsumerByteRate)
 	now := time.Unix(1000, 0)
-	if max, ok := m.MaxInWindow(q, Fetch, "u", "c"); !ok || max != 10_000 {
-		t.Fatalf("MaxInWindow = %v %v, want 10000 (1000 B/s over 10 windows)", max, ok)
+	if max, ok := m.MaxInWindow(q, Fetch, "u", "c"); !ok || max != 1000 {
+		t.Fatalf("MaxInWindow = %v %v, want 1000 (1000 B/s over one window)", max, ok)
 	}
-	if r := m.Record(q, Fetch, "u", "c", 20_000, now); r.Throttle != 10*time.Second {
-		t.Fatalf("20000 B against 1000 B/s over 10 s: throttle %v, want 10s", r.Throttle)
+	if r := m.Record(q, Fetch, "u", "c", 6000, now); r.Throttle != 5*time.Second {
+		t.Fatalf("6000 B against 1000 B/s with a 1000 B burst: throttle %v, want 5s", r.Throttle)
 	}
-	m.Unrecord(q, Fetch, "u", "c", 20_000, now)
+	m.Unrecord(q, Fetch, "u", "c", 6000, now)
 	if r := m.Record(q, Fetch, "u", "c", 100, now); r.Throttle != 0 || !r.Limited {
 		t.Fatalf("after Unrecord: %+v", r)
 	}

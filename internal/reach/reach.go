@@ -54,17 +54,31 @@ type Prober struct {
 
 // target is one address's watch or last dial.
 type target struct {
-	mu      sync.Mutex // serialises the dials of one address
-	watch   net.Conn   // nil: none open
-	refused time.Time  // when the last dial was refused; zero if it was not
-	dialed  time.Time  // when the last dial beside an open watch succeeded
+	// turn serialises the callers of one address, so that one dial serves them all:
+	// holding it is having sent into it. It is a channel, not a sync.Mutex, because
+	// its holder may wait on a dial for up to dialTimeout: a waiter blocked on a
+	// channel is durably blocked for testing/synctest, so the fake clock can run that
+	// timeout out (a goroutine in Mutex.Lock would stop the clock, and the bubble would
+	// never move again), and a waiter can give up when its context ends.
+	turn    chan struct{}
+	watch   net.Conn  // nil: none open
+	refused time.Time // when the last dial was refused; zero if it was not
+	dialed  time.Time // when the last dial beside an open watch succeeded
 }
 
-// New returns a Prober with the default timeout and TTL.
+// New returns a Prober with the default timeout and TTL that dials on the host's
+// TCP stack.
 func New() *Prober {
 	d := &net.Dialer{}
+	return NewDialer(d.DialContext)
+}
+
+// NewDialer is New dialing with dial (the signature of net.Dialer.DialContext), for a
+// node on another network (vnet.Mem in tests). A connection dial returns that has a
+// PeerClosed() bool method (vnet's do) is asked it instead of peeking at a socket.
+func NewDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *Prober {
 	return &Prober{dialTimeout: DefaultDialTimeout, refusedTTL: DefaultRefusedTTL, dialEvery: DefaultDialEvery,
-		dial: func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) },
+		dial: func(ctx context.Context, addr string) (net.Conn, error) { return dial(ctx, "tcp", addr) },
 		now:  time.Now, m: map[string]*target{}}
 }
 
@@ -75,13 +89,17 @@ func (p *Prober) Gone(ctx context.Context, addr string) bool {
 	p.mu.Lock()
 	tg := p.m[addr]
 	if tg == nil {
-		tg = &target{}
+		tg = &target{turn: make(chan struct{}, 1)}
 		p.m[addr] = tg
 	}
 	p.mu.Unlock()
 
-	tg.mu.Lock()
-	defer tg.mu.Unlock()
+	select {
+	case tg.turn <- struct{}{}:
+	case <-ctx.Done():
+		return false // no answer: only a refusal proves the process gone
+	}
+	defer func() { <-tg.turn }()
 	if tg.watch != nil {
 		if !open(tg.watch) {
 			tg.watch.Close()
@@ -134,14 +152,17 @@ func (p *Prober) checkListener(ctx context.Context, addr string, tg *target) boo
 // Close closes every watch.
 func (p *Prober) Close() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	for addr, tg := range p.m {
-		tg.mu.Lock()
+	targets := p.m
+	p.m = map[string]*target{}
+	p.mu.Unlock()
+	// Each turn is waited for without p.mu held: its holder may be in a dial, and
+	// Gone takes p.mu first.
+	for _, tg := range targets {
+		tg.turn <- struct{}{}
 		if tg.watch != nil {
 			tg.watch.Close()
 		}
-		tg.mu.Unlock()
-		delete(p.m, addr)
+		<-tg.turn
 	}
 }
 
@@ -152,6 +173,9 @@ func Refused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
 // no end of stream and no reset. The watch never sends a request, so nothing is ever
 // there to read; a peer that closes (its process exited) shows as a 0-byte read.
 func open(c net.Conn) bool {
+	if pc, ok := c.(interface{ PeerClosed() bool }); ok {
+		return !pc.PeerClosed()
+	}
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return true

@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/runnel-io/runnel/internal/log"
 	"github.com/runnel-io/runnel/internal/metadata"
@@ -24,7 +25,7 @@ func (p *Partition) AppendToLeader(ctx context.Context, records []byte, acks int
 	if err != nil {
 		return info, err
 	}
-	return info, p.CompleteAppend(ctx, info, acks)
+	return info, p.CompleteAppend(ctx, info, acks, nil)
 }
 
 // Append is the first half of AppendToLeader: validate and append to the log (page
@@ -40,9 +41,17 @@ func (p *Partition) Append(records []byte, acks int16) (log.AppendInfo, error) {
 }
 
 // CompleteAppend is the second half of AppendToLeader: it makes the append durable per
-// the flush policy and, for acks=-1, waits for the ISR.
-func (p *Partition) CompleteAppend(ctx context.Context, info log.AppendInfo, acks int16) error {
-	return p.completeAppend(ctx, info, acks)
+// the flush policy and, for acks=-1, waits for the ISR. When st is not nil it gets how
+// long each of the two waits took.
+func (p *Partition) CompleteAppend(ctx context.Context, info log.AppendInfo, acks int16, st *AppendStages) error {
+	return p.completeAppend(ctx, info, acks, st)
+}
+
+// AppendStages are how long the waits of CompleteAppend took: Flush, the fsync (the
+// flush policy's, shared with the other appends of the same group commit; 0 when none
+// was needed), and Replicate, the wait for the ISR to pass the append (acks=-1 only).
+type AppendStages struct {
+	Flush, Replicate time.Duration
 }
 
 // AppendTxnMarker appends a COMMIT or ABORT marker for producer pid as leader
@@ -59,18 +68,23 @@ func (p *Partition) AppendTxnMarker(ctx context.Context, t log.ControlType, pid 
 	if err != nil {
 		return info, err
 	}
-	return info, p.completeAppend(ctx, info, -1)
+	return info, p.completeAppend(ctx, info, -1, nil)
 }
 
 // completeAppend flushes, moves the high watermark and waits for acks.
-func (p *Partition) completeAppend(ctx context.Context, info log.AppendInfo, acks int16) error {
+func (p *Partition) completeAppend(ctx context.Context, info log.AppendInfo, acks int16, st *AppendStages) error {
 	if !info.Duplicate && p.hasFollowers() {
 		// Followers long-polling for new data wake on the log end moving.
-		p.notifyWaiters()
+		p.notifyLogEnd()
 	}
 	end := info.LastOffset + 1
 	if p.log.NeedsFlush(info) || (info.Duplicate && p.log.RecoveryPoint() < end) {
-		if err := p.log.Flush(end); err != nil {
+		start := time.Now()
+		err := p.log.Flush(end)
+		if st != nil {
+			st.Flush = time.Since(start)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -82,7 +96,12 @@ func (p *Partition) completeAppend(ctx context.Context, info log.AppendInfo, ack
 	if acks != -1 {
 		return nil
 	}
-	if err := p.waitForHW(ctx, end); err != nil {
+	start := time.Now()
+	err := p.waitForHW(ctx, end)
+	if st != nil {
+		st.Replicate = time.Since(start)
+	}
+	if err != nil {
 		return err
 	}
 	p.leaderIsrLock.RLock()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/runnel-io/runnel/internal/log"
 	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/vnet"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -46,13 +47,20 @@ type fetchState struct {
 }
 
 func newFetcher(m *Manager, source metadata.NodeID, addr string) (*Fetcher, error) {
-	cl, err := kgo.NewClient(
+	const dialTimeout = 3 * time.Second
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(addr),
 		kgo.ClientID(fmt.Sprintf("runnel-replica-fetcher-%d-from-%d", m.opts.Node, source)),
-		kgo.RetryTimeout(5*time.Second),
-		kgo.DialTimeout(3*time.Second),
-		kgo.MetadataMinAge(250*time.Millisecond),
-	)
+		kgo.RetryTimeout(5 * time.Second),
+		kgo.DialTimeout(dialTimeout),
+		kgo.MetadataMinAge(250 * time.Millisecond),
+	}
+	if m.opts.PeerClient != nil {
+		opts = append(opts, m.opts.PeerClient(dialTimeout)...)
+	} else {
+		opts = append(opts, kgo.Dialer(vnet.Dialer(m.opts.Network, dialTimeout))) // nil (kgo's own) on the host's network
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/runnel-io/runnel/internal/log"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/quota"
+	"github.com/runnel-io/runnel/internal/vnet"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TopicSettings is what the replica layer needs from a topic's configuration.
@@ -30,6 +32,13 @@ type Options struct {
 	Node   metadata.NodeID
 	Logs   *log.Manager
 	Logger *slog.Logger
+	// Network is where fetchers dial leaders; nil is the host's TCP stack. Tests give
+	// a vnet.Mem host.
+	Network vnet.Network
+	// PeerClient, when set, gives the fetchers' dialer (on Network, with TLS) and SASL
+	// login for the leaders' inter-broker listener (kafka.PeerClient); nil dials
+	// plaintext on Network.
+	PeerClient func(dialTimeout time.Duration) []kgo.Opt
 	// Resolve turns a topic's overrides (and the cluster's dynamic defaults) into
 	// settings. It must not fail for configs the controller accepted.
 	Resolve func(im *metadata.Image, t *metadata.Topic) TopicSettings
@@ -65,6 +74,11 @@ type Options struct {
 	// (replication.quota.window.size.seconds; 1 s when zero).
 	ThrottleRates  func(im *metadata.Image) (leader, follower int64)
 	ThrottleWindow time.Duration
+	// CaughtUp, if set, says whether an image is at least as new as the metadata the
+	// controller held when it last confirmed this node caught up (the node's current
+	// registration is unfenced in it). On the first such image the manager deletes
+	// the local logs the image places elsewhere (stray.go); nil: never.
+	CaughtUp func(im *metadata.Image) bool
 }
 
 func (o *Options) setDefaults() {
@@ -138,6 +152,10 @@ type Manager struct {
 	// (a full disk), so that the failure is logged once rather than at every interval.
 	hwCheckpointFailing atomic.Bool
 
+	// strayChecked is set once the stray sweep ran (stray.go). Only ApplyImage's
+	// goroutine uses it.
+	strayChecked bool
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -207,6 +225,7 @@ func (m *Manager) ApplyImage(im *metadata.Image) error {
 	for _, tp := range lc.Deleted {
 		m.deletePartition(tp)
 	}
+	m.maybeDeleteStrayLogs(im)
 	m.view.update(m.opts.Node, m.Partitions(), len(lc.Leaders) > 0)
 	return firstErr
 }

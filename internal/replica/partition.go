@@ -53,19 +53,29 @@ type Partition struct {
 	rs replicationState
 
 	waitersMu sync.Mutex
-	// waiters are woken (non-blocking send) whenever the high watermark moves.
+	// waiters are woken (non-blocking send) whenever the high watermark moves: the
+	// long polls of consumers and the acks=all produces waiting for the ISR.
 	waiters map[chan struct{}]struct{}
+	// endWaiters are woken whenever the high watermark or the log end moves: the long
+	// polls of followers, which read up to the log end (WatchLogEnd). An append wakes
+	// only these: a consumer or a producer woken by it would find the high watermark
+	// where it was and park again.
+	endWaiters map[chan struct{}]struct{}
+	// notifiedAt is when waiters were last woken (Unix ns; 0: never), for the fetch
+	// breakdown's wake stage: how long a woken long poll took to run again.
+	notifiedAt atomic.Int64
 }
 
 func newPartition(tp metadata.TopicPartition, node metadata.NodeID, l *log.Log, maxLag time.Duration, logger *slog.Logger) *Partition {
 	p := &Partition{
-		tp:       tp,
-		node:     node,
-		log:      l,
-		maxLagMs: maxLag.Milliseconds(),
-		logger:   logger.With("topic", tp.Topic, "partition", tp.Partition),
-		rs:       replicationState{self: node, leader: metadata.NoLeader, followers: map[metadata.NodeID]*followerState{}},
-		waiters:  map[chan struct{}]struct{}{},
+		tp:         tp,
+		node:       node,
+		log:        l,
+		maxLagMs:   maxLag.Milliseconds(),
+		logger:     logger.With("topic", tp.Topic, "partition", tp.Partition),
+		rs:         replicationState{self: node, leader: metadata.NoLeader, followers: map[metadata.NodeID]*followerState{}},
+		waiters:    map[chan struct{}]struct{}{},
+		endWaiters: map[chan struct{}]struct{}{},
 	}
 	p.hw.Store(l.LogStartOffset())
 	return p
@@ -242,16 +252,39 @@ func (p *Partition) removeWaiter(ch chan struct{}) {
 	p.waitersMu.Unlock()
 }
 
+// notifyWaiters wakes every waiter: the high watermark moved (or the role changed).
 func (p *Partition) notifyWaiters() {
 	p.waitersMu.Lock()
-	for ch := range p.waiters {
+	if len(p.waiters)+len(p.endWaiters) > 0 {
+		p.notifiedAt.Store(time.Now().UnixNano())
+	}
+	wake(p.waiters)
+	wake(p.endWaiters)
+	p.waitersMu.Unlock()
+}
+
+// notifyLogEnd wakes the followers' long polls: the log end moved.
+func (p *Partition) notifyLogEnd() {
+	p.waitersMu.Lock()
+	if len(p.endWaiters) > 0 {
+		p.notifiedAt.Store(time.Now().UnixNano())
+	}
+	wake(p.endWaiters)
+	p.waitersMu.Unlock()
+}
+
+func wake(chs map[chan struct{}]struct{}) {
+	for ch := range chs {
 		select {
 		case ch <- struct{}{}:
 		default:
 		}
 	}
-	p.waitersMu.Unlock()
 }
+
+// NotifiedAt is when the partition last woke its waiters (a high watermark or, with
+// followers, a log end move), in Unix nanoseconds; 0 if never.
+func (p *Partition) NotifiedAt() int64 { return p.notifiedAt.Load() }
 
 // waitForHW blocks until the high watermark reaches offset, the partition loses
 // leadership, or ctx ends.

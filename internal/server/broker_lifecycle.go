@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/config"
 	"github.com/runnel-io/runnel/internal/controlplane"
 	"github.com/runnel-io/runnel/internal/kafka"
 	"github.com/runnel-io/runnel/internal/metadata"
@@ -36,27 +37,48 @@ func (n *Node) startBrokerLifecycle(ctx context.Context) error {
 	return l.AwaitUnfenced(ctx)
 }
 
-// registration describes this node: its advertised Kafka address (the bound port
-// when it advertises port 0), rack, Raft address and a new incarnation id.
+// registration describes this node: the advertised address of each Kafka listener
+// (the bound port where it advertises port 0), the inter-broker one first, as the one
+// other nodes dial; rack, Raft address and a new incarnation id.
 func (n *Node) registration() (kafka.BrokerRegistration, error) {
-	host, portStr, err := net.SplitHostPort(n.cfg.Advertise)
+	var inc [16]byte
+	rand.Read(inc[:])
+	reg := kafka.BrokerRegistration{
+		ID: metadata.NodeID(n.cfg.NodeID), ClusterID: n.ctrl.Image().ClusterID, IncarnationID: hex.EncodeToString(inc[:]),
+		Rack: n.cfg.BrokerRack, RaftAddr: n.ctrl.Addr(), UncleanShutdown: !n.logs.HadCleanShutdown(),
+	}
+	for i, l := range n.cfg.Listeners {
+		e, err := advertisedEndpoint(l, n.kafkaAddrs[i])
+		if err != nil {
+			return kafka.BrokerRegistration{}, err
+		}
+		if l.Name == n.cfg.InterBrokerListener {
+			reg.Endpoints = append([]metadata.Endpoint{e}, reg.Endpoints...)
+		} else {
+			reg.Endpoints = append(reg.Endpoints, e)
+		}
+	}
+	reg.Host, reg.Port = reg.Endpoints[0].Host, reg.Endpoints[0].Port
+	return reg, nil
+}
+
+// advertisedEndpoint is listener l's registered endpoint: its advertised address, with
+// the port it bound (bound) where it advertises port 0.
+func advertisedEndpoint(l config.Listener, bound net.Addr) (metadata.Endpoint, error) {
+	host, portStr, err := net.SplitHostPort(l.Advertise)
 	if err != nil {
-		return kafka.BrokerRegistration{}, fmt.Errorf("advertise address %q: %w", n.cfg.Advertise, err)
+		return metadata.Endpoint{}, fmt.Errorf("listener %s: advertised address %q: %w", l.Name, l.Advertise, err)
 	}
 	port, err := strconv.Atoi(portStr)
 	if err != nil {
-		return kafka.BrokerRegistration{}, fmt.Errorf("advertise address %q: bad port", n.cfg.Advertise)
+		return metadata.Endpoint{}, fmt.Errorf("listener %s: advertised address %q: bad port", l.Name, l.Advertise)
 	}
 	if port == 0 {
-		port = n.kafkaAddr.(*net.TCPAddr).Port
+		if ta, ok := bound.(*net.TCPAddr); ok {
+			port = ta.Port
+		}
 	}
-	var inc [16]byte
-	rand.Read(inc[:])
-	return kafka.BrokerRegistration{
-		ID: metadata.NodeID(n.cfg.NodeID), ClusterID: n.ctrl.Image().ClusterID, IncarnationID: hex.EncodeToString(inc[:]),
-		Host: host, Port: int32(port), Rack: n.cfg.BrokerRack, RaftAddr: n.ctrl.Addr(),
-		UncleanShutdown: !n.logs.HadCleanShutdown(),
-	}, nil
+	return metadata.Endpoint{Name: l.Name, Host: host, Port: int32(port), SecurityProtocol: kafka.SecurityProtocolID(l.Protocol)}, nil
 }
 
 // nudgeHeartbeat sends the next heartbeat now, once the lifecycle runs.

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"bytes"
@@ -6,22 +6,20 @@ import (
 	"testing"
 
 	"github.com/runnel-io/runnel/internal/cli"
-	"github.com/runnel-io/runnel/internal/testutil"
+	"github.com/runnel-io/runnel/internal/server"
 )
 
 // runCLI runs the runnel command line in-process, the server commands included.
 func runCLI(args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
-	code = cli.MainIO(args, strings.NewReader(""), &out, &errb, NewCommand(), NewDevClusterCommand())
+	code = cli.MainIO(args, strings.NewReader(""), &out, &errb, server.NewCommand(), server.NewDevClusterCommand())
 	return code, out.String(), errb.String()
 }
 
 // The command line's errors against a real node: one line, the cause from the broker's
 // error message (the key, the topic, the reason), the code once.
 func TestCLIErrorMessagesFromNode(t *testing.T) {
-	tn := &testNode{cfg: nodeConfig(t, 1, testutil.FreeAddr(t), "")}
-	testutil.NoError(t, tn.start(t), "start node")
-	b := tn.node.KafkaAddr().String()
+	b := startCluster(t, 1)[0].addr()
 	if code, _, stderr := runCLI("topic", "create", "-b", b, "t1"); code != 0 {
 		t.Fatalf("create t1: exit %d, %s", code, stderr)
 	}

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"fmt"
@@ -13,11 +13,11 @@ import (
 // instead of leaving it out of the table.
 func TestClusterStatusShowsDownNode(t *testing.T) {
 	nodes := startCluster(t, 3)
-	b := nodes[0].node.KafkaAddr().String()
+	b := nodes[0].addr()
 	if code, _, stderr := runCLI("topic", "create", "-b", b, "rf3", "-p", "3", "-r", "3"); code != 0 {
 		t.Fatalf("create rf3: exit %d, %s", code, stderr)
 	}
-	testutil.NoError(t, nodes[2].node.Close(), "stop node 3")
+	testutil.NoError(t, nodes[2].stop(), "stop node 3")
 	var out string
 	testutil.Eventually(t, 20*time.Second, func() error {
 		code, stdout, stderr := runCLI("cluster", "status", "-b", b)
@@ -31,7 +31,7 @@ func TestClusterStatusShowsDownNode(t *testing.T) {
 		return nil
 	})
 	// The row comes from DescribeCluster v2's fenced brokers, so it has the address.
-	addr := nodes[2].node.KafkaAddr().String()
+	addr := nodes[2].addr()
 	var row string
 	for _, line := range strings.Split(out, "\n") {
 		if strings.HasPrefix(line, "3 ") {

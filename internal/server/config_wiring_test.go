@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"strings"
@@ -9,11 +9,10 @@ import (
 
 // A property that is accepted but ignored, once set, is named in one start-up warning.
 func TestIgnoredPropertyWarnsAtStartup(t *testing.T) {
-	tn := &testNode{cfg: nodeConfig(t, 1, testutil.FreeAddr(t), "", "num.io.threads=16")}
-	testutil.NoError(t, tn.start(t), "start")
-	testutil.NoError(t, tn.node.Close(), "close")
+	tn, logs := startOwn(t, ownConfig(t, 1, "num.io.threads=16"))
+	testutil.NoError(t, tn.own.Close(), "close")
 	var warns []string
-	for line := range strings.Lines(tn.logs.String()) {
+	for line := range strings.Lines(logs.String()) {
 		if strings.Contains(line, "level=WARN") {
 			warns = append(warns, line)
 		}

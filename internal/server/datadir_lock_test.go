@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"strings"
@@ -9,29 +11,42 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/config"
 	"github.com/runnel-io/runnel/internal/testutil"
 )
 
 // A second server on a data directory a running node holds exits 1 at once, naming
 // the directory and the holder, instead of waiting for ever in Raft's bolt store.
 func TestSecondServerOnLockedDataDir(t *testing.T) {
-	first := &testNode{cfg: nodeConfig(t, 1, testutil.FreeAddr(t), "")}
-	testutil.NoError(t, first.start(t), "start the first node")
-	dir := first.cfg.DataDir
+	dir := t.TempDir()
+	cfg := config.Default()
+	for k, v := range map[string]string{"listen": "127.0.0.1:0", "http.listen": "127.0.0.1:0",
+		"controller.listen": testutil.FreeAddr(t), "log.dirs": dir} {
+		testutil.NoError(t, cfg.Set(k, v), "config.Set(%q)", k)
+	}
+	start := func() *Node {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		n, err := Start(ctx, cfg, Options{Logger: slog.New(slog.DiscardHandler)})
+		testutil.NoError(t, err, "start a node on %s", dir)
+		t.Cleanup(func() { n.Close() })
+		return n
+	}
+	first := start()
 
-	start := time.Now()
+	began := time.Now()
 	p := startRunnel(t, "server", "--data-dir", dir, "--listen", "127.0.0.1:0",
 		"--controller-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
 	code := p.wait(t, time.Second)
-	took := time.Since(start)
+	took := time.Since(began)
 	testutil.Equal(t, code, 1, "exit code of the second server")
 	want := fmt.Sprintf("runnel: data directory %s is in use by another runnel process (pid %d)\n", dir, os.Getpid())
 	testutil.Equal(t, p.output(), want, "output of the second server (in %v)", took)
 
 	// The first node still works, and once it is closed the directory is free again.
-	testutil.NoError(t, first.node.Close(), "close the first node")
-	again := &testNode{cfg: first.cfg}
-	testutil.NoError(t, again.start(t), "restart on the released directory")
+	testutil.NoError(t, first.Close(), "close the first node")
+	start()
 }
 
 // A server still waiting for its metadata quorum stops at SIGTERM, exit 0: start-up
@@ -63,6 +78,6 @@ func TestFailedStartReportsOnlyTheCause(t *testing.T) {
 	testutil.Equal(t, p.wait(t, 30*time.Second), 1, "exit code")
 	out := p.output()
 	testutil.True(t, !strings.Contains(out, "runnel node stopped"), "a failed start logs the node as stopped:\n%s", out)
-	want := fmt.Sprintf("runnel: kafka listener on %s: listen tcp %s: bind: address already in use\n", taken, taken)
+	want := fmt.Sprintf("runnel: kafka listener PLAINTEXT on %s: listen tcp %s: bind: address already in use\n", taken, taken)
 	testutil.True(t, strings.HasSuffix(out, want), "output does not end with %q:\n%s", want, out)
 }

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -17,10 +17,10 @@ import (
 // after it: no record skipped, none read twice.
 func TestGroupCoordinatorFailover(t *testing.T) {
 	nodes := startCluster(t, 3)
-	seeds := []string{nodes[0].node.KafkaAddr().String(), nodes[1].node.KafkaAddr().String(), nodes[2].node.KafkaAddr().String()}
+	seeds := []string{nodes[0].addr(), nodes[1].addr(), nodes[2].addr()}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	adm := adminOf(t, nodes[0].node)
+	adm := adminOf(t, nodes[0])
 	_, err := adm.CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, "gf")
 	testutil.NoError(t, err, "create topic")
 
@@ -65,7 +65,7 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	coord := found.NodeID
 	victim := nodes[coord-1]
 	t.Logf("killing coordinator node %d", coord)
-	victim.crash()
+	victim.kill()
 
 	var survivor *testNode
 	for _, tn := range nodes {
@@ -76,7 +76,7 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	testutil.Eventually(t, 20*time.Second, func() error {
 		// A fresh client each time: the point is what the cluster answers, not how
 		// long one client caches a dead coordinator.
-		fetched, err := adminOf(t, survivor.node).FetchOffsets(ctx, "gf-group")
+		fetched, err := adminOf(t, survivor).FetchOffsets(ctx, "gf-group")
 		if err != nil {
 			return err
 		}
@@ -91,7 +91,7 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	var survivorSeeds []string
 	for _, tn := range nodes {
 		if tn != victim {
-			survivorSeeds = append(survivorSeeds, tn.node.KafkaAddr().String())
+			survivorSeeds = append(survivorSeeds, tn.addr())
 		}
 	}
 	second, err := kgo.NewClient(append(groupOpts, kgo.SeedBrokers(survivorSeeds...))...)

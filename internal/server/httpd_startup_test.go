@@ -1,18 +1,18 @@
-package server
+package server_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/server"
+	"github.com/runnel-io/runnel/internal/testnode"
 	"github.com/runnel-io/runnel/internal/testutil"
 )
 
@@ -22,8 +22,8 @@ import (
 // a refused connection (not listening yet) or a whole HTTP response fails the test.
 func TestHTTPEndpointsDuringStartup(t *testing.T) {
 	httpAddr := testutil.FreeAddr(t)
-	cfg := nodeConfig(t, 1, testutil.FreeAddr(t), "", "http.listen="+httpAddr, "http.pprof.enable=true")
-	logs := &syncBuffer{}
+	cfg := ownConfig(t, 1, "http.listen="+httpAddr, "http.pprof.enable=true")
+	logs := &testnode.LockedBuffer{}
 	paths := []string{"/", "/healthz", "/readyz", "/metrics", "/debug/pprof/"}
 
 	stop := make(chan struct{})
@@ -41,7 +41,7 @@ func TestHTTPEndpointsDuringStartup(t *testing.T) {
 					return
 				default:
 				}
-				status, err := get("http://" + httpAddr + path)
+				status, err := server.HTTPGet("http://" + httpAddr + path)
 				mu.Lock()
 				switch {
 				case err == nil:
@@ -49,7 +49,9 @@ func TestHTTPEndpointsDuringStartup(t *testing.T) {
 				case !errors.Is(err, syscall.ECONNREFUSED) && len(failures) < 5:
 					failures = append(failures, fmt.Sprintf("GET %s: %v", path, err))
 				}
-				if err == nil && status != 200 && !(path == "/readyz" && status == 503) {
+				// /readyz and the web console at / answer 503 until the node serves
+				// (the console has no cluster to show before the first image).
+				if err == nil && status != 200 && !((path == "/readyz" || path == "/") && status == 503) {
 					failures = append(failures, fmt.Sprintf("GET %s: status %d", path, status))
 				}
 				mu.Unlock()
@@ -58,7 +60,7 @@ func TestHTTPEndpointsDuringStartup(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	n, err := Start(ctx, cfg, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	n, err := server.Start(ctx, cfg, server.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err == nil {
 		// Keep polling a moment once ready, then through the shutdown.
 		time.Sleep(100 * time.Millisecond)
@@ -79,27 +81,12 @@ func TestHTTPEndpointsDuringStartup(t *testing.T) {
 	}
 }
 
-// get fetches url and returns the status after reading the whole body.
-func get(url string) (int, error) {
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return 0, err
-	}
-	return resp.StatusCode, nil
-}
-
 // A single node's clean start and stop log no warning, and no attribute twice
 // (component=controller component=controller).
 func TestSingleNodeLogsClean(t *testing.T) {
-	tn := &testNode{cfg: nodeConfig(t, 1, testutil.FreeAddr(t), "")}
-	testutil.NoError(t, tn.start(t), "start")
-	testutil.NoError(t, tn.node.Close(), "close")
-	for line := range strings.Lines(tn.logs.String()) {
+	tn, logs := startOwn(t, ownConfig(t, 1))
+	testutil.NoError(t, tn.own.Close(), "close")
+	for line := range strings.Lines(logs.String()) {
 		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
 			t.Errorf("a clean start and stop logged: %s", line)
 		}
@@ -118,13 +105,11 @@ func TestSingleNodeLogsClean(t *testing.T) {
 // costs the node CPU and shows its internals.
 func TestPprofOffByDefault(t *testing.T) {
 	httpAddr := testutil.FreeAddr(t)
-	tn := &testNode{cfg: nodeConfig(t, 1, testutil.FreeAddr(t), "", "http.listen="+httpAddr)}
-	testutil.NoError(t, tn.start(t), "start node")
-	t.Cleanup(func() { tn.node.Close() })
-	status, err := get("http://" + httpAddr + "/debug/pprof/")
+	startOwn(t, ownConfig(t, 1, "http.listen="+httpAddr))
+	status, err := server.HTTPGet("http://" + httpAddr + "/debug/pprof/")
 	testutil.NoError(t, err, "GET /debug/pprof/")
 	testutil.Equal(t, status, 404, "GET /debug/pprof/ without http.pprof.enable")
-	status, err = get("http://" + httpAddr + "/metrics")
+	status, err = server.HTTPGet("http://" + httpAddr + "/metrics")
 	testutil.NoError(t, err, "GET /metrics")
 	testutil.Equal(t, status, 200, "GET /metrics")
 }

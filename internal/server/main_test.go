@@ -1,13 +1,23 @@
 package server
 
 import (
+	"bytes"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/runnel-io/runnel/internal/cli"
 )
+
+// The tests that start nodes are in package server_test (they run them with
+// internal/cluster, which imports this package; export_test.go gives them the few
+// internals they check). What stays here is what needs this package's own test
+// binary as the runnel command (startRunnel) or unexported parts (dev-cluster's
+// layout).
 
 // execEnv, when set in a test binary's environment, makes it run as the runnel
 // binary (cmd/runnel's main) instead of running tests: tests start real `runnel
@@ -74,3 +84,35 @@ func (p *runnelProc) wait(t *testing.T, d time.Duration) int {
 
 // lines returns the process's output so far.
 func (p *runnelProc) output() string { return p.out.String() }
+
+// syncBuffer collects a process's output, safe for concurrent writers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// get fetches url and returns the status after reading the whole body.
+func get(url string) (int, error) {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return 0, err
+	}
+	return resp.StatusCode, nil
+}

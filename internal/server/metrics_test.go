@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -14,12 +14,12 @@ import (
 // The replication metrics the cluster issue names are exported, with values.
 func TestReplicationMetrics(t *testing.T) {
 	nodes := startCluster(t, 1)
-	n := nodes[0].node
+	n := nodes[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	_, err := adminOf(t, n).CreateTopic(ctx, 2, 1, nil, "metrics")
 	testutil.NoError(t, err, "create topic")
-	resp, err := http.Get("http://" + n.HTTPAddr().String() + "/metrics")
+	resp, err := http.Get("http://" + n.c.Node(1).HTTPAddr + "/metrics")
 	testutil.NoError(t, err, "GET /metrics")
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)

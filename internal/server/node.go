@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/runnel-io/runnel/internal/reach"
 	"github.com/runnel-io/runnel/internal/replica"
 	"github.com/runnel-io/runnel/internal/vfs"
+	"github.com/runnel-io/runnel/internal/vnet"
 )
 
 // Options are what tests may change about a node beyond its configuration.
@@ -34,6 +36,11 @@ type Options struct {
 	// TxnAbortInterval, when positive, overrides how often timed-out transactions are
 	// aborted (transaction.abort.timed.out.transaction.cleanup.interval.ms, 10 s).
 	TxnAbortInterval time.Duration
+	// Network is where every listener of the node binds (Kafka, Raft, HTTP) and every
+	// connection it opens to another node is dialled (replica fetchers, the
+	// controller channel, transaction peers, Raft, discovery, reach probes). nil is
+	// the host's TCP stack; internal/cluster's virtual mode gives a vnet.Mem host.
+	Network vnet.Network
 }
 
 // ErrStartInterrupted is returned (wrapped) by Start when its context ended (a signal)
@@ -54,6 +61,8 @@ type Node struct {
 	groups   *group.Coordinator
 	txns     *txnWiring // transaction coordinator (txn.go)
 	txnAbort time.Duration
+	// network is Options.Network (nil: the host's).
+	network vnet.Network
 	// lifecycle registers and heartbeats to the controller; controlledShutdown takes it.
 	lifecycle atomic.Pointer[controlplane.Lifecycle]
 	// disk says whether the data disk is full (storage.go); set before the logs open.
@@ -64,6 +73,9 @@ type Node struct {
 	// lease says whether this node may answer as a leader or coordinator
 	// (controlplane.Lease, granted by the heartbeats' answers).
 	lease *controlplane.Lease
+	// peerClient is the dialer (network, TLS) and SASL login of every client this node
+	// opens to another node's inter-broker listener (kafka.PeerClient).
+	peerClient kafka.PeerClient
 
 	// dirLock is the exclusive lock on cfg.DataDir, taken before anything opens a file
 	// in it and released after everything closed them.
@@ -72,12 +84,18 @@ type Node struct {
 	// run earlier (the HTTP listener starts first) must not touch them.
 	serving atomic.Bool
 
-	kafkaAddr net.Addr
-	ready     atomic.Bool
-	done      chan error
-	closeOnce sync.Once
-	closeErr  error
-	unsub     func()
+	// kafkaAddrs are the bound addresses of cfg.Listeners, in their order; kafkaAddr is
+	// the inter-broker listener's, which n.peerClient's options speak to.
+	kafkaAddrs []net.Addr
+	kafkaAddr  net.Addr
+	ready      atomic.Bool
+	done       chan error
+	closeOnce  sync.Once
+	closeErr   error
+	// aborted is set by Abort before close: the node stops as a killed process
+	// would, without a controlled shutdown (abort.go).
+	aborted atomic.Bool
+	unsub   func()
 }
 
 // Start builds and starts a node. It returns once the node serves clients.
@@ -89,7 +107,7 @@ func Start(ctx context.Context, cfg *config.Broker, o Options) (*Node, error) {
 		o.StartTimeout = 60 * time.Second
 	}
 	n := &Node{cfg: cfg, logger: o.Logger.With("node", cfg.NodeID), done: make(chan error, 2), txnAbort: o.TxnAbortInterval,
-		probe: reach.New(), lease: controlplane.NewLease()}
+		network: o.Network, probe: reach.NewDialer(vnet.Or(o.Network).DialContext), lease: controlplane.NewLease()}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
 	}
@@ -113,7 +131,7 @@ func Start(ctx context.Context, cfg *config.Broker, o Options) (*Node, error) {
 		return nil, err
 	}
 	n.ready.Store(true)
-	n.logger.Info("runnel node ready", "kafka", n.kafkaAddr.String(), "advertise", cfg.Advertise,
+	n.logger.Info("runnel node ready", "kafka", n.listenersString(), "inter_broker_listener", cfg.InterBrokerListener,
 		"http", cfg.HTTPListen, "data_dir", cfg.DataDir, "controller", cfg.ControllerListen)
 	return n, nil
 }
@@ -121,7 +139,13 @@ func Start(ctx context.Context, cfg *config.Broker, o Options) (*Node, error) {
 func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time.Duration) error {
 	cfg := n.cfg
 	var err error
-	n.http, err = httpd.Start(httpd.Options{Addr: cfg.HTTPListen, Registry: reg, Ready: n.readyErr, Status: n.statusPage, Logger: n.logger, Pprof: cfg.HTTPPprof})
+	// Before the controller starts: it may announce its Raft address over it. It reads
+	// the inter-broker listener's PEM files, so a bad one fails start-up here.
+	if n.peerClient, err = kafka.NewPeerClient(cfg, n.network); err != nil {
+		return err
+	}
+	n.http, err = httpd.Start(httpd.Options{Addr: cfg.HTTPListen, Registry: reg, Ready: n.readyErr, Status: n.statusPage, Logger: n.logger, Pprof: cfg.HTTPPprof,
+		Console: n.console(), Listen: vnet.Or(n.network).Listen})
 	if err != nil {
 		return err
 	}
@@ -129,6 +153,7 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 	if err != nil {
 		return err
 	}
+	n.ctrl.ConfigureBalancer(n.balancerConfig())
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := n.ctrl.Start(sctx); err != nil {
@@ -148,10 +173,12 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 	}
 	n.logs.Start()
 	n.admin = controlplane.NewAdmin(controlplane.AdminConfig{Controller: n.ctrl, Probe: n.probe,
-		SessionTimeout: time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond, Logger: n.logger})
+		SessionTimeout: time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond, Logger: n.logger, PeerClient: n.peerClient})
 	n.replicas, err = replica.NewManager(replica.Options{
 		IsrChanger: n.admin.Channel(),
 		Node:       metadata.NodeID(cfg.NodeID), Logs: n.logs, Logger: n.logger, Resolve: n.resolveTopic,
+		Network:               n.network,
+		PeerClient:            n.peerClient,
 		OnLeadershipChange:    n.startTxns(n.startGroups()),
 		ReplicaLagTimeMax:     time.Duration(cfg.ReplicaLagTimeMaxMs) * time.Millisecond,
 		FetchWait:             time.Duration(cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
@@ -160,11 +187,14 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 		FetchMinBytes:         cfg.ReplicaFetchMinBytes,
 		FetchBackoff:          fetchBackoff(cfg.ReplicaFetchBackoffMs),
 		Disk:                  n.disk,
+		// This node's own dynamic rate, else the cluster-wide dynamic default, else
+		// the static one.
 		ThrottleRates: func(im *metadata.Image) (int64, int64) {
-			return config.DynamicBrokerLong(im.Configs, "leader.replication.throttled.rate", cfg.LeaderReplicationThrottledRate),
-				config.DynamicBrokerLong(im.Configs, "follower.replication.throttled.rate", cfg.FollowerReplicationThrottledRate)
+			return config.DynamicBrokerLongFor(im.Configs, cfg.NodeID, "leader.replication.throttled.rate", cfg.LeaderReplicationThrottledRate),
+				config.DynamicBrokerLongFor(im.Configs, cfg.NodeID, "follower.replication.throttled.rate", cfg.FollowerReplicationThrottledRate)
 		},
 		ThrottleWindow: time.Duration(cfg.ReplicationQuotaWindowSizeSec) * time.Second,
+		CaughtUp:       n.admin.CaughtUp,
 	})
 	if err != nil {
 		return err
@@ -172,7 +202,7 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 	n.unsub = n.ctrl.Subscribe(n.applyImage)
 	n.serving.Store(true)
 	reg.MustRegister(newPartitionCollector(n.replicas), newDiskFullGauge(n.disk))
-	n.kafka = kafka.NewServer(kafka.Config{NodeID: metadata.NodeID(cfg.NodeID), Broker: cfg, Logger: n.logger},
+	n.kafka = kafka.NewServer(kafka.Config{NodeID: metadata.NodeID(cfg.NodeID), Broker: cfg, Logger: n.logger, Listen: vnet.Or(n.network).Listen},
 		n.replicas, n.admin, kafka.NewMetrics(reg))
 	n.kafka.SetLease(n.lease.Valid)
 	n.kafka.SetGroupCoordinator(n.groupCoordinator())
@@ -182,10 +212,10 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 	// Bind before registering, so that a listener on port 0 (tests) is advertised with
 	// the port it got; serve before registering, since other nodes' registrations may
 	// reach this node's controller through it.
-	n.kafkaAddr, err = n.kafka.Listen(cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("kafka listener on %s: %w", cfg.Listen, err)
+	if n.kafkaAddrs, err = n.kafka.ListenAll(); err != nil {
+		return err
 	}
+	n.kafkaAddr = n.ListenerAddr(cfg.InterBrokerListener)
 	go func() { n.done <- n.kafka.Serve() }()
 	return n.startBrokerLifecycle(sctx)
 }
@@ -205,11 +235,12 @@ func (n *Node) controllerConfig() controller.Config {
 	for _, v := range cfg.Controllers {
 		voters = append(voters, controller.Voter{ID: metadata.NodeID(v.ID), Addr: v.Addr})
 	}
-	return controller.Config{
-		NodeID: metadata.NodeID(cfg.NodeID), DataDir: cfg.DataDir, Listen: cfg.ControllerListen,
+	cc := controller.Config{
+		NodeID: metadata.NodeID(cfg.NodeID), DataDir: cfg.DataDir, Listen: cfg.ControllerListen, Network: n.network,
 		Voters: voters, Logger: n.logger, // the controller adds component=controller, its Raft component=raft
 		ValidateTopicConfig:      config.ValidateTopicConfig,
 		ValidateBrokerConfig:     config.ValidateDynamicBrokerConfig,
+		ValidateNodeConfig:       config.ValidatePerBrokerConfig,
 		DefaultPartitions:        cfg.NumPartitions,
 		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
 		DisableTopicDeletion:     !cfg.DeleteTopicEnable,
@@ -226,7 +257,14 @@ func (n *Node) controllerConfig() controller.Config {
 			return n.probe.Gone(ctx, controlplane.BrokerAddr(b))
 		},
 		OnLeaderChange: n.nudgeHeartbeat,
+		// A voter restarted with another --controller-listen tells the active
+		// controller before it waits for the quorum (UpdateRaftVoter, KIP-853).
+		AnnounceAddr: func(ctx context.Context, addr string) error {
+			return controlplane.AnnounceRaftAddr(ctx, n.ctrl, addr, n.peerClient, n.logger)
+		},
 	}
+	n.securityControllerConfig(&cc)
+	return cc
 }
 
 // applyImage runs on the controller's delivery goroutine, in image order.
@@ -263,8 +301,32 @@ func (n *Node) readyErr() error {
 	return nil
 }
 
-// KafkaAddr is the bound Kafka listener address.
-func (n *Node) KafkaAddr() net.Addr { return n.kafkaAddr }
+// KafkaAddr is the bound address of the first Kafka listener (listeners' first entry,
+// or listen).
+func (n *Node) KafkaAddr() net.Addr { return n.kafkaAddrs[0] }
+
+// ListenerAddr is the bound address of the Kafka listener named name (upper case), nil
+// if the node has none.
+func (n *Node) ListenerAddr(name string) net.Addr {
+	for i, l := range n.cfg.Listeners {
+		if l.Name == name {
+			return n.kafkaAddrs[i]
+		}
+	}
+	return nil
+}
+
+// listenersString lists the listeners for the start-up log: NAME(PROTOCOL)=ADDR,...
+func (n *Node) listenersString() string {
+	var b strings.Builder
+	for i, l := range n.cfg.Listeners {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%s(%s)=%s", l.Name, l.Protocol, n.kafkaAddrs[i])
+	}
+	return b.String()
+}
 
 // Done yields the Kafka server's exit.
 func (n *Node) Done() <-chan error { return n.done }
@@ -280,7 +342,11 @@ func (n *Node) close(logged bool) error {
 	n.closeOnce.Do(func() {
 		n.ready.Store(false)
 		var errs []error
-		errs = append(errs, n.controlledShutdown(context.Background()))
+		if n.aborted.Load() {
+			n.stopLifecycle()
+		} else {
+			errs = append(errs, n.controlledShutdown(context.Background()))
+		}
 		if n.kafka != nil {
 			errs = append(errs, n.kafka.Close())
 		}

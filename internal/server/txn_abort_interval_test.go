@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -28,15 +28,14 @@ func TestTxnAbortIntervalProperty(t *testing.T) {
 	cfg, err := config.Load(file, nil)
 	testutil.NoError(t, err, "config.Load")
 	testutil.Equal(t, cfg.TransactionAbortIntervalMs, int32(250), "interval read from the file")
-	tn := &testNode{cfg: cfg}
-	testutil.NoError(t, tn.start(t), "start node")
+	tn, _ := startOwn(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	adm := adminOf(t, tn.node)
+	adm := adminOf(t, tn)
 	_, err = adm.CreateTopic(ctx, 1, 1, nil, "abort-interval")
 	testutil.NoError(t, err, "create topic")
 
-	p, err := kgo.NewClient(kgo.SeedBrokers(tn.node.KafkaAddr().String()), kgo.TransactionalID("abort-interval"),
+	p, err := kgo.NewClient(kgo.SeedBrokers(tn.addr()), kgo.TransactionalID("abort-interval"),
 		kgo.TransactionTimeout(timeout))
 	testutil.NoError(t, err, "client")
 	defer p.Close()

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -92,11 +92,11 @@ func TestTxnCheckerUnderNodeKill(t *testing.T) {
 				if i == 0 && j == txns/3 {
 					// In the background, so that transactions are under way meanwhile.
 					killOnce.Do(func() {
-						t.Logf("killing node %d, coordinator of chk-0", victim.cfg.NodeID)
+						t.Logf("killing node %d, coordinator of chk-0", victim.id)
 						wg.Add(1)
 						go func() {
 							defer wg.Done()
-							kill(victim)
+							victim.kill()
 						}()
 					})
 				}
@@ -140,9 +140,9 @@ func newCheckerCluster(ctx context.Context, t *testing.T, nodes []*testNode, top
 	t.Helper()
 	ck := &checkerCluster{nodes: nodes}
 	for _, tn := range nodes {
-		ck.seeds = append(ck.seeds, tn.node.KafkaAddr().String())
+		ck.seeds = append(ck.seeds, tn.addr())
 	}
-	adm := adminOf(t, nodes[0].node)
+	adm := adminOf(t, nodes[0])
 	_, err := adm.CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic)
 	testutil.NoError(t, err, "create topic %s", topic)
 	found := adm.FindTxnCoordinators(ctx, topic+"-0")[topic+"-0"]
@@ -156,7 +156,7 @@ func (ck *checkerCluster) survivors() []string {
 	var out []string
 	for _, tn := range ck.nodes {
 		if tn != ck.victim {
-			out = append(out, tn.node.KafkaAddr().String())
+			out = append(out, tn.addr())
 		}
 	}
 	return out
@@ -166,7 +166,7 @@ func (ck *checkerCluster) survivors() []string {
 func (ck *checkerCluster) survivorAdmin(t *testing.T) *kadm.Client {
 	for _, tn := range ck.nodes {
 		if tn != ck.victim {
-			return adminOf(t, tn.node)
+			return adminOf(t, tn)
 		}
 	}
 	t.Fatal("no node survives the victim")

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -18,18 +18,6 @@ import (
 	"github.com/runnel-io/runnel/internal/recordbatch"
 	"github.com/runnel-io/runnel/internal/testutil"
 )
-
-// kill is crash with the controller stopped first: crash closes the Kafka listener
-// first, and draining an in-flight EndTxn there can take seconds during which the
-// dying node, if it is the active controller, fences the peers whose heartbeats no
-// longer reach it and moves every partition to itself; a kill -9 stops all at once.
-func kill(tn *testNode) {
-	if l := tn.node.lifecycle.Swap(nil); l != nil {
-		l.Stop()
-	}
-	tn.node.ctrl.Close()
-	tn.node.kafka.Close()
-}
 
 // stableEverywhere checks that no transaction is open on topic: the last stable
 // offset of every partition is its high watermark.
@@ -59,10 +47,10 @@ func stableEverywhere(ctx context.Context, adm *kadm.Client, topic string) error
 // while transactions end are TestTxnCheckerUnderNodeKill's.)
 func TestTxnCoordinatorKilledMidTransaction(t *testing.T) {
 	nodes := startCluster(t, 3)
-	seeds := []string{nodes[0].node.KafkaAddr().String(), nodes[1].node.KafkaAddr().String(), nodes[2].node.KafkaAddr().String()}
+	seeds := []string{nodes[0].addr(), nodes[1].addr(), nodes[2].addr()}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	adm := adminOf(t, nodes[0].node)
+	adm := adminOf(t, nodes[0])
 	_, err := adm.CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, "txf")
 	testutil.NoError(t, err, "create topic")
 
@@ -89,7 +77,7 @@ func TestTxnCoordinatorKilledMidTransaction(t *testing.T) {
 	victim := nodes[found.NodeID-1]
 	t.Logf("killing transaction coordinator node %d", found.NodeID)
 	start := time.Now()
-	kill(victim)
+	victim.kill()
 	defer func() { t.Logf("from the kill to the end: %v", time.Since(start)) }()
 	endErr := prod.EndTransaction(ctx, kgo.TryCommit)
 	killed := time.Now()
@@ -98,7 +86,7 @@ func TestTxnCoordinatorKilledMidTransaction(t *testing.T) {
 	var survivors []string
 	for _, tn := range nodes {
 		if tn != victim {
-			survivors = append(survivors, tn.node.KafkaAddr().String())
+			survivors = append(survivors, tn.addr())
 		}
 	}
 	// The new coordinator serves the id: a new producer fences the old one (aborting
@@ -110,7 +98,7 @@ func TestTxnCoordinatorKilledMidTransaction(t *testing.T) {
 	prod = prod2
 	produceTxn("c")
 	testutil.NoError(t, prod.EndTransaction(ctx, kgo.TryCommit), "commit on the new coordinator")
-	sadm := adminOf(t, nodes[(found.NodeID)%3].node)
+	sadm := adminOf(t, nodes[(found.NodeID)%3])
 	testutil.Eventually(t, 30*time.Second, func() error { return stableEverywhere(ctx, sadm, "txf") })
 	t.Logf("stable %v after EndTransaction returned", time.Since(killed))
 
@@ -146,10 +134,10 @@ func TestRemoteVerifyRefusesUnaddedPartition(t *testing.T) {
 	nodes := startCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	adm := adminOf(t, nodes[0].node)
+	adm := adminOf(t, nodes[0])
 	_, err := adm.CreateTopic(ctx, 3, 3, nil, "rv")
 	testutil.NoError(t, err, "create topic")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(nodes[0].node.KafkaAddr().String()), kgo.RetryTimeout(20*time.Second))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(nodes[0].addr()), kgo.RetryTimeout(20*time.Second))
 	testutil.NoError(t, err, "client")
 	defer cl.Close()
 	init := kmsg.NewPtrInitProducerIDRequest()
@@ -181,7 +169,7 @@ func TestRemoteVerifyRefusesUnaddedPartition(t *testing.T) {
 		rp.Partition, rp.Records = partition, strayBatch(ir.ProducerID, epoch, seq)
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		return requestAt(t, nodes[leader-1].node, req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+		return requestAt(t, nodes[leader-1], req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
 	}
 	testutil.Equal(t, produce(11, ir.ProducerEpoch, 0), kerr.InvalidTxnState.Code, "produce v11 to partition %d (leader %d, coordinator %d) outside the transaction", partition, leader, found.NodeID)
 	testutil.Equal(t, produce(12, ir.ProducerEpoch, 0), int16(0), "produce v12 to partition %d (leader %d, coordinator %d): the implicit add", partition, leader, found.NodeID)
@@ -215,17 +203,17 @@ func strayBatch(pid int64, epoch int16, seq int32) []byte {
 }
 
 // requestAt sends req to n itself at req's version (a client capped there).
-func requestAt(t *testing.T, n *Node, req kmsg.Request) kmsg.Response {
+func requestAt(t *testing.T, n *testNode, req kmsg.Request) kmsg.Response {
 	t.Helper()
 	v := kversion.Stable()
 	v.SetMaxKeyVersion(req.Key(), req.GetVersion())
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr().String()), kgo.MaxVersions(v))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr()), kgo.MaxVersions(v))
 	testutil.NoError(t, err, "kgo.NewClient")
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
-	testutil.NoError(t, err, "%s to node %d", kmsg.NameForKey(req.Key()), n.cfg.NodeID)
+	testutil.NoError(t, err, "%s to node %d", kmsg.NameForKey(req.Key()), n.id)
 	if resp.GetVersion() != req.GetVersion() {
 		t.Fatalf("%s went out at v%d, not v%d", kmsg.NameForKey(req.Key()), resp.GetVersion(), req.GetVersion())
 	}
@@ -239,10 +227,10 @@ func requestAt(t *testing.T, n *Node, req kmsg.Request) kmsg.Response {
 // transaction's output.
 func TestTxnOffsetsSurviveGroupCoordinatorKill(t *testing.T) {
 	nodes := startCluster(t, 3)
-	seeds := []string{nodes[0].node.KafkaAddr().String(), nodes[1].node.KafkaAddr().String(), nodes[2].node.KafkaAddr().String()}
+	seeds := []string{nodes[0].addr(), nodes[1].addr(), nodes[2].addr()}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	adm := adminOf(t, nodes[0].node)
+	adm := adminOf(t, nodes[0])
 	isr2 := map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}
 	for _, topic := range []string{"eo-in", "eo-out"} {
 		_, err := adm.CreateTopic(ctx, 1, 3, isr2, topic)
@@ -293,7 +281,7 @@ func TestTxnOffsetsSurviveGroupCoordinatorKill(t *testing.T) {
 
 	victim := nodes[gc.NodeID-1]
 	t.Logf("killing group coordinator node %d (transaction coordinator elsewhere)", gc.NodeID)
-	kill(victim)
+	victim.kill()
 	var survivor *testNode
 	for _, tn := range nodes {
 		if tn != victim {
@@ -304,7 +292,7 @@ func TestTxnOffsetsSurviveGroupCoordinatorKill(t *testing.T) {
 	// one client caches a dead coordinator.
 	// Before the commit the offset is pending: the group has none.
 	testutil.Eventually(t, 20*time.Second, func() error {
-		offs, err := adminOf(t, survivor.node).FetchOffsets(ctx, groupID)
+		offs, err := adminOf(t, survivor).FetchOffsets(ctx, groupID)
 		if err != nil {
 			return err
 		}
@@ -315,7 +303,7 @@ func TestTxnOffsetsSurviveGroupCoordinatorKill(t *testing.T) {
 	})
 	testutil.NoError(t, prod.EndTransaction(ctx, kgo.TryCommit), "commit")
 	testutil.Eventually(t, 20*time.Second, func() error {
-		offs, err := adminOf(t, survivor.node).FetchOffsets(ctx, groupID)
+		offs, err := adminOf(t, survivor).FetchOffsets(ctx, groupID)
 		if err != nil {
 			return err
 		}
@@ -324,5 +312,5 @@ func TestTxnOffsetsSurviveGroupCoordinatorKill(t *testing.T) {
 		}
 		return nil
 	})
-	testutil.Eventually(t, 20*time.Second, func() error { return stableEverywhere(ctx, adminOf(t, survivor.node), "eo-out") })
+	testutil.Eventually(t, 20*time.Second, func() error { return stableEverywhere(ctx, adminOf(t, survivor), "eo-out") })
 }

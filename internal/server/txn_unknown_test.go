@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -154,11 +154,11 @@ func TestTxnCheckerUnknownOutcomes(t *testing.T) {
 				if j != txns/3 {
 					return 0
 				}
-				t.Logf("killing node %d, coordinator of unk-0, as its transaction %d ends", victim.cfg.NodeID, j)
+				t.Logf("killing node %d, coordinator of unk-0, as its transaction %d ends", victim.id, j)
 				killed.Add(1)
 				go func() {
 					defer killed.Done()
-					kill(victim)
+					victim.kill()
 				}()
 				return 300 * time.Millisecond
 			}

@@ -2,64 +2,31 @@ package txn_test
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/runnel-io/runnel/internal/config"
-	"github.com/runnel-io/runnel/internal/server"
+	"github.com/runnel-io/runnel/internal/cluster"
 )
 
-var (
-	nodeOnce sync.Once
-	node     *server.Node
-	nodeErr  error
-	nodeDir  string
-)
+// shared is the one node every test of the binary uses (internal/cluster's in-process
+// mode on loopback, started by the first test that needs it). Timed-out transactions
+// are aborted every 100 ms instead of every 10 s, for the timeout tests.
+var shared = cluster.NewShared(cluster.Options{Nodes: 1, InProcess: true, StartTimeout: 60 * time.Second, Sets: []string{
+	"offsets.topic.num.partitions=3", "transaction.abort.timed.out.transaction.cleanup.interval.ms=100",
+}})
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if node != nil {
-		node.Close()
-	}
-	if nodeDir != "" {
-		os.RemoveAll(nodeDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }
 
-// brokerAddr starts the shared single node on first use.
+// brokerAddr starts the shared node on first use and returns its Kafka address.
 func brokerAddr(t *testing.T) string {
 	t.Helper()
-	nodeOnce.Do(func() {
-		if nodeDir, nodeErr = os.MkdirTemp("", "runnel-txn-e2e-"); nodeErr != nil {
-			return
-		}
-		cfg := config.Default()
-		for k, v := range map[string]string{
-			"listen": "127.0.0.1:0", "controller.listen": "127.0.0.1:0", "http.listen": "127.0.0.1:0",
-			"log.dirs": nodeDir, "offsets.topic.num.partitions": "3",
-		} {
-			if nodeErr = cfg.Set(k, v); nodeErr != nil {
-				return
-			}
-		}
-		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		node, nodeErr = server.Start(ctx, cfg, server.Options{Logger: logger, TxnAbortInterval: 100 * time.Millisecond})
-	})
-	if nodeErr != nil {
-		t.Fatalf("start node: %v", nodeErr)
-	}
-	return node.KafkaAddr().String()
+	return shared.Get(t).Node(1).KafkaAddr
 }
 
 func client(t *testing.T, opts ...kgo.Opt) *kgo.Client {

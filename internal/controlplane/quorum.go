@@ -1,0 +1,217 @@
+package controlplane
+
+// The metadata quorum's voter changes and description (KIP-853: DescribeQuorum,
+// AddRaftVoter, RemoveRaftVoter): they run on the active controller, forwarded there
+// from any other node (KIP-590) as the Kafka request a client would send. Nothing in
+// the image changes, so there is nothing to settle: the Raft configuration change is
+// committed when the controller answers.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel-io/runnel/internal/controller"
+	"github.com/runnel-io/runnel/internal/kafka"
+	"github.com/runnel-io/runnel/internal/metadata"
+)
+
+var _ kafka.QuorumAdmin = (*Admin)(nil)
+
+func (a *Admin) DescribeQuorum(ctx context.Context) (kafka.QuorumState, error) {
+	st, err := a.ctrl.DescribeQuorum(ctx)
+	if mayForward(ctx, err) {
+		return a.ch.describeQuorum(ctx)
+	}
+	if err != nil {
+		return kafka.QuorumState{}, quorumError(err)
+	}
+	out := kafka.QuorumState{Leader: st.Leader, LeaderEpoch: int32(st.Term), HighWatermark: st.HighWatermark,
+		Voters: quorumMembers(st.Voters), Observers: quorumMembers(st.Observers)}
+	return out, nil
+}
+
+func quorumMembers(ms []controller.QuorumMember) []kafka.QuorumMember {
+	out := make([]kafka.QuorumMember, 0, len(ms))
+	for _, m := range ms {
+		km := kafka.QuorumMember{ID: m.ID, RaftAddr: m.Addr, LogEndOffset: m.LogEndOffset, LastFetchMs: -1, LastCaughtUpMs: -1}
+		if !m.LastFetch.IsZero() {
+			km.LastFetchMs = m.LastFetch.UnixMilli()
+		}
+		if !m.LastCaughtUp.IsZero() {
+			km.LastCaughtUpMs = m.LastCaughtUp.UnixMilli()
+		}
+		out = append(out, km)
+	}
+	return out
+}
+
+func (a *Admin) AddRaftVoter(ctx context.Context, id metadata.NodeID, raftAddr string) error {
+	err := a.ctrl.AddVoter(ctx, id, raftAddr)
+	if mayForward(ctx, err) {
+		return a.ch.do(ctx, "forward AddRaftVoter", func(ctx context.Context) error {
+			req := kmsg.NewPtrAddRaftVoterRequest()
+			req.TimeoutMillis, req.VoterID = timeoutMillis(ctx), int32(id)
+			if host, port, err := splitAddr(raftAddr); err == nil {
+				l := kmsg.NewAddRaftVoterRequestListener()
+				l.Name, l.Host, l.Port = kafka.ControllerListenerName, host, uint16(port)
+				req.Listeners = append(req.Listeners, l)
+			}
+			resp, err := a.ch.send(ctx, req)
+			if err != nil {
+				return err
+			}
+			r := resp.(*kmsg.AddRaftVoterResponse)
+			return answerError(r.ErrorCode, r.ErrorMessage)
+		})
+	}
+	return quorumError(err)
+}
+
+func (a *Admin) RemoveRaftVoter(ctx context.Context, id metadata.NodeID) error {
+	err := a.ctrl.RemoveVoter(ctx, id)
+	if mayForward(ctx, err) {
+		return a.ch.do(ctx, "forward RemoveRaftVoter", func(ctx context.Context) error {
+			req := kmsg.NewPtrRemoveRaftVoterRequest()
+			req.VoterID = int32(id)
+			resp, err := a.ch.send(ctx, req)
+			if err != nil {
+				return err
+			}
+			r := resp.(*kmsg.RemoveRaftVoterResponse)
+			return answerError(r.ErrorCode, r.ErrorMessage)
+		})
+	}
+	return quorumError(err)
+}
+
+// describeQuorum forwards a DescribeQuorum to the active controller.
+func (ch *Channel) describeQuorum(ctx context.Context) (kafka.QuorumState, error) {
+	var out kafka.QuorumState
+	err := ch.do(ctx, "forward DescribeQuorum", func(ctx context.Context) error {
+		req := kmsg.NewPtrDescribeQuorumRequest()
+		req.Version = 2 // the error message and the nodes' endpoints
+		t := kmsg.NewDescribeQuorumRequestTopic()
+		t.Topic = kafka.MetadataTopic
+		p := kmsg.NewDescribeQuorumRequestTopicPartition()
+		p.Partition = kafka.MetadataPartition
+		t.Partitions = append(t.Partitions, p)
+		req.Topics = append(req.Topics, t)
+		resp, err := ch.send(ctx, req)
+		if err != nil {
+			return err
+		}
+		r := resp.(*kmsg.DescribeQuorumResponse)
+		if err := answerError(r.ErrorCode, r.ErrorMessage); err != nil {
+			return err
+		}
+		if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+			return fmt.Errorf("%w: the controller's DescribeQuorum answer has no %s-%d", kerr.UnknownServerError, kafka.MetadataTopic, kafka.MetadataPartition)
+		}
+		sp := r.Topics[0].Partitions[0]
+		if err := answerError(sp.ErrorCode, sp.ErrorMessage); err != nil {
+			return err
+		}
+		addrs := map[int32]string{}
+		for _, n := range r.Nodes {
+			for _, l := range n.Listeners {
+				addrs[n.NodeID] = net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
+			}
+		}
+		out = kafka.QuorumState{Leader: metadata.NodeID(sp.LeaderID), LeaderEpoch: sp.LeaderEpoch, HighWatermark: sp.HighWatermark,
+			Voters: fromReplicaStates(sp.CurrentVoters, addrs), Observers: fromReplicaStates(sp.Observers, addrs)}
+		return nil
+	})
+	return out, err
+}
+
+func fromReplicaStates(rs []kmsg.DescribeQuorumResponseTopicPartitionReplicaState, addrs map[int32]string) []kafka.QuorumMember {
+	out := make([]kafka.QuorumMember, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, kafka.QuorumMember{ID: metadata.NodeID(r.ReplicaID), RaftAddr: addrs[r.ReplicaID], LogEndOffset: r.LogEndOffset,
+			LastFetchMs: r.LastFetchTimestamp, LastCaughtUpMs: r.LastCaughtUpTimestamp})
+	}
+	return out
+}
+
+// quorumError maps the voter changes' sentinels to Kafka's codes, and the rest as
+// kafkaError does.
+func quorumError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, controller.ErrDuplicateVoter):
+		return fmt.Errorf("%w: %w", kerr.DuplicateVoter, err)
+	case errors.Is(err, controller.ErrVoterNotFound):
+		return fmt.Errorf("%w: %w", kerr.VoterNotFound, err)
+	}
+	return kafkaError(err)
+}
+
+var _ kafka.VoterUpdater = (*Admin)(nil)
+
+// UpdateRaftVoter records voter id's new Raft address (controller.UpdateVoter),
+// forwarded to the active controller when this node is not it.
+func (a *Admin) UpdateRaftVoter(ctx context.Context, id metadata.NodeID, raftAddr string) (kafka.QuorumLeader, error) {
+	err := a.ctrl.UpdateVoter(ctx, id, raftAddr)
+	if mayForward(ctx, err) {
+		return a.ch.updateRaftVoter(ctx, id, raftAddr)
+	}
+	if err != nil {
+		return kafka.QuorumLeader{}, quorumError(err)
+	}
+	return kafka.QuorumLeader{ID: a.ctrl.NodeID(), Epoch: int32(a.ctrl.Term()), RaftAddr: a.ctrl.Addr()}, nil
+}
+
+// AnnounceRaftAddr sends UpdateRaftVoter for this node (c's) with its new Raft
+// address to the active controller, found through the voters of --controllers: it
+// is controller.Config.AnnounceAddr, called while c starts, before this node has an
+// Admin or serves Kafka. It retries while no controller is known or reachable, until
+// ctx ends.
+// pc dials the controller's inter-broker listener (nil: plaintext).
+func AnnounceRaftAddr(ctx context.Context, c *controller.Controller, addr string, pc kafka.PeerClient, logger *slog.Logger) error {
+	ch := NewChannel(c, c.NodeID(), logger)
+	ch.SetPeerClient(pc)
+	defer ch.Close()
+	_, err := ch.updateRaftVoter(ctx, c.NodeID(), addr)
+	return err
+}
+
+// updateRaftVoter sends UpdateRaftVoter to the active controller.
+func (ch *Channel) updateRaftVoter(ctx context.Context, id metadata.NodeID, raftAddr string) (kafka.QuorumLeader, error) {
+	host, port, err := splitAddr(raftAddr)
+	if err != nil {
+		return kafka.QuorumLeader{}, fmt.Errorf("%w: node %d's Raft address %q: %v", kerr.InvalidRequest, id, raftAddr, err)
+	}
+	var out kafka.QuorumLeader
+	err = ch.do(ctx, "UpdateRaftVoter", func(ctx context.Context) error {
+		req := kmsg.NewPtrUpdateRaftVoterRequest()
+		req.VoterID = int32(id)
+		if cid := ch.ctrl.Image().ClusterID; cid != "" {
+			req.ClusterID = kmsg.StringPtr(cid)
+		}
+		l := kmsg.NewUpdateRaftVoterRequestListener()
+		l.Name, l.Host, l.Port = kafka.ControllerListenerName, host, uint16(port)
+		req.Listeners = append(req.Listeners, l)
+		resp, err := ch.send(ctx, req)
+		if err != nil {
+			return err
+		}
+		r := resp.(*kmsg.UpdateRaftVoterResponse)
+		if err := answerError(r.ErrorCode, nil); err != nil {
+			return err
+		}
+		out = kafka.QuorumLeader{ID: metadata.NodeID(r.CurrentLeader.LeaderID), Epoch: r.CurrentLeader.LeaderEpoch}
+		if r.CurrentLeader.Host != "" {
+			out.RaftAddr = net.JoinHostPort(r.CurrentLeader.Host, strconv.Itoa(int(r.CurrentLeader.Port)))
+		}
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,94 @@
+package kafka
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The fetch latency breakdown (issue 17), runnel_fetch_stage_seconds{stage,fetcher}:
+// where a fetch's time goes, as runnel_produce_stage_seconds does for a produce, so
+// that an end-to-end outlier can be placed on the broker's fetch side or not. fetcher
+// is "consumer" or "follower" (a replica fetcher: acks=all waits on its round trips).
+
+// FetchStage is one stage of a fetch request.
+type FetchStage int
+
+const (
+	// FetchStageRead: from the request's first bytes to its frame read whole.
+	FetchStageRead FetchStage = iota
+	// FetchStageSchedule: until its handler runs.
+	FetchStageSchedule
+	// FetchStageWait: the long poll, from parking to being woken or timing out (not
+	// latency: the time nothing new was there).
+	FetchStageWait
+	// FetchStageWake: from the partition waking its waiters (the high watermark moved,
+	// or with followers the log end) to the parked fetch running again, for fetches
+	// woken by data: the scheduler's share of a consumer's latency.
+	FetchStageWake
+	// FetchStageCollect: the read pass whose result is sent (the logs read, or the
+	// file ranges planned for sendfile).
+	FetchStageCollect
+	// FetchStageServe: from the wake-up that made the response's data readable to the
+	// handler returning (wake + collect + the re-reads between), for fetches woken by
+	// data; what the broker adds after the high watermark moved, before encoding.
+	FetchStageServe
+	numFetchStages
+)
+
+func (st FetchStage) String() string {
+	return [...]string{"read", "schedule", "wait", "wake", "collect", "serve"}[st]
+}
+
+// fetchMetrics are one server's fetch stage observers, [follower][stage].
+type fetchMetrics struct {
+	obs [2][numFetchStages]prometheus.Observer
+}
+
+// fetchStageHistogram is the histogram vector of the fetch breakdown, with the produce
+// breakdown's buckets (factors of sqrt(2) from 25 us to about 20 s).
+func fetchStageHistogram() *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "runnel_fetch_stage_seconds",
+		Help: "Where a fetch request's time goes, by stage and fetcher (consumer or follower): read (from its first bytes " +
+			"to its frame read whole), schedule (until its handler runs), wait (the long poll, parked until woken or timed out), " +
+			"wake (from the partition's high watermark, or log end for followers, moving to the woken fetch running again), " +
+			"collect (the read pass whose result is sent), serve (from that wake-up to the response being ready to encode).",
+		Buckets: prometheus.ExponentialBuckets(25e-6, math.Sqrt2, 40),
+	}, []string{"stage", "fetcher"})
+}
+
+func newFetchMetrics(reg prometheus.Registerer) *fetchMetrics {
+	vec := fetchStageHistogram()
+	fm := &fetchMetrics{}
+	for i, who := range []string{"consumer", "follower"} {
+		for st := range numFetchStages {
+			fm.obs[i][st] = vec.WithLabelValues(st.String(), who)
+		}
+	}
+	if reg != nil {
+		reg.MustRegister(vec)
+	}
+	return fm
+}
+
+func (m *Metrics) fetch() *fetchMetrics {
+	if m.fetchStages == nil {
+		return unregisteredFetchStages()
+	}
+	return m.fetchStages
+}
+
+// unregisteredFetchStages are where a Metrics not built by NewMetrics (a zero value
+// in a test) observes its fetch stages.
+var unregisteredFetchStages = sync.OnceValue(func() *fetchMetrics { return newFetchMetrics(nil) })
+
+func (m *Metrics) observeFetchStage(follower bool, st FetchStage, d time.Duration) {
+	i := 0
+	if follower {
+		i = 1
+	}
+	m.fetch().obs[i][st].Observe(d.Seconds())
+}

@@ -1,0 +1,89 @@
+package replica
+
+import (
+	"context"
+	"testing"
+
+	"github.com/runnel-io/runnel/internal/log"
+	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/vfs"
+)
+
+// TestStrayLogsWaitForCaughtUpImage: node 1 starts with four logs on disk. The first
+// images it applies are not caught up, and they place none of the logs here: nothing
+// is deleted. On the first caught-up image the logs of a deleted topic, of a partition
+// past the topic's count and of a partition moved away go; the log of a partition the
+// node is becoming a replica of (adding) stays, and so does the hosted one.
+func TestStrayLogsWaitForCaughtUpImage(t *testing.T) {
+	dir := t.TempDir()
+	tps := []metadata.TopicPartition{{Topic: "gone"}, {Topic: "t", Partition: 5}, {Topic: "t", Partition: 1},
+		{Topic: "t", Partition: 2}, {Topic: "t", Partition: 0}}
+	{
+		logs, err := log.NewManager(log.ManagerOptions{FS: vfs.OS(), DataDir: dir, Defaults: log.DefaultConfig()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tp := range tps {
+			if _, err := logs.GetOrCreate(tp, log.DefaultConfig()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := logs.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logs, err := log.NewManager(log.ManagerOptions{FS: vfs.OS(), DataDir: dir, Defaults: log.DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logs.Close() })
+	caughtUp := false
+	m, err := NewManager(Options{Node: 1, Logs: logs, CaughtUp: func(*metadata.Image) bool { return caughtUp },
+		Resolve: func(*metadata.Image, *metadata.Topic) TopicSettings {
+			return TopicSettings{Log: log.DefaultConfig(), MinISR: 1}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+
+	ids := func(n ...metadata.NodeID) []metadata.NodeID { return n }
+	im := metadata.Empty().Apply(metadata.Record{Type: metadata.CreateTopicType, Topic: &metadata.Topic{
+		Name: "t", Partitions: []metadata.Partition{
+			{Replicas: ids(1, 2), ISR: ids(1, 2), Leader: 1},
+			{Replicas: ids(2, 3), ISR: ids(2, 3), Leader: 2},
+			// Moving onto 1: the replicas are the target plus the removed ones.
+			{Replicas: ids(1, 2, 3), ISR: ids(2, 3), Leader: 2, AddingReplicas: ids(1), RemovingReplicas: ids(3)},
+		},
+	}}, 1)
+	// A stale image: node 1 is not a replica of t-2 yet, nor of t-0.
+	stale := metadata.Empty().Apply(metadata.Record{Type: metadata.CreateTopicType, Topic: &metadata.Topic{
+		Name: "t", Partitions: []metadata.Partition{{Replicas: ids(2, 3), ISR: ids(2, 3), Leader: 2}},
+	}}, 1)
+	if err := m.ApplyImage(stale); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.ApplyImage(im); err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range tps {
+		if logs.Get(tp) == nil {
+			t.Fatalf("%s-%d deleted before the node caught up", tp.Topic, tp.Partition)
+		}
+	}
+	caughtUp = true
+	im2 := im.Apply(metadata.Record{Type: metadata.RegisterBrokerType, Broker: &metadata.Broker{ID: 1}}, 2)
+	if err := m.ApplyImage(im2); err != nil {
+		t.Fatal(err)
+	}
+	want := map[metadata.TopicPartition]bool{tps[0]: false, tps[1]: false, tps[2]: false, tps[3]: true, tps[4]: true}
+	for tp, kept := range want {
+		if got := logs.Get(tp) != nil; got != kept {
+			t.Errorf("%s-%d: kept %v, want %v", tp.Topic, tp.Partition, got, kept)
+		}
+	}
+	// An adding replica is a replica, hosted or not.
+	if why := strayReason(im2, 1, tps[3]); why != "" {
+		t.Errorf("the adding replica of t-2 counted as stray: %s", why)
+	}
+}
