@@ -9,13 +9,16 @@ package kafka
 // answers COORDINATOR_NOT_AVAILABLE until the partition has a leader; clients retry.
 // Key type 1 (transaction): the same over __transaction_state (50 partitions, Kafka's
 // transaction.state.log.num.partitions default; replication factor as the offsets
-// topic's). Other types (2, share groups) are INVALID_REQUEST.
+// topic's). Other types (2, share groups) are INVALID_REQUEST. With ACLs on, as Kafka:
+// DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or on the transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), checked per key before anything is created.
 
 import (
 	"context"
 	"errors"
 	"strconv"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/group"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/txn"
@@ -30,17 +33,17 @@ func handleFindCoordinator(ctx context.Context, s *Server, r *request) (kmsg.Res
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	if req.Version >= 4 {
 		for _, key := range req.CoordinatorKeys {
-			resp.Coordinators = append(resp.Coordinators, s.findCoordinator(ctx, key, req.CoordinatorType))
+			resp.Coordinators = append(resp.Coordinators, s.findCoordinator(ctx, r, key, req.CoordinatorType))
 		}
 		return resp, nil
 	}
-	c := s.findCoordinator(ctx, req.CoordinatorKey, req.CoordinatorType)
+	c := s.findCoordinator(ctx, r, req.CoordinatorKey, req.CoordinatorType)
 	resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
 	resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
 	return resp, nil
 }
 
-func (s *Server) findCoordinator(ctx context.Context, key string, keyType int8) kmsg.FindCoordinatorResponseCoordinator {
+func (s *Server) findCoordinator(ctx context.Context, r *request, key string, keyType int8) kmsg.FindCoordinatorResponseCoordinator {
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Port = key, -1, -1
 	fail := func(e *kerr.Error, msg string) kmsg.FindCoordinatorResponseCoordinator {
@@ -49,7 +52,13 @@ func (s *Server) findCoordinator(ctx context.Context, key string, keyType int8) 
 	}
 	switch keyType {
 	case 0:
+		if err := s.authorize(r, metadata.ACLOpDescribe, auth.Group(key)); err != nil {
+			return fail(kerr.GroupAuthorizationFailed, *reasonMessage(err))
+		}
 	case 1:
+		if err := s.authorize(r, metadata.ACLOpDescribe, auth.TransactionalID(key)); err != nil {
+			return fail(kerr.TransactionalIDAuthorizationFailed, *reasonMessage(err))
+		}
 		return s.findTxnCoordinator(ctx, key, c)
 	default:
 		return fail(kerr.InvalidRequest, "unknown coordinator type "+strconv.Itoa(int(keyType)))

@@ -11,7 +11,8 @@ package kafka
 // epoch) from a restart (new epoch). Features, IsMigratingZkBroker, LogDirs and
 // PreviousBrokerEpoch are ignored. The broker is registered fenced; its heartbeats
 // unfence it once it has caught up with the metadata. On any node but the active
-// controller: NOT_CONTROLLER. Another cluster's id: INCONSISTENT_CLUSTER_ID.
+// controller: NOT_CONTROLLER. Another cluster's id: INCONSISTENT_CLUSTER_ID. With ACLs on,
+// CLUSTER_ACTION on the cluster, as Kafka's controller.
 
 import (
 	"context"
@@ -19,6 +20,7 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -29,6 +31,12 @@ func init() { regKey(62, 0, 4, handleBrokerRegistration) }
 func handleBrokerRegistration(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.BrokerRegistrationRequest)
 	resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
+	// With ACLs on, as Kafka: CLUSTER_ACTION on the cluster (nodes only), before
+	// anything of the request is looked at: a client may not register a node.
+	if err := s.authorize(r, metadata.ACLOpClusterAction, auth.Cluster); err != nil {
+		resp.ErrorCode = errorCode(err)
+		return resp, nil
+	}
 	reg := BrokerRegistration{ID: metadata.NodeID(req.BrokerID), ClusterID: req.ClusterID,
 		IncarnationID:   hex.EncodeToString(req.IncarnationID[:]),
 		UncleanShutdown: req.Version >= 3 && req.PreviousBrokerEpoch < 0}

@@ -182,6 +182,7 @@ func TestACLsEnforcedOnOneNode(t *testing.T) {
 		aclSpec{kmsg.ACLResourceTypeTopic, "pub-", prefix, "User:*", kmsg.ACLOperationWrite, refused},
 		aclSpec{kmsg.ACLResourceTypeGroup, "g", literal, anonymous, kmsg.ACLOperationRead, allowed},
 		aclSpec{kmsg.ACLResourceTypeGroup, "other", literal, "User:alice", kmsg.ACLOperationRead, allowed},
+		aclSpec{kmsg.ACLResourceTypeTransactionalId, "tx-alice", literal, "User:alice", kmsg.ACLOperationAll, allowed},
 	)
 
 	err := produceOne(t, cl, "secret")
@@ -233,11 +234,47 @@ func TestACLsEnforcedOnOneNode(t *testing.T) {
 	joinReq := kmsg.NewPtrJoinGroupRequest()
 	joinReq.Group, joinReq.ProtocolType, joinReq.SessionTimeoutMillis, joinReq.RebalanceTimeoutMillis = "other", "consumer", 10_000, 10_000
 	joinReq.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{}}}
-	joinResp, err := joinReq.RequestWith(ctx, cl)
+	// Sent to the node itself: franz-go would look the coordinator up first, which
+	// FindCoordinator refuses (checked below).
+	joinResp, err := cl.SeedBrokers()[0].Request(ctx, joinReq)
 	if err != nil {
 		t.Fatal(err)
 	}
-	requireCode(t, "join group other", kerr.ErrorForCode(joinResp.ErrorCode), kerr.GroupAuthorizationFailed)
+	requireCode(t, "join group other", kerr.ErrorForCode(joinResp.(*kmsg.JoinGroupResponse).ErrorCode), kerr.GroupAuthorizationFailed)
+
+	// FindCoordinator needs DESCRIBE on the group or transactional id, per key (v4+
+	// batches keys): g and an id without ACLs are found, other and tx-alice refused.
+	findReq := kmsg.NewPtrFindCoordinatorRequest()
+	findReq.CoordinatorKeys = []string{"g", "other"}
+	findResp, err := cl.SeedBrokers()[0].Request(ctx, findReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := findResp.(*kmsg.FindCoordinatorResponse).Coordinators
+	if len(found) != 2 {
+		t.Fatalf("FindCoordinator of g and other: %d coordinators", len(found))
+	}
+	requireCode(t, "find coordinator of g", kerr.ErrorForCode(found[0].ErrorCode), nil)
+	requireCode(t, "find coordinator of other", kerr.ErrorForCode(found[1].ErrorCode), kerr.GroupAuthorizationFailed)
+	if msg := found[1].ErrorMessage; msg == nil || !strings.Contains(*msg, "Group:other") || !strings.Contains(*msg, anonymous) {
+		t.Errorf("FindCoordinator's denial of other does not name the group and principal: %v", msg)
+	}
+	for _, tc := range []struct {
+		id   string
+		want error
+	}{{"tx-open", nil}, {"tx-alice", kerr.TransactionalIDAuthorizationFailed}} {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorType, req.CoordinatorKeys = 1, []string{tc.id}
+		resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := resp.(*kmsg.FindCoordinatorResponse).Coordinators[0]
+		if tc.want == nil && c.ErrorCode == kerr.CoordinatorNotAvailable.Code {
+			continue // allowed; __transaction_state is still being created
+		}
+		requireCode(t, "find the transaction coordinator of "+tc.id, kerr.ErrorForCode(c.ErrorCode), tc.want)
+	}
 
 	// DescribeAcls with a MATCH filter lists what applies to pub-a.
 	described, err := adm.DescribeACLs(ctx, kadm.NewACLs().Topics("pub-a").ResourcePatternType(kadm.ACLPatternMatch).
