@@ -8,12 +8,15 @@ package kafka
 // the key). ValidateOnly checks without creating. v5+ returns the topic's partitions,
 // replication factor and configs; v7+ its topic id. The call returns once this node has
 // applied the new metadata, so the topic is immediately produceable on a single node.
+// With ACLs on, the configs and layout are returned only to a principal with
+// DESCRIBE_CONFIGS on the topic (ConfigErrorCode TOPIC_AUTHORIZATION_FAILED otherwise).
 
 import (
 	"context"
 
 	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -64,6 +67,12 @@ func handleCreateTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 				st.ReplicationFactor = int16(len(t.Partitions[0].Replicas))
 			}
 			st.Configs = s.createdConfigs(t.Configs)
+		}
+		if errs[i] == nil && !s.allowedQuiet(r, metadata.ACLOpDescribeConfigs, auth.Topic(rt.Topic)) {
+			// As Kafka: a principal that may create a topic but not describe its
+			// configs gets neither them nor the layout, and ConfigErrorCode says why.
+			st.Configs, st.NumPartitions, st.ReplicationFactor = nil, -1, -1
+			st.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
 		}
 		resp.Topics = append(resp.Topics, st)
 	}

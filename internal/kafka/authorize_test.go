@@ -292,6 +292,32 @@ func TestACLsEnforcedOnOneNode(t *testing.T) {
 	if err := produceOne(t, cl, "secret"); err != nil {
 		t.Fatalf("produce to secret after its ACL was deleted: %v", err)
 	}
+
+	// CreateTopics returns a topic's configs and layout only with DESCRIBE_CONFIGS on
+	// it: ANONYMOUS may create "made-" topics (CREATE does not imply DESCRIBE_CONFIGS),
+	// and a topic without ACLs is open.
+	mustCreateACLs(t, cl, aclSpec{kmsg.ACLResourceTypeTopic, "made-", prefix, anonymous, kmsg.ACLOperationCreate, allowed})
+	createReq := kmsg.NewPtrCreateTopicsRequest()
+	for _, name := range []string{"made-x", "plain-x"} {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 2, 1
+		createReq.Topics = append(createReq.Topics, rt)
+	}
+	createResp, err := createReq.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	made, plain := createResp.Topics[0], createResp.Topics[1]
+	requireCode(t, "create made-x", kerr.ErrorForCode(made.ErrorCode), nil)
+	requireCode(t, "made-x's configs without DESCRIBE_CONFIGS", kerr.ErrorForCode(made.ConfigErrorCode), kerr.TopicAuthorizationFailed)
+	if len(made.Configs) != 0 || made.NumPartitions != -1 || made.ReplicationFactor != -1 {
+		t.Errorf("made-x without DESCRIBE_CONFIGS: %d configs, %d partitions, RF %d; want none, -1, -1", len(made.Configs), made.NumPartitions, made.ReplicationFactor)
+	}
+	requireCode(t, "create plain-x", kerr.ErrorForCode(plain.ErrorCode), nil)
+	requireCode(t, "plain-x's configs", kerr.ErrorForCode(plain.ConfigErrorCode), nil)
+	if len(plain.Configs) == 0 || plain.NumPartitions != 2 {
+		t.Errorf("plain-x (no ACL): %d configs, %d partitions; want its configs and 2", len(plain.Configs), plain.NumPartitions)
+	}
 }
 
 func TestACLsDefaultDenyAndSuperUsers(t *testing.T) {
