@@ -216,14 +216,18 @@ func (m *Manager) ApplyImage(im *metadata.Image) error {
 			}
 		}
 	}
+	// Deletions first: a partition both deleted and hosted in one step is a topic
+	// deleted and re-created under the same name (LocalChanges compares topic ids),
+	// whose old log must go before the new partition is opened, not after (which
+	// deleted the partition just applied, leaving the node hosting nothing).
+	for _, tp := range lc.Deleted {
+		m.deletePartition(tp)
+	}
 	for tp, st := range lc.Leaders {
 		apply(tp, st)
 	}
 	for tp, st := range lc.Followers {
 		apply(tp, st)
-	}
-	for _, tp := range lc.Deleted {
-		m.deletePartition(tp)
 	}
 	m.maybeDeleteStrayLogs(im)
 	m.view.update(m.opts.Node, m.Partitions(), len(lc.Leaders) > 0)

@@ -87,3 +87,49 @@ func TestStrayLogsWaitForCaughtUpImage(t *testing.T) {
 		t.Errorf("the adding replica of t-2 counted as stray: %s", why)
 	}
 }
+
+// TestRecreatedTopicInOneImage: a topic deleted and re-created under the same name
+// between two images this node applies (a node that lagged, or was down, sees both in
+// one step) is a new topic: the old log goes and the node hosts a new, empty one. The
+// old ordering applied the new partition onto the old log and then deleted it, so the
+// node, the new topic's leader, hosted nothing until the partition next changed.
+func TestRecreatedTopicInOneImage(t *testing.T) {
+	logs, err := log.NewManager(log.ManagerOptions{FS: vfs.OS(), DataDir: t.TempDir(), Defaults: log.DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logs.Close() })
+	m, err := NewManager(Options{Node: 1, Logs: logs, CaughtUp: func(*metadata.Image) bool { return true },
+		Resolve: func(*metadata.Image, *metadata.Topic) TopicSettings {
+			return TopicSettings{Log: log.DefaultConfig(), MinISR: 1}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	topic := func(id byte) *metadata.Topic {
+		return &metadata.Topic{Name: "t", ID: [16]byte{id}, Partitions: []metadata.Partition{
+			{Replicas: []metadata.NodeID{1}, ISR: []metadata.NodeID{1}, Leader: 1, LeaderEpoch: 0}}}
+	}
+	tp := metadata.TopicPartition{Topic: "t"}
+	im := metadata.Empty().Apply(metadata.Record{Type: metadata.CreateTopicType, Topic: topic(1)}, 1)
+	if err := m.ApplyImage(im); err != nil {
+		t.Fatal(err)
+	}
+	old := logs.Get(tp)
+	if old == nil {
+		t.Fatal("t-0 not created")
+	}
+	recreated := im.Apply(metadata.Record{Type: metadata.DeleteTopicType, TopicName: "t"}, 2).
+		Apply(metadata.Record{Type: metadata.CreateTopicType, Topic: topic(2)}, 3)
+	if err := m.ApplyImage(recreated); err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.Partition(tp)
+	if err != nil {
+		t.Fatalf("t-0 of the re-created topic, led by this node, is not hosted: %v", err)
+	}
+	if now := logs.Get(tp); now == nil || now == old || p.log != now {
+		t.Errorf("t-0 of the re-created topic runs on the deleted topic's log (old %p, now %p, partition's %p)", old, now, p.log)
+	}
+}
