@@ -187,6 +187,13 @@ func (f *Fetcher) applyFetched(s *fetchState, rp kmsg.FetchResponseTopicPartitio
 		if errors.Is(err, log.ErrDiskFull) {
 			return appliedPart{}, err // logged once per episode (noteDisk)
 		}
+		if errors.Is(err, log.ErrClosed) {
+			// The replica was deleted (moved away, drained, its topic deleted) or the
+			// node is stopping while this fetch was in flight: nothing failed.
+			f.m.logger.Debug("follower append to a closed log dropped", "topic", p.tp.Topic, "partition", p.tp.Partition,
+				"leader", f.source)
+			return appliedPart{}, nil
+		}
 		if err != nil {
 			f.m.logger.Error("follower append failed", "topic", p.tp.Topic, "partition", p.tp.Partition,
 				"leader", f.source, "log_end_offset", p.log.LogEndOffset(), "err", err)
