@@ -250,6 +250,11 @@ func (m *Manager) applyPartition(im *metadata.Image, tp metadata.TopicPartition,
 		if err != nil {
 			return err
 		}
+		if m.strayChecked {
+			if l, err = m.checkTopicID(im, tp, l, settings.Log); err != nil {
+				return err
+			}
+		}
 		p = newPartition(tp, m.opts.Node, l, m.opts.ReplicaLagTimeMax, m.logger)
 		p.onFollowerFetch = m.maybeExpandIsr
 		p.setThrottled(settings)

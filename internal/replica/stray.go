@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"encoding/base64"
 	"fmt"
 	"slices"
 
@@ -29,9 +30,9 @@ import (
 //     the image include this node (an adding replica included: during a reassignment
 //     the replicas are the target plus those being removed).
 //
-// The log directories carry no topic id here (Kafka's partition.metadata is not
-// written), so a log is matched by topic name and partition: a log of a deleted topic
-// whose name was re-used, on a node that is a replica of the new topic, is kept.
+// A log is matched here by topic name and partition; a log of a deleted topic whose
+// name was re-used, on a node that is a replica of the new topic, is told apart by
+// its topic id (partition.metadata, below).
 
 // strayReason says why the log of tp does not belong on node according to im, or ""
 // when it does (node is one of the partition's replicas).
@@ -57,6 +58,7 @@ func (m *Manager) maybeDeleteStrayLogs(im *metadata.Image) {
 		return
 	}
 	m.strayChecked = true
+	m.reconcileTopicIDs(im)
 	m.deleteStrayLogs(im)
 }
 
@@ -102,3 +104,74 @@ func (m *Manager) deleteStrayLogs(im *metadata.Image) int {
 	}
 	return deleted
 }
+
+// Topic ids of local logs (partition.metadata, internal/log). A log whose recorded
+// topic id differs from the id the metadata gives its topic belongs to an earlier
+// topic of the same name, deleted and re-created while this node was down or cut
+// off: its records are not the new topic's, and hosted as the new topic's replica they
+// would be served (or, on a follower, kept below the leader's end, diverging from it).
+//
+// Invariants, as for the stray sweep: ids are compared only against an image the node
+// has caught up to (a stale image may name an earlier incarnation than the log's,
+// and deleting against it would delete the live topic's data); before that, a log is
+// hosted as it is, and the first caught-up image reconciles every hosted log
+// (reconcileTopicIDs). An id is recorded only from a caught-up image for the same
+// reason. Topic ids are never reused, so a recorded id that differs from the caught-up
+// image's is always an earlier incarnation's.
+
+// checkTopicID is applyPartition's check of a log it is about to host, once the node
+// has caught up (m.strayChecked): an earlier incarnation's log is deleted and a new
+// one created; the topic's id is recorded in the one returned.
+func (m *Manager) checkTopicID(im *metadata.Image, tp metadata.TopicPartition, l *log.Log, cfg log.Config) (*log.Log, error) {
+	t := im.Topics[tp.Topic]
+	if t == nil || t.ID == ([16]byte{}) {
+		return l, nil
+	}
+	if id, ok := l.TopicID(); ok && id != t.ID {
+		m.logger.Warn("deleting the log of an earlier topic of the same name: the topic was deleted and re-created while this node was away",
+			"topic", tp.Topic, "partition", tp.Partition, "log_topic_id", topicIDString(id), "topic_id", topicIDString(t.ID),
+			"log_end_offset", l.LogEndOffset(), "size_bytes", l.Size())
+		if err := m.opts.Logs.Delete(tp); err != nil {
+			return nil, err
+		}
+		var err error
+		if l, err = m.opts.Logs.GetOrCreate(tp, cfg); err != nil {
+			return nil, err
+		}
+	}
+	if err := l.SetTopicID(t.ID); err != nil {
+		// The log serves regardless; the id is written when the node next hosts it.
+		m.logger.Warn("cannot record the topic id of a partition", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+	}
+	return l, nil
+}
+
+// reconcileTopicIDs runs on the first caught-up image, before the stray sweep: every
+// hosted partition whose log belongs to an earlier incarnation of its topic is
+// dropped and hosted again on a new log; the others get the topic's id recorded.
+func (m *Manager) reconcileTopicIDs(im *metadata.Image) {
+	for _, p := range m.Partitions() {
+		tp := p.tp
+		t := im.Topics[tp.Topic]
+		if t == nil || t.ID == ([16]byte{}) || int(tp.Partition) >= len(t.Partitions) {
+			continue // not the metadata's, which the image's changes handle
+		}
+		if id, ok := p.log.TopicID(); ok && id != t.ID {
+			m.deletePartition(tp)
+			m.logger.Warn("deleted the log of an earlier topic of the same name: the topic was deleted and re-created while this node was away",
+				"topic", tp.Topic, "partition", tp.Partition, "log_topic_id", topicIDString(id), "topic_id", topicIDString(t.ID))
+			if st := t.Partitions[tp.Partition]; metadata.Contains(st.Replicas, m.opts.Node) {
+				if err := m.applyPartition(im, tp, st); err != nil {
+					m.logger.Error("cannot host partition", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+				}
+			}
+			continue
+		}
+		if err := p.log.SetTopicID(t.ID); err != nil {
+			m.logger.Warn("cannot record the topic id of a partition", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+		}
+	}
+}
+
+// topicIDString is a topic id as Kafka prints it (URL-safe base64, no padding).
+func topicIDString(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }

@@ -133,3 +133,92 @@ func TestRecreatedTopicInOneImage(t *testing.T) {
 		t.Errorf("t-0 of the re-created topic runs on the deleted topic's log (old %p, now %p, partition's %p)", old, now, p.log)
 	}
 }
+
+// TestEarlierTopicLogReplaced: node 1 restarts with the logs of three partitions on
+// disk: a-0 recorded under topic id 1, b-0 under id 3, c-0 with no id (an older
+// directory). Meanwhile topic a was deleted and re-created (id 2); b is unchanged.
+// Before the node catches up nothing is deleted or recorded; on the first caught-up
+// image a-0's log is replaced by a new one recorded under id 2, b-0 is kept, and c-0
+// gets its id recorded. After that, a partition hosted anew is checked at once.
+func TestEarlierTopicLogReplaced(t *testing.T) {
+	dir := t.TempDir()
+	a, b, c, d := metadata.TopicPartition{Topic: "a"}, metadata.TopicPartition{Topic: "b"},
+		metadata.TopicPartition{Topic: "c"}, metadata.TopicPartition{Topic: "d"}
+	{
+		logs, err := log.NewManager(log.ManagerOptions{FS: vfs.OS(), DataDir: dir, Defaults: log.DefaultConfig()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for tp, id := range map[metadata.TopicPartition]byte{a: 1, b: 3, c: 0, d: 9} {
+			l, err := logs.GetOrCreate(tp, log.DefaultConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id != 0 {
+				if err := l.SetTopicID([16]byte{id}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := logs.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logs, err := log.NewManager(log.ManagerOptions{FS: vfs.OS(), DataDir: dir, Defaults: log.DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logs.Close() })
+	caughtUp := false
+	m, err := NewManager(Options{Node: 1, Logs: logs, CaughtUp: func(*metadata.Image) bool { return caughtUp },
+		Resolve: func(*metadata.Image, *metadata.Topic) TopicSettings {
+			return TopicSettings{Log: log.DefaultConfig(), MinISR: 1}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	create := func(im *metadata.Image, name string, id byte, off uint64) *metadata.Image {
+		return im.Apply(metadata.Record{Type: metadata.CreateTopicType, Topic: &metadata.Topic{Name: name, ID: [16]byte{id},
+			Partitions: []metadata.Partition{{Replicas: []metadata.NodeID{1}, ISR: []metadata.NodeID{1}, Leader: 1}}}}, off)
+	}
+	im := create(create(create(metadata.Empty(), "a", 2, 1), "b", 3, 2), "c", 4, 3)
+	before := map[metadata.TopicPartition]*log.Log{a: logs.Get(a), b: logs.Get(b), c: logs.Get(c)}
+	if err := m.ApplyImage(im); err != nil { // not caught up
+		t.Fatal(err)
+	}
+	for tp, l := range before {
+		if logs.Get(tp) != l {
+			t.Fatalf("%s-0's log replaced before the node caught up", tp.Topic)
+		}
+	}
+	if _, ok := before[c].TopicID(); ok {
+		t.Fatal("c-0's topic id recorded from an image the node had not caught up to")
+	}
+	caughtUp = true
+	im = im.Apply(metadata.Record{Type: metadata.RegisterBrokerType, Broker: &metadata.Broker{ID: 1}}, 4)
+	if err := m.ApplyImage(im); err != nil {
+		t.Fatal(err)
+	}
+	if now := logs.Get(a); now == nil || now == before[a] {
+		t.Errorf("a-0, recorded under topic id 1, still runs on its log under topic id 2")
+	} else if p, err := m.Partition(a); err != nil || p.log != now {
+		t.Errorf("a-0 not hosted on its new log: %v", err)
+	} else if id, ok := now.TopicID(); !ok || id != [16]byte{2} {
+		t.Errorf("a-0's new log records topic id %v (%v), want 2", id, ok)
+	}
+	if logs.Get(b) != before[b] {
+		t.Error("b-0's log, of the same topic id as the metadata's, was replaced")
+	}
+	if id, ok := before[c].TopicID(); !ok || id != [16]byte{4} {
+		t.Errorf("c-0's log records topic id %v (%v) after the caught-up image, want 4", id, ok)
+	}
+	// Caught up: d-0 (recorded under id 9) hosted now as topic d with id 5 is replaced at once.
+	oldD := logs.Get(d)
+	if err := m.ApplyImage(create(im, "d", 5, 5)); err != nil {
+		t.Fatal(err)
+	}
+	if now := logs.Get(d); now == nil || now == oldD {
+		t.Error("d-0's log of topic id 9 was hosted as topic d with id 5")
+	}
+}
