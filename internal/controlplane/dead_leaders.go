@@ -9,8 +9,8 @@ import (
 	"github.com/runnel-io/runnel/internal/metadata"
 )
 
-// AwaitLiveLeaders implements kafka.Admin: it probes each leader's Kafka listener
-// (reach.Prober, answers cached for a few milliseconds) and, if one refuses
+// AwaitLiveLeaders implements kafka.Admin: it probes each leader (ProcessGone: an
+// answer to ApiVersions, or a refused connection) and, if one refuses
 // connections while im still shows it unfenced, waits until this node's image shows
 // it fenced or registered anew, at most the session timeout (by then the controller
 // has fenced it, or cannot) and at most ctx. The active controller probes a node as
@@ -26,7 +26,7 @@ func (a *Admin) AwaitLiveLeaders(ctx context.Context, im *metadata.Image, leader
 		if !ok || b.Fenced || id == a.ctrl.NodeID() {
 			continue
 		}
-		if a.probe.Gone(ctx, BrokerAddr(b)) {
+		if ProcessGone(ctx, a.probe, b) {
 			gone = append(gone, b)
 		}
 	}
@@ -74,7 +74,7 @@ func (a *Admin) AwaitLeaderMove(ctx context.Context, tp metadata.TopicPartition)
 	}
 	if p.Leader != metadata.NoLeader {
 		b, ok := im.Brokers[p.Leader]
-		if !ok || !b.Fenced && !a.probe.Gone(ctx, BrokerAddr(b)) {
+		if !ok || !b.Fenced && !ProcessGone(ctx, a.probe, b) {
 			return false
 		}
 	}

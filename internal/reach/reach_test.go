@@ -2,7 +2,9 @@ package reach
 
 import (
 	"context"
+	"io"
 	"net"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -138,5 +140,107 @@ func TestGoneSeesAClosedListenerBesideAnOpenWatch(t *testing.T) {
 	time.Sleep(DefaultDialEvery)
 	if !p.Gone(ctx, addr) {
 		t.Fatal("Gone = false with the listener closed and the watch still open")
+	}
+}
+
+// echoPing writes one byte and reads one back.
+func echoPing(ctx context.Context, c net.Conn) error {
+	if d, ok := ctx.Deadline(); ok {
+		c.SetDeadline(d)
+		defer c.SetDeadline(time.Time{})
+	}
+	if _, err := c.Write([]byte{1}); err != nil {
+		return err
+	}
+	var b [1]byte
+	_, err := io.ReadFull(c, b[:])
+	return err
+}
+
+// TestGoneAnsweringNeedsAnAnswer: a process that answers is alive; one whose address
+// refuses is gone; a listener that accepts but whose connections never answer and
+// are then closed, and that stops accepting a moment later (a process being killed:
+// its sockets go one by one), is gone once the listener refuses, not alive because a
+// dial succeeded; one that accepts and never answers nor closes (paused) is not
+// proven gone when the context ends.
+func TestGoneAnsweringNeedsAnAnswer(t *testing.T) {
+	answering, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer answering.Close()
+	go func() {
+		for {
+			c, err := answering.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(c, c) }()
+		}
+	}()
+	p := New()
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if p.GoneAnswering(ctx, answering.Addr().String(), echoPing) {
+		t.Error("a process that answers counted as gone")
+	}
+	refusing, kill := listen(t)
+	kill()
+	if !p.GoneAnswering(ctx, refusing, echoPing) {
+		t.Error("a refusing address not counted as gone")
+	}
+
+	// Dying, as a killed process's sockets go: it has stopped running (nothing is
+	// answered or accepted any more, so new handshakes wait in the listener's queue),
+	// the connections it had are closed after 30 ms and the listener after 60 ms
+	// (which resets the queued ones).
+	dying, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := net.Dial("tcp", dying.Addr().String()) // the watch's peer, accepted while it ran
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	watchPeer, err := dying.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Gone(ctx, dying.Addr().String()) { // opens the prober's watch while the process runs
+		t.Fatal("a listening process counted as gone")
+	}
+	var mu sync.Mutex
+	time.AfterFunc(30*time.Millisecond, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		watchPeer.Close()
+	})
+	time.AfterFunc(60*time.Millisecond, func() { dying.Close() })
+	start := time.Now()
+	if !p.GoneAnswering(ctx, dying.Addr().String(), echoPing) {
+		t.Errorf("a process whose listener closed %v after its connections, during the check, not counted as gone", 30*time.Millisecond)
+	} else if took := time.Since(start); took < 50*time.Millisecond {
+		t.Errorf("gone after %v, before the listener closed (60 ms)", took)
+	}
+
+	// Paused: accepts and holds every connection, never answers.
+	paused, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer paused.Close()
+	go func() {
+		for {
+			if _, err := paused.Accept(); err != nil {
+				return
+			}
+		}
+	}()
+	pctx, pcancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer pcancel()
+	if p.GoneAnswering(pctx, paused.Addr().String(), echoPing) {
+		t.Error("a process that accepts but does not answer (paused) counted as gone")
 	}
 }

@@ -254,7 +254,7 @@ func (n *Node) controllerConfig() controller.Config {
 		LeaderImbalanceRatio:         float64(cfg.LeaderImbalancePerBrokerPercent) / 100,
 		BalanceOnNodeAdd:             cfg.PartitionAutobalancingMode != "off",
 		ProcessGone: func(ctx context.Context, b metadata.Broker) bool {
-			return n.probe.Gone(ctx, controlplane.BrokerAddr(b))
+			return controlplane.ProcessGone(ctx, n.probe, b)
 		},
 		OnLeaderChange: n.nudgeHeartbeat,
 		// A voter restarted with another --controller-listen tells the active
