@@ -32,20 +32,8 @@ func TestStrayLogsWaitForCaughtUpImage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	logs, err := log.NewManager(log.ManagerOptions{FS: vfs.OS(), DataDir: dir, Defaults: log.DefaultConfig()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { logs.Close() })
 	caughtUp := false
-	m, err := NewManager(Options{Node: 1, Logs: logs, CaughtUp: func(*metadata.Image) bool { return caughtUp },
-		Resolve: func(*metadata.Image, *metadata.Topic) TopicSettings {
-			return TopicSettings{Log: log.DefaultConfig(), MinISR: 1}
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close(context.Background()) })
+	logs, m := newSweepManager(t, dir, func(*metadata.Image) bool { return caughtUp })
 
 	ids := func(n ...metadata.NodeID) []metadata.NodeID { return n }
 	im := metadata.Empty().Apply(metadata.Record{Type: metadata.CreateTopicType, Topic: &metadata.Topic{
@@ -94,19 +82,7 @@ func TestStrayLogsWaitForCaughtUpImage(t *testing.T) {
 // old ordering applied the new partition onto the old log and then deleted it, so the
 // node, the new topic's leader, hosted nothing until the partition next changed.
 func TestRecreatedTopicInOneImage(t *testing.T) {
-	logs, err := log.NewManager(log.ManagerOptions{FS: vfs.OS(), DataDir: t.TempDir(), Defaults: log.DefaultConfig()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { logs.Close() })
-	m, err := NewManager(Options{Node: 1, Logs: logs, CaughtUp: func(*metadata.Image) bool { return true },
-		Resolve: func(*metadata.Image, *metadata.Topic) TopicSettings {
-			return TopicSettings{Log: log.DefaultConfig(), MinISR: 1}
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close(context.Background()) })
+	logs, m := newSweepManager(t, t.TempDir(), func(*metadata.Image) bool { return true })
 	topic := func(id byte) *metadata.Topic {
 		return &metadata.Topic{Name: "t", ID: [16]byte{id}, Partitions: []metadata.Partition{
 			{Replicas: []metadata.NodeID{1}, ISR: []metadata.NodeID{1}, Leader: 1, LeaderEpoch: 0}}}
@@ -164,20 +140,8 @@ func TestEarlierTopicLogReplaced(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	logs, err := log.NewManager(log.ManagerOptions{FS: vfs.OS(), DataDir: dir, Defaults: log.DefaultConfig()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { logs.Close() })
 	caughtUp := false
-	m, err := NewManager(Options{Node: 1, Logs: logs, CaughtUp: func(*metadata.Image) bool { return caughtUp },
-		Resolve: func(*metadata.Image, *metadata.Topic) TopicSettings {
-			return TopicSettings{Log: log.DefaultConfig(), MinISR: 1}
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close(context.Background()) })
+	logs, m := newSweepManager(t, dir, func(*metadata.Image) bool { return caughtUp })
 	create := func(im *metadata.Image, name string, id byte, off uint64) *metadata.Image {
 		return im.Apply(metadata.Record{Type: metadata.CreateTopicType, Topic: &metadata.Topic{Name: name, ID: [16]byte{id},
 			Partitions: []metadata.Partition{{Replicas: []metadata.NodeID{1}, ISR: []metadata.NodeID{1}, Leader: 1}}}}, off)
@@ -221,4 +185,24 @@ func TestEarlierTopicLogReplaced(t *testing.T) {
 	if now := logs.Get(d); now == nil || now == oldD {
 		t.Error("d-0's log of topic id 9 was hosted as topic d with id 5")
 	}
+}
+
+// newSweepManager opens the logs under dir and a Manager of node 1 over them with
+// caughtUp as Options.CaughtUp, both closed at the end of the test.
+func newSweepManager(t *testing.T, dir string, caughtUp func(*metadata.Image) bool) (*log.Manager, *Manager) {
+	t.Helper()
+	logs, err := log.NewManager(log.ManagerOptions{FS: vfs.OS(), DataDir: dir, Defaults: log.DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logs.Close() })
+	m, err := NewManager(Options{Node: 1, Logs: logs, CaughtUp: caughtUp,
+		Resolve: func(*metadata.Image, *metadata.Topic) TopicSettings {
+			return TopicSettings{Log: log.DefaultConfig(), MinISR: 1}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	return logs, m
 }
