@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/runnel-io/runnel/internal/testutil"
 )
 
 // writeFile writes content to name under dir and returns its path.
@@ -24,7 +26,7 @@ func writeFile(t *testing.T, dir, name, content string) string {
 // connects, with exit status 2 and one line naming the flag and the key, and never
 // echoes the password.
 func TestClientPropertyErrors(t *testing.T) {
-	pki := newTestPKI(t)
+	pki := testutil.NewPKI(t)
 	dir := t.TempDir()
 	notPEM := writeFile(t, dir, "not.pem", "hello\n")
 	jaas := writeFile(t, dir, "jaas.properties", "security.protocol=SASL_SSL\nsasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;\n")
@@ -52,18 +54,18 @@ func TestClientPropertyErrors(t *testing.T) {
 			`-X sasl.password is empty: sasl.mechanism=SCRAM-SHA-512 needs a username and a password`},
 		{"sasl without a sasl protocol", []string{"-X", "security.protocol=ssl", "-X", "sasl.password=s3cret"},
 			`-X sasl.password is set but security.protocol is ssl: SASL needs security.protocol=sasl_ssl or sasl_plaintext`},
-		{"tls without a tls protocol", []string{"-X", "ssl.ca.location=" + pki.caFile},
+		{"tls without a tls protocol", []string{"-X", "ssl.ca.location=" + pki.CAFile},
 			`-X ssl.ca.location is set but security.protocol is plaintext: TLS needs security.protocol=ssl or sasl_ssl`},
 		{"missing CA file", []string{"-X", "security.protocol=ssl", "-X", "ssl.ca.location=" + dir + "/none.pem"},
 			`ssl.ca.location: open ` + dir + `/none.pem: no such file or directory`},
 		{"CA file not PEM", []string{"-X", "security.protocol=ssl", "-X", "ssl.ca.location=" + notPEM},
 			`ssl.ca.location ` + notPEM + `: no PEM certificate in the file`},
-		{"certificate without key", []string{"-X", "security.protocol=ssl", "-X", "ssl.certificate.location=" + pki.clientCert},
+		{"certificate without key", []string{"-X", "security.protocol=ssl", "-X", "ssl.certificate.location=" + pki.ClientCert},
 			`-X ssl.certificate.location is set without ssl.key.location: a client certificate needs both`},
-		{"missing key file", []string{"-X", "security.protocol=ssl", "-X", "ssl.certificate.location=" + pki.clientCert, "-X", "ssl.key.location=" + dir + "/none-key.pem"},
+		{"missing key file", []string{"-X", "security.protocol=ssl", "-X", "ssl.certificate.location=" + pki.ClientCert, "-X", "ssl.key.location=" + dir + "/none-key.pem"},
 			`ssl.key.location: stat ` + dir + `/none-key.pem: no such file or directory`},
-		{"key of another certificate", []string{"-X", "security.protocol=ssl", "-X", "ssl.certificate.location=" + pki.clientCert, "-X", "ssl.key.location=" + pki.serverKey},
-			`ssl.certificate.location ` + pki.clientCert + ` with ssl.key.location ` + pki.serverKey + `: tls: private key does not match public key`},
+		{"key of another certificate", []string{"-X", "security.protocol=ssl", "-X", "ssl.certificate.location=" + pki.ClientCert, "-X", "ssl.key.location=" + pki.ServerKey},
+			`ssl.certificate.location ` + pki.ClientCert + ` with ssl.key.location ` + pki.ServerKey + `: tls: private key does not match public key`},
 		{"missing command config", []string{"--command-config", dir + "/none.properties"},
 			`--command-config: open ` + dir + `/none.properties: no such file or directory`},
 		{"unknown key in the file", []string{"--command-config", jaas},
@@ -149,9 +151,9 @@ sasl.password=from-file
 // securedKfake starts a kfake cluster that serves TLS with the test server
 // certificate (asking for a client certificate per clientAuth) and SASL with alice
 // as a PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 user.
-func securedKfake(t *testing.T, pki *testPKI, clientAuth tls.ClientAuthType) string {
+func securedKfake(t *testing.T, pki *testutil.PKI, clientAuth tls.ClientAuthType) string {
 	t.Helper()
-	_, addr := newCluster(t, kfake.TLS(pki.serverTLS(clientAuth)), kfake.EnableSASL(),
+	_, addr := newCluster(t, kfake.TLS(pki.ServerTLS(clientAuth)), kfake.EnableSASL(),
 		kfake.Superuser("PLAIN", "alice", "alice-secret"), kfake.Superuser("SCRAM-SHA-256", "alice", "alice-secret"),
 		kfake.Superuser("SCRAM-SHA-512", "alice", "alice-secret"))
 	return addr
@@ -162,7 +164,7 @@ func securedKfake(t *testing.T, pki *testPKI, clientAuth tls.ClientAuthType) str
 // nothing else; and shows the client-side failures of an untrusted broker
 // certificate.
 func TestSecuredCommands(t *testing.T) {
-	pki := newTestPKI(t)
+	pki := testutil.NewPKI(t)
 	addr := securedKfake(t, pki, tls.NoClientCert)
 	roundTrip := func(t *testing.T, topic string, sec ...string) {
 		t.Helper()
@@ -180,13 +182,13 @@ func TestSecuredCommands(t *testing.T) {
 	for _, mech := range []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"} {
 		t.Run(mech, func(t *testing.T) {
 			roundTrip(t, "t-"+strings.ToLower(mech), "-X", "security.protocol=sasl_ssl", "-X", "sasl.mechanism="+mech,
-				"-X", "sasl.username=alice", "-X", "sasl.password=alice-secret", "-X", "ssl.ca.location="+pki.caFile)
+				"-X", "sasl.username=alice", "-X", "sasl.password=alice-secret", "-X", "ssl.ca.location="+pki.CAFile)
 		})
 	}
 	t.Run("CommandConfig", func(t *testing.T) {
 		// The file's password is wrong: -X's, which wins, is right.
 		file := writeFile(t, t.TempDir(), "client.properties", "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"+
-			"sasl.username=alice\nsasl.password=wrong\nssl.ca.location="+pki.caFile+"\n")
+			"sasl.username=alice\nsasl.password=wrong\nssl.ca.location="+pki.CAFile+"\n")
 		roundTrip(t, "t-file", "--command-config", file, "-X", "sasl.password=alice-secret")
 	})
 	t.Run("NoVerification", func(t *testing.T) {
@@ -202,7 +204,7 @@ func TestSecuredCommands(t *testing.T) {
 		want string
 	}{
 		{"UntrustedCA", []string{"-X", "security.protocol=sasl_ssl", "-X", "sasl.mechanism=SCRAM-SHA-512", "-X", "sasl.username=alice",
-			"-X", "sasl.password=alice-secret", "-X", "ssl.ca.location=" + pki.otherCA}, "x509: certificate signed by unknown authority"},
+			"-X", "sasl.password=alice-secret", "-X", "ssl.ca.location=" + pki.OtherCA}, "x509: certificate signed by unknown authority"},
 		{"SystemRoots", []string{"-X", "security.protocol=ssl"}, "x509: certificate signed by unknown authority"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -219,10 +221,10 @@ func TestSecuredCommands(t *testing.T) {
 // test CA, the commands work with ssl.certificate.location and ssl.key.location, and
 // fail without them.
 func TestMutualTLS(t *testing.T) {
-	pki := newTestPKI(t)
-	_, addr := newCluster(t, kfake.TLS(pki.serverTLS(tls.RequireAndVerifyClientCert)))
-	base := []string{"-b", addr, "-X", "security.protocol=SSL", "-X", "ssl.ca.location=" + pki.caFile}
-	mtls := append(base[:len(base):len(base)], "-X", "ssl.certificate.location="+pki.clientCert, "-X", "ssl.key.location="+pki.clientKey)
+	pki := testutil.NewPKI(t)
+	_, addr := newCluster(t, kfake.TLS(pki.ServerTLS(tls.RequireAndVerifyClientCert)))
+	base := []string{"-b", addr, "-X", "security.protocol=SSL", "-X", "ssl.ca.location=" + pki.CAFile}
+	mtls := append(base[:len(base):len(base)], "-X", "ssl.certificate.location="+pki.ClientCert, "-X", "ssl.key.location="+pki.ClientKey)
 	mustRun(t, "", append([]string{"topic", "create", "m", "-p", "1"}, mtls...)...)
 	mustRun(t, "x\ny\n", append([]string{"produce", "m"}, mtls...)...)
 	if r := mustRun(t, "", append([]string{"consume", "m", "--from-beginning", "-n", "2", "--format", `%s `}, mtls...)...); r.stdout != "x y " {

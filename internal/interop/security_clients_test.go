@@ -18,7 +18,7 @@ import (
 // name for the mechanism (sasl.mechanisms).
 func (s *securedNode) kcatSASL(mechanism, password string) []string {
 	return []string{"-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms=" + mechanism,
-		"-X", "sasl.username=" + aliceUser, "-X", "sasl.password=" + password, "-X", "ssl.ca.location=" + s.pki.caFile}
+		"-X", "sasl.username=" + aliceUser, "-X", "sasl.password=" + password, "-X", "ssl.ca.location=" + s.pki.CAFile}
 }
 
 // testSecuredKcat: kcat produces and consumes on the SASL_SSL listener with
@@ -36,8 +36,8 @@ func testSecuredKcat(t *testing.T, s *securedNode) {
 	got := kcat(t, s.saslSSL, "", append([]string{"-C", "-t", topic, "-o", "beginning", "-e", "-f", `%o %k %s\n`}, sasl...)...)
 	testutil.Equal(t, got, "0 k0 v0\n1 k1 v1\n2 k2 v2\n", "kcat -C over SASL_SSL")
 
-	mtls := []string{"-X", "security.protocol=SSL", "-X", "ssl.ca.location=" + s.pki.caFile,
-		"-X", "ssl.certificate.location=" + s.pki.clientCert, "-X", "ssl.key.location=" + s.pki.clientKey}
+	mtls := []string{"-X", "security.protocol=SSL", "-X", "ssl.ca.location=" + s.pki.CAFile,
+		"-X", "ssl.certificate.location=" + s.pki.ClientCert, "-X", "ssl.key.location=" + s.pki.ClientKey}
 	kcat(t, s.mtls, "k3:v3\n", append([]string{"-P", "-t", topic, "-K", ":"}, mtls...)...)
 	got = kcat(t, s.mtls, "", append([]string{"-C", "-t", topic, "-o", "2", "-e", "-f", `%o %k %s\n`}, mtls...)...)
 	testutil.Equal(t, got, "2 k2 v2\n3 k3 v3\n", "kcat -C over mTLS")
@@ -80,7 +80,7 @@ func kcatFails(t *testing.T, addr string, args ...string) (string, error) {
 // js/secured.js).
 func (s *securedNode) securedScriptEnv(mechanism, password, expect string) []string {
 	return []string{"RUNNEL_INTEROP_SASL_MECHANISM=" + mechanism, "RUNNEL_INTEROP_SASL_USERNAME=" + aliceUser,
-		"RUNNEL_INTEROP_SASL_PASSWORD=" + password, "RUNNEL_INTEROP_SSL_CAFILE=" + s.pki.caFile,
+		"RUNNEL_INTEROP_SASL_PASSWORD=" + password, "RUNNEL_INTEROP_SSL_CAFILE=" + s.pki.CAFile,
 		"RUNNEL_INTEROP_EXPECT=" + expect}
 }
 

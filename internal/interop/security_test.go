@@ -33,19 +33,19 @@ const (
 // set-up and checks), SASL_SSL (every mechanism, alice's password) and SSL with
 // client certificates required (mTLS).
 type securedNode struct {
-	pki                  *testPKI
+	pki                  *testutil.PKI
 	plain, saslSSL, mtls string // the listeners' HOST:PORT
 }
 
 // startSecuredNode starts a securedNode; it stops when the test ends.
 func startSecuredNode(t *testing.T) *securedNode {
 	t.Helper()
-	s := &securedNode{pki: newTestPKI(t), plain: testutil.FreeAddr(t), saslSSL: testutil.FreeAddr(t), mtls: testutil.FreeAddr(t)}
+	s := &securedNode{pki: testutil.NewPKI(t), plain: testutil.FreeAddr(t), saslSSL: testutil.FreeAddr(t), mtls: testutil.FreeAddr(t)}
 	startNode(t, append(kafkajsSets,
 		// The files first: each property is checked as it is set, and a TLS
 		// listener needs its keystore.
-		"ssl.keystore.location="+s.pki.keystore,
-		"ssl.truststore.location="+s.pki.caFile,
+		"ssl.keystore.location="+s.pki.Keystore,
+		"ssl.truststore.location="+s.pki.CAFile,
 		"listeners=PLAINTEXT://"+s.plain+",SASL_SSL://"+s.saslSSL+",SSL://"+s.mtls,
 		"listener.name.ssl.ssl.client.auth=required",
 		"sasl.bootstrap.users="+aliceUser+":"+alicePassword)...)
@@ -56,9 +56,9 @@ func startSecuredNode(t *testing.T) *securedNode {
 // client certificate (CN=alice) if withCert.
 func (s *securedNode) tlsConfig(t *testing.T, withCert bool) *tls.Config {
 	t.Helper()
-	cfg := &tls.Config{RootCAs: s.pki.pool, MinVersion: tls.VersionTLS12}
+	cfg := &tls.Config{RootCAs: s.pki.Pool, MinVersion: tls.VersionTLS12}
 	if withCert {
-		cert, err := tls.LoadX509KeyPair(s.pki.clientCert, s.pki.clientKey)
+		cert, err := tls.LoadX509KeyPair(s.pki.ClientCert, s.pki.ClientKey)
 		testutil.NoError(t, err, "loading the client certificate")
 		cfg.Certificates = []tls.Certificate{cert}
 	}
@@ -180,7 +180,7 @@ func mustRunnel(t *testing.T, stdin string, args ...string) string {
 // as alice with password.
 func (s *securedNode) saslX(flag, mechanism, password string) []string {
 	return []string{flag, "security.protocol=SASL_SSL", flag, "sasl.mechanism=" + mechanism,
-		flag, "sasl.username=" + aliceUser, flag, "sasl.password=" + password, flag, "ssl.ca.location=" + s.pki.caFile}
+		flag, "sasl.username=" + aliceUser, flag, "sasl.password=" + password, flag, "ssl.ca.location=" + s.pki.CAFile}
 }
 
 // testSecuredRunnelCLI: the runnel binary's topic create, produce, consume, topic
@@ -203,7 +203,7 @@ func testSecuredRunnelCLI(t *testing.T, s *securedNode) {
 	// A properties file, as Kafka's tools take; -X's password wins over the file's.
 	file := filepath.Join(t.TempDir(), "client.properties")
 	testutil.NoError(t, os.WriteFile(file, []byte("security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-256\n"+
-		"sasl.username=alice\nsasl.password=wrong\nssl.ca.location="+s.pki.caFile+"\n"), 0o600), "writing %s", file)
+		"sasl.username=alice\nsasl.password=wrong\nssl.ca.location="+s.pki.CAFile+"\n"), 0o600), "writing %s", file)
 	out = mustRunnel(t, "", "consume", topic, "-b", s.saslSSL, "--command-config", file, "-X", "sasl.password="+alicePassword,
 		"--partition", "0", "--offset", "1", "-n", "2", "--format", `%s `)
 	testutil.Equal(t, out, "two three ", "runnel consume --command-config output")
@@ -212,8 +212,8 @@ func testSecuredRunnelCLI(t *testing.T, s *securedNode) {
 		t.Fatalf("runnel topic list with the file's wrong password: exit %d, stderr %q; want exit 1 and one line naming SASL_AUTHENTICATION_FAILED", r.code, r.stderr)
 	}
 
-	mtls := []string{"-b", s.mtls, "-X", "security.protocol=ssl", "-X", "ssl.ca.location=" + s.pki.caFile,
-		"-X", "ssl.certificate.location=" + s.pki.clientCert, "-X", "ssl.key.location=" + s.pki.clientKey}
+	mtls := []string{"-b", s.mtls, "-X", "security.protocol=ssl", "-X", "ssl.ca.location=" + s.pki.CAFile,
+		"-X", "ssl.certificate.location=" + s.pki.ClientCert, "-X", "ssl.key.location=" + s.pki.ClientKey}
 	out = mustRunnel(t, "", append([]string{"consume", topic, "--partition", "0", "--offset", "earliest", "-n", "3", "--format", `%s `}, mtls...)...)
 	testutil.Equal(t, out, "one two three ", "runnel consume over mTLS output")
 }

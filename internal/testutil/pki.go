@@ -4,10 +4,12 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -68,4 +70,58 @@ func WritePEM(t testing.TB, dir, name, typ string, der []byte) string {
 		t.Fatal(err)
 	}
 	return file
+}
+
+// PKI is a CA made for one test, with a server certificate for 127.0.0.1 and
+// localhost and a client certificate for CN=alice, all written as PEM files under the
+// test's temporary directory. Keystore is the server certificate and its key in one
+// file, as ssl.keystore.location takes them.
+type PKI struct {
+	CAFile                string // the CA certificate
+	ServerCert, ServerKey string
+	ClientCert, ClientKey string
+	OtherCA               string         // a second, unrelated CA: trusting it must fail
+	Keystore              string         // ServerCert then ServerKey in one PEM file
+	Pool                  *x509.CertPool // the CA, to check a node or a client
+	Server                tls.Certificate
+}
+
+// NewPKI makes a PKI under t.TempDir().
+func NewPKI(t testing.TB) *PKI {
+	t.Helper()
+	dir := t.TempDir()
+	p := &PKI{Pool: x509.NewCertPool()}
+	ca, caKey := NewCA(t, "runnel test CA")
+	p.Pool.AddCert(ca)
+	p.CAFile = WritePEM(t, dir, "ca.pem", "CERTIFICATE", ca.Raw)
+	other, _ := NewCA(t, "unrelated CA")
+	p.OtherCA = WritePEM(t, dir, "other-ca.pem", "CERTIFICATE", other.Raw)
+	srv := &x509.Certificate{Subject: pkix.Name{CommonName: "localhost"}, DNSNames: []string{"localhost"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	p.ServerCert, p.ServerKey = IssuePEM(t, dir, "server", srv, ca, caKey)
+	cli := &x509.Certificate{Subject: pkix.Name{CommonName: "alice"}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	p.ClientCert, p.ClientKey = IssuePEM(t, dir, "client", cli, ca, caKey)
+	var keystore []byte
+	for _, f := range []string{p.ServerCert, p.ServerKey} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keystore = append(keystore, b...)
+	}
+	p.Keystore = filepath.Join(dir, "keystore.pem")
+	if err := os.WriteFile(p.Keystore, keystore, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if p.Server, err = tls.X509KeyPair(keystore, keystore); err != nil {
+		t.Fatalf("loading the test server certificate: %v", err)
+	}
+	return p
+}
+
+// ServerTLS is the TLS configuration of a broker with the test server certificate;
+// clientAuth is tls.RequireAndVerifyClientCert for mTLS.
+func (p *PKI) ServerTLS(clientAuth tls.ClientAuthType) *tls.Config {
+	return &tls.Config{Certificates: []tls.Certificate{p.Server}, ClientCAs: p.Pool, ClientAuth: clientAuth, MinVersion: tls.VersionTLS12}
 }
