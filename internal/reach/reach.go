@@ -104,21 +104,31 @@ func (p *Prober) Gone(ctx context.Context, addr string) bool {
 			return p.checkListener(ctx, addr, tg)
 		}
 	}
+	refused, err := p.openWatch(ctx, addr, tg)
+	if err == nil {
+		tg.dialed = p.now()
+	}
+	return refused
+}
+
+// openWatch dials addr for tg's watch (tg.watch nil, tg.turn held), unless a refusal
+// within refusedTTL still stands: refused reports a refusal, err any other failure.
+func (p *Prober) openWatch(ctx context.Context, addr string, tg *target) (refused bool, err error) {
 	if !tg.refused.IsZero() && p.now().Sub(tg.refused) < p.refusedTTL {
-		return true
+		return true, nil
 	}
 	dctx, cancel := context.WithTimeout(ctx, p.dialTimeout)
 	c, err := p.dial(dctx, addr)
 	cancel()
 	switch {
 	case err == nil:
-		tg.watch, tg.refused, tg.dialed = c, time.Time{}, p.now()
-		return false
+		tg.watch, tg.refused = c, time.Time{}
+		return false, nil
 	case Refused(err):
 		tg.refused = p.now()
-		return true
+		return true, nil
 	}
-	return false
+	return false, err
 }
 
 // Ping asks the process at the other end of c for an answer, and returns nil once it
@@ -148,15 +158,9 @@ func (p *Prober) GoneAnswering(ctx context.Context, addr string, ping Ping) bool
 	defer func() { <-tg.turn }()
 	for {
 		if tg.watch == nil {
-			if !tg.refused.IsZero() && p.now().Sub(tg.refused) < p.refusedTTL {
-				return true
-			}
-			dctx, cancel := context.WithTimeout(ctx, p.dialTimeout)
-			c, err := p.dial(dctx, addr)
-			cancel()
+			refused, err := p.openWatch(ctx, addr, tg)
 			switch {
-			case Refused(err):
-				tg.refused = p.now()
+			case refused:
 				return true
 			case reset(err):
 				// The listener was closed while this handshake waited in its queue:
@@ -168,7 +172,6 @@ func (p *Prober) GoneAnswering(ctx context.Context, addr string, ping Ping) bool
 			case err != nil:
 				return false
 			}
-			tg.watch, tg.refused = c, time.Time{}
 		}
 		if err := ping(ctx, tg.watch); err == nil {
 			tg.dialed = p.now()
