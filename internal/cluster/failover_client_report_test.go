@@ -359,15 +359,7 @@ func produceKeyed(stop <-chan struct{}, produce func(key []byte, i int)) {
 func startFranzDefault(t *testing.T, c *cluster.Cluster, topic string) *clientAcks {
 	a := newClientAcks("franz-go defaults (acks=all, idempotent)")
 	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...), kgo.DefaultProduceTopic(topic), kgo.WithHooks(a)}
-	if path := os.Getenv("RUNNEL_KGO_LOG"); path != "" {
-		// franz-go's own debug log, to see why a default client waits after a fault.
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { f.Close() })
-		opts = append(opts, kgo.WithLogger(kgo.BasicLogger(f, kgo.LogLevelDebug, func() string { return time.Now().Format("15:04:05.000 ") })))
-	}
+	opts = append(opts, kgoDebugLog(t)...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		t.Fatal(err)

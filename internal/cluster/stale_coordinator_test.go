@@ -112,7 +112,8 @@ func findCoordinator(t *testing.T, c *cluster.Cluster, skip int32, group string,
 // is acknowledged.
 func commit(t *testing.T, c *cluster.Cluster, node int, group, topic string, offset int64) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Node(node).KafkaAddr))
+	opts := append(kgoDebugLog(t), kgo.SeedBrokers(c.Node(node).KafkaAddr))
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,4 +217,54 @@ func (r *rawConn) recvOffsetFetch(s sentRequest) fetched {
 	}
 	p := resp.Topics[0].Partitions[0]
 	return fetched{offset: p.Offset, err: kerr.ErrorForCode(p.ErrorCode)}
+}
+
+// TestFindCoordinatorNeverNamesAPausedNode: a client that asks for a group's
+// coordinator while that coordinator is paused (SIGSTOP), before the controller has
+// fenced it, must not be told the paused node: franz-go keeps sending to the
+// coordinator it was told until it answers an error code (it never forgets one on a
+// timeout), so it would wait for the whole pause. The node asked holds its answer
+// until the group's partition has a new leader, and names that one.
+func TestFindCoordinatorNeverNamesAPausedNode(t *testing.T) {
+	c := startCluster(t, 3)
+	ctrl := c.WaitController(t, -1, waitTimeout)
+	var group string
+	var coord int32
+	for i := 0; ; i++ {
+		if i == 200 {
+			t.Fatal("no group among 200 whose coordinator is not the controller's node")
+		}
+		group = fmt.Sprintf("paused-coordinator-%d", i)
+		if coord = findCoordinator(t, c, -1, group, -1); coord != ctrl {
+			break
+		}
+	}
+	c.Pause(int(coord))
+	defer c.Resume(int(coord))
+	time.Sleep(200 * time.Millisecond) // SIGSTOP has taken effect (see staleOffsetsAfterPause)
+	for _, id := range c.LiveIDs() {
+		if id == coord {
+			continue
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.Node(int(id)).KafkaAddr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorKey = group
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		start := time.Now()
+		resp, err := req.RequestWith(ctx, cl)
+		cancel()
+		cl.Close()
+		switch {
+		case err != nil:
+			t.Errorf("FindCoordinator for group %s through node %d: %v", group, id, err)
+		case resp.ErrorCode == 0 && resp.NodeID == coord:
+			t.Errorf("FindCoordinator for group %s through node %d named node %d, which is paused, after %v",
+				group, id, coord, time.Since(start))
+		default:
+			t.Logf("FindCoordinator through node %d: node %d, error code %d, after %v", id, resp.NodeID, resp.ErrorCode, time.Since(start))
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/reach"
 )
 
 // AwaitLiveLeaders implements kafka.Admin: it probes each leader (ProcessGone: an
@@ -85,4 +86,44 @@ func (a *Admin) AwaitLeaderMove(ctx context.Context, tp metadata.TopicPartition)
 		return !ok || now.Leader != p.Leader && now.Leader != metadata.NoLeader
 	})
 	return err == nil
+}
+
+// AwaitAnsweringLeader implements kafka.Admin: when im names, as tp's leader, another
+// node that does not answer a probe (ProcessState: gone, or silent for
+// processAnswerTimeout, as a paused or cut-off node is), it waits, at most the session
+// timeout (by then the controller has fenced a node that stays silent) and at most
+// ctx, for this node's image to name another leader, and returns the image it has
+// then. It is for FindCoordinator: a client told a coordinator that never answers
+// stays with it (franz-go forgets a coordinator on NOT_COORDINATOR and the like, never
+// on a timeout), and this node's image may lag the controller's fencing of that node
+// by a few milliseconds.
+func (a *Admin) AwaitAnsweringLeader(ctx context.Context, im *metadata.Image, tp metadata.TopicPartition) *metadata.Image {
+	if a.probe == nil {
+		return im
+	}
+	p, ok := im.Partition(tp)
+	if !ok || p.Leader == a.ctrl.NodeID() || p.Leader == metadata.NoLeader {
+		return im
+	}
+	b, ok := im.Brokers[p.Leader]
+	if !ok || b.Fenced {
+		return im
+	}
+	verdict := ProcessState(ctx, a.probe, b)
+	if verdict == reach.Answered {
+		return im
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.sessionTimeout)
+	defer cancel()
+	start := time.Now()
+	err := a.waitFor(ctx, func(cur *metadata.Image) bool {
+		now, ok := cur.Partition(tp)
+		return !ok || now.Leader != p.Leader
+	})
+	if err != nil {
+		a.logger.Warn("the coordinator's node does not answer but is still its partition's leader; naming it",
+			"topic", tp.Topic, "partition", tp.Partition, "node", b.ID, "addr", BrokerAddr(b),
+			"probe", verdict.String(), "waited", time.Since(start))
+	}
+	return a.Image()
 }

@@ -25,13 +25,24 @@ import (
 // the dead leader (franz-go would not ask again for 5 s). A node with TLS listeners
 // only is checked by the dial alone.
 func ProcessGone(ctx context.Context, p *reach.Prober, b metadata.Broker) bool {
+	return ProcessState(ctx, p, b) == reach.Gone
+}
+
+// ProcessState is ProcessGone's probe with its whole verdict: Gone, Answered, or
+// Silent when b neither answered nor refused within processAnswerTimeout (paused, cut
+// off, overloaded). A node with TLS listeners only is checked by the dial alone, so
+// it is never Silent: a dial that does not fail counts as Answered.
+func ProcessState(ctx context.Context, p *reach.Prober, b metadata.Broker) reach.Verdict {
 	addr, plain := probeAddr(b)
 	if !plain {
-		return p.Gone(ctx, addr)
+		if p.Gone(ctx, addr) {
+			return reach.Gone
+		}
+		return reach.Answered
 	}
 	ctx, cancel := context.WithTimeout(ctx, processAnswerTimeout)
 	defer cancel()
-	return p.GoneAnswering(ctx, addr, pingAPIVersions)
+	return p.Answering(ctx, addr, pingAPIVersions)
 }
 
 // processAnswerTimeout bounds how long ProcessGone waits for a node that neither

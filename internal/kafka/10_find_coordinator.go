@@ -91,6 +91,14 @@ func (s *Server) partitionLeader(ctx context.Context, c kmsg.FindCoordinatorResp
 	if int(p) >= len(t.Partitions) {
 		return fail(topic + " has fewer partitions than configured")
 	}
+	// Never name a coordinator that does not answer while the controller may be
+	// moving its partition: the client would wait on it, not ask again.
+	if newer := s.admin.AwaitAnsweringLeader(ctx, im, metadata.TopicPartition{Topic: topic, Partition: p}); newer != im {
+		im = newer
+		if t = im.Topics[topic]; t == nil || int(p) >= len(t.Partitions) {
+			return fail(topic + " is being changed")
+		}
+	}
 	b, ok := im.Brokers[t.Partitions[p].Leader]
 	if !ok || b.Fenced {
 		return fail("partition " + strconv.Itoa(int(p)) + " of " + topic + " has no leader")

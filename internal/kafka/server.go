@@ -48,6 +48,12 @@ type Admin interface {
 	// reports whether it did: a request may reach the new leader a moment before that
 	// node has applied its own election.
 	AwaitLeaderMove(ctx context.Context, tp metadata.TopicPartition) bool
+	// AwaitAnsweringLeader returns im, unless im names as tp's leader another node
+	// that does not answer (its process is gone, or silent: paused, cut off): it then
+	// waits, bounded, for this node's image to name another leader and returns the
+	// image it has then. FindCoordinator answers from it: a client sent to a
+	// coordinator that never answers stays with it.
+	AwaitAnsweringLeader(ctx context.Context, im *metadata.Image, tp metadata.TopicPartition) *metadata.Image
 }
 
 // Reassignment is one partition of an AlterPartitionReassignments request: move it to

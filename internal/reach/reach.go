@@ -139,21 +139,51 @@ type Ping func(ctx context.Context, c net.Conn) error
 // pingRedialPause spaces the dials of GoneAnswering after a connection that failed.
 const pingRedialPause = 2 * time.Millisecond
 
+// Verdict is what Answering found out about a process.
+type Verdict int
+
+const (
+	// Silent: neither an answer nor a refusal within the time given, as from a paused,
+	// cut-off or overloaded node: no proof either way.
+	Silent Verdict = iota
+	// Answered: the process answered the ping.
+	Answered
+	// Gone: a dial was refused; the process is gone.
+	Gone
+)
+
+// String names v for logs.
+func (v Verdict) String() string {
+	switch v {
+	case Answered:
+		return "answered"
+	case Gone:
+		return "gone"
+	}
+	return "silent"
+}
+
 // GoneAnswering is Gone with a stricter idea of alive: the process must answer ping on
-// the watch, within ctx. A process that is being killed tears its sockets down one by
-// one, and under load that takes tens of milliseconds (seen: a client's connection
-// reset 24 ms before the listener stopped accepting), while a kernel still completes
-// handshakes for a listener that no process will accept on again: a dial that
-// succeeds is no proof of life, an answer is. So a connection that fails (reset or
-// closed by the peer) is replaced by a new dial until a dial is refused (gone), a
-// ping is answered (alive), or ctx ends (false: no proof either way, as for a paused
-// node). Use it only where the address speaks the protocol ping speaks.
+// the watch, within ctx (Answering says Gone).
 func (p *Prober) GoneAnswering(ctx context.Context, addr string, ping Ping) bool {
+	return p.Answering(ctx, addr, ping) == Gone
+}
+
+// Answering asks the process at addr for an answer to ping on the watch, within ctx.
+// A process that is being killed tears its sockets down one by one, and under load
+// that takes tens of milliseconds (seen: a client's connection reset 24 ms before the
+// listener stopped accepting), while a kernel still completes handshakes for a
+// listener that no process will accept on again: a dial that succeeds is no proof of
+// life, an answer is. So a connection that fails (reset or closed by the peer) is
+// replaced by a new dial until a dial is refused (Gone), a ping is answered
+// (Answered), or ctx ends (Silent: no proof either way, as for a paused node). Use it
+// only where the address speaks the protocol ping speaks.
+func (p *Prober) Answering(ctx context.Context, addr string, ping Ping) Verdict {
 	tg := p.target(addr)
 	select {
 	case tg.turn <- struct{}{}:
 	case <-ctx.Done():
-		return false
+		return Silent
 	}
 	defer func() { <-tg.turn }()
 	for {
@@ -161,27 +191,27 @@ func (p *Prober) GoneAnswering(ctx context.Context, addr string, ping Ping) bool
 			refused, err := p.openWatch(ctx, addr, tg)
 			switch {
 			case refused:
-				return true
+				return Gone
 			case reset(err):
 				// The listener was closed while this handshake waited in its queue:
 				// the process is on its way out; the next dial tells.
 				if !p.pause(ctx) {
-					return false
+					return Silent
 				}
 				continue
 			case err != nil:
-				return false
+				return Silent
 			}
 		}
 		if err := ping(ctx, tg.watch); err == nil {
 			tg.dialed = p.now()
-			return false // answered: alive
+			return Answered
 		}
 		// The watch failed or gave no answer in time: it is out of step either way.
 		tg.watch.Close()
 		tg.watch = nil
 		if !p.pause(ctx) {
-			return false
+			return Silent
 		}
 	}
 }

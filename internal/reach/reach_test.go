@@ -157,12 +157,12 @@ func echoPing(ctx context.Context, c net.Conn) error {
 	return err
 }
 
-// TestGoneAnsweringNeedsAnAnswer: a process that answers is alive; one whose address
-// refuses is gone; a listener that accepts but whose connections never answer and
-// are then closed, and that stops accepting a moment later (a process being killed:
-// its sockets go one by one), is gone once the listener refuses, not alive because a
-// dial succeeded; one that accepts and never answers nor closes (paused) is not
-// proven gone when the context ends.
+// TestGoneAnsweringNeedsAnAnswer: a process that answers is alive (Answered); one
+// whose address refuses is Gone; a listener that accepts but whose connections never
+// answer and are then closed, and that stops accepting a moment later (a process
+// being killed: its sockets go one by one), is Gone once the listener refuses, not
+// alive because a dial succeeded; one that accepts and never answers nor closes
+// (paused) is Silent when the context ends: not proven gone, nor alive.
 func TestGoneAnsweringNeedsAnAnswer(t *testing.T) {
 	answering, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -182,8 +182,8 @@ func TestGoneAnsweringNeedsAnAnswer(t *testing.T) {
 	defer p.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if p.GoneAnswering(ctx, answering.Addr().String(), echoPing) {
-		t.Error("a process that answers counted as gone")
+	if v := p.Answering(ctx, answering.Addr().String(), echoPing); v != Answered {
+		t.Errorf("a process that answers: %v", v)
 	}
 	refusing, kill := listen(t)
 	kill()
@@ -240,7 +240,7 @@ func TestGoneAnsweringNeedsAnAnswer(t *testing.T) {
 	}()
 	pctx, pcancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer pcancel()
-	if p.GoneAnswering(pctx, paused.Addr().String(), echoPing) {
-		t.Error("a process that accepts but does not answer (paused) counted as gone")
+	if v := p.Answering(pctx, paused.Addr().String(), echoPing); v != Silent {
+		t.Errorf("a process that accepts but does not answer (paused): %v", v)
 	}
 }
