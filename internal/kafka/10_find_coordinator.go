@@ -96,7 +96,7 @@ func (s *Server) partitionLeader(ctx context.Context, c kmsg.FindCoordinatorResp
 	if newer := s.admin.AwaitAnsweringLeader(ctx, im, metadata.TopicPartition{Topic: topic, Partition: p}); newer != im {
 		im = newer
 		if t = im.Topics[topic]; t == nil || int(p) >= len(t.Partitions) {
-			return fail(topic + " is being changed")
+			return fail(topic + " changed while the leader of partition " + strconv.Itoa(int(p)) + " was awaited; ask again")
 		}
 	}
 	b, ok := im.Brokers[t.Partitions[p].Leader]
