@@ -269,6 +269,14 @@ func (c *Cluster) shutdown() {
 	if c.opts.Virtual || c.opts.InProcess {
 		c.shutdownVirtual()
 	}
+	// What each node logged before the teardown: its kill's own lines (an in-process
+	// abort's expected write errors, hundreds of them) would fill a failed test's tail.
+	before := make([]int, len(c.nodes))
+	for i, n := range c.nodes {
+		if c.t.Failed() {
+			before[i] = len(n.Logs())
+		}
+	}
 	for _, n := range c.nodes {
 		n.kill()
 	}
@@ -286,9 +294,13 @@ func (c *Cluster) shutdown() {
 		}
 	}
 	if c.t.Failed() {
-		for _, n := range c.nodes {
+		for i, n := range c.nodes {
 			kept := n.keepLog(c.t.Name())
-			c.t.Logf("---- last %d lines of node %d (whole output: %q):\n%s", LogTailLines, n.ID, kept, tail(n.Logs(), LogTailLines))
+			logs, upTo := n.Logs(), ""
+			if before[i] > 0 && before[i] <= len(logs) {
+				logs, upTo = logs[:before[i]], " before the test's teardown"
+			}
+			c.t.Logf("---- last %d lines of node %d%s (whole output: %q):\n%s", LogTailLines, n.ID, upTo, kept, tail(logs, LogTailLines))
 		}
 	}
 }

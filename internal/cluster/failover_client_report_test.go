@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/testutil"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -359,7 +360,7 @@ func produceKeyed(stop <-chan struct{}, produce func(key []byte, i int)) {
 func startFranzDefault(t *testing.T, c *cluster.Cluster, topic string) *clientAcks {
 	a := newClientAcks("franz-go defaults (acks=all, idempotent)")
 	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...), kgo.DefaultProduceTopic(topic), kgo.WithHooks(a)}
-	opts = append(opts, kgoDebugLog(t)...)
+	opts = append(opts, testutil.KgoDebugLog(t)...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		t.Fatal(err)

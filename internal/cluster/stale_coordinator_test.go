@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/testutil"
 )
 
 // TestNoStaleOffsetsAfterPause is issue 11 part 2: a group coordinator paused
@@ -112,7 +113,7 @@ func findCoordinator(t *testing.T, c *cluster.Cluster, skip int32, group string,
 // is acknowledged.
 func commit(t *testing.T, c *cluster.Cluster, node int, group, topic string, offset int64) {
 	t.Helper()
-	opts := append(kgoDebugLog(t), kgo.SeedBrokers(c.Node(node).KafkaAddr))
+	opts := append(testutil.KgoDebugLog(t), kgo.SeedBrokers(c.Node(node).KafkaAddr))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		t.Fatal(err)

@@ -342,10 +342,20 @@ func (n *Node) close(logged bool) error {
 	n.closeOnce.Do(func() {
 		n.ready.Store(false)
 		var errs []error
-		if n.aborted.Load() {
+		aborted := n.aborted.Load()
+		if aborted {
 			n.stopLifecycle()
 		} else {
 			errs = append(errs, n.controlledShutdown(context.Background()))
+		}
+		// A killed process's controller dies first, with its listener. Left running
+		// while the listener drains and the logs close (seconds on a loaded machine),
+		// an active controller would hear no heartbeat through the closed listener,
+		// yet still hold its Raft lead, and fence every broker in turn: each
+		// partition it led would then be left offline with this dead node as its
+		// last in-sync replica.
+		if aborted && n.ctrl != nil {
+			errs = append(errs, n.ctrl.Close())
 		}
 		if n.kafka != nil {
 			errs = append(errs, n.kafka.Close())
@@ -360,7 +370,7 @@ func (n *Node) close(logged bool) error {
 		if n.logs != nil {
 			errs = append(errs, n.logs.Close())
 		}
-		if n.ctrl != nil {
+		if !aborted && n.ctrl != nil {
 			errs = append(errs, n.ctrl.Close())
 		}
 		if n.http != nil {

@@ -32,9 +32,9 @@ type unknownRun struct {
 }
 
 func (u *unknownRun) client(t *testing.T) *kgo.Client {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(u.seeds...), kgo.TransactionalID(u.id), kgo.DefaultProduceTopic(u.topic),
+	cl, err := kgo.NewClient(append(testutil.KgoDebugLog(t), kgo.SeedBrokers(u.seeds...), kgo.TransactionalID(u.id), kgo.DefaultProduceTopic(u.topic),
 		kgo.TransactionTimeout(3*time.Second), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
-		kgo.RetryTimeout(10*time.Second))
+		kgo.RetryTimeout(10*time.Second))...)
 	if err != nil {
 		t.Error(err)
 	}
