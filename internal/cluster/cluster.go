@@ -272,8 +272,8 @@ func (c *Cluster) shutdown() {
 	// What each node logged before the teardown: its kill's own lines (an in-process
 	// abort's expected write errors, hundreds of them) would fill a failed test's tail.
 	before := make([]int, len(c.nodes))
-	for i, n := range c.nodes {
-		if c.t.Failed() {
+	if c.t.Failed() {
+		for i, n := range c.nodes {
 			before[i] = len(n.Logs())
 		}
 	}
