@@ -50,8 +50,9 @@ func main() {
 		err = runServer(args)
 	case "produce", "consume", "e2e":
 		// The same GC ballast as runnel bench's (internal/cli), so both load
-		// generators collect equally rarely and the comparison stays fair.
-		err = gcfloor.Run(256<<20, func() error { return runClient(cmd, args) })
+		// generators collect equally rarely and start equally warm (prefaulted), so
+		// the comparison stays fair.
+		err = gcfloor.RunPrefaulted(256<<20, func() error { return runClient(cmd, args) })
 	default:
 		err = fmt.Errorf("unknown command %q", cmd)
 	}

@@ -2,6 +2,7 @@ package gcfloor
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"testing"
@@ -42,4 +43,35 @@ func TestRunWithGOGCKeepsNoBallast(t *testing.T) {
 	if nextGC >= 128<<20 {
 		t.Fatalf("next collection at %d bytes: a ballast was kept although GOGC is set", nextGC)
 	}
+}
+
+// RunPrefaulted must start fn with the floor's worth of heap already resident (touched
+// and kept by the runtime for the allocations that follow, not returned to the
+// operating system), which Run alone does not: its ballast is never touched.
+func TestRunPrefaultedStartsWithTheFloorResident(t *testing.T) {
+	if _, tuned := os.LookupEnv("GOGC"); tuned {
+		t.Skip("GOGC is set: RunPrefaulted only runs fn")
+	}
+	const floor = 96 << 20
+	var resident int64
+	if err := RunPrefaulted(floor, func() error { resident = residentBytes(t); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if resident < floor*3/4 {
+		t.Fatalf("fn started with %d MiB resident, want at least %d MiB of a %d MiB prefaulted floor",
+			resident>>20, floor*3/4>>20, floor>>20)
+	}
+}
+
+// residentBytes is the process's resident set size, from /proc/self/statm.
+func residentBytes(t *testing.T) int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		t.Skipf("no /proc/self/statm: %v", err)
+	}
+	var size, resident int64
+	if _, err := fmt.Sscan(string(b), &size, &resident); err != nil {
+		t.Fatalf("parse /proc/self/statm %q: %v", b, err)
+	}
+	return resident * int64(os.Getpagesize())
 }
