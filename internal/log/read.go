@@ -66,7 +66,7 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 }
 
 func (l *Log) read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadInfo, error) {
-	h := hdrPool.Get().(*hdrBuf)
+	h := getHdrBuf()
 	defer hdrPool.Put(h)
 	ss := l.segs()
 	for i := max(floorSegment(ss, offset), 0); i < len(ss); i++ {

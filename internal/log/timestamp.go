@@ -73,7 +73,7 @@ func (l *Log) FetchOffsetByTimestamp(ts int64) (offset int64, timestamp int64, o
 // scanForTimestamp finds in seg, from offset from on, the first record with a
 // timestamp >= ts.
 func (l *Log) scanForTimestamp(seg *Segment, from, ts int64) (int64, int64, bool) {
-	h := hdrPool.Get().(*hdrBuf)
+	h := getHdrBuf()
 	defer hdrPool.Put(h)
 	limit := seg.size.Load()
 	pos, _, found, err := seg.translate(from, limit, h)
@@ -110,7 +110,7 @@ func (l *Log) offsetOfMaxTimestamp() (int64, int64, bool) {
 	if best.seg == nil {
 		return -1, -1, false
 	}
-	h := hdrPool.Get().(*hdrBuf)
+	h := getHdrBuf()
 	defer hdrPool.Put(h)
 	pos, hdr, found, err := best.seg.translate(best.offsetOfMax, best.seg.size.Load(), h)
 	if err != nil || !found {

@@ -70,7 +70,7 @@ func (l *Log) truncateLocked(to int64) (*Segment, error) {
 	if err := l.retireLocked(victims, l.now()); err != nil {
 		return nil, err
 	}
-	h := hdrPool.Get().(*hdrBuf)
+	h := getHdrBuf()
 	defer hdrPool.Put(h)
 	pos, hdr, found, err := seg.translate(to, seg.size.Load(), h)
 	if err != nil {
