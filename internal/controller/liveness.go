@@ -206,9 +206,15 @@ func (c *Controller) livenessLoop() {
 	for {
 		select {
 		case <-check.C:
+			deaf := false
 			c.runIfLeader("fence expired brokers", func(ctx context.Context, im *metadata.Image) error {
-				return c.checkSessionsLocked(ctx, im, &swept)
+				var err error
+				deaf, err = c.checkSessionsLocked(ctx, im, &swept)
+				return err
 			})
+			if deaf {
+				c.resignDeaf()
+			}
 		case <-rebalance:
 			c.runIfLeader("preferred leader election", c.rebalanceLocked)
 		case <-c.done:
@@ -233,31 +239,50 @@ func (c *Controller) runIfLeader(what string, fn func(ctx context.Context, im *m
 
 // checkSessionsLocked fences every broker whose session expired, then, if the image
 // changed since the last sweep, elects leaders for offline partitions that can have
-// one (an ISR member came back, or unclean election was enabled).
-func (c *Controller) checkSessionsLocked(ctx context.Context, im *metadata.Image, swept *uint64) error {
-	var err error
-	for _, id := range expiredBrokers(im, c.sessions, time.Now(), c.cfg.SessionTimeout) {
+// one (an ISR member came back, or unclean election was enabled). When sessions
+// expired but the controller is deaf (see deaf) it fences nobody and reports it: the
+// caller resigns, so that a controller that can hear the brokers takes over.
+func (c *Controller) checkSessionsLocked(ctx context.Context, im *metadata.Image, swept *uint64) (deafNow bool, err error) {
+	now := time.Now()
+	expired := expiredBrokers(im, c.sessions, now, c.cfg.SessionTimeout)
+	if len(expired) > 0 && deaf(im, c.sessions, now, c.cfg.SessionTimeout, c.cfg.NodeID) {
+		c.log.Warn("the active controller hears no broker heartbeat, its own node's included: resigning instead of fencing",
+			"node", c.cfg.NodeID, "brokers_expired", fmt.Sprint(expired), "silent_for_more_than", c.cfg.SessionTimeout/2)
+		return true, nil
+	}
+	for _, id := range expired {
 		why := fmt.Sprintf("no heartbeat for %v (broker.session.timeout.ms)", c.cfg.SessionTimeout)
 		if im, err = c.fenceLocked(ctx, im, id, why); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if err := c.balanceNewNodesLocked(ctx, c.Image()); err != nil {
-		return err
+		return false, err
 	}
 	if im = c.Image(); im.Offset == *swept {
-		return nil
+		return false, nil
 	}
 	es := reelect(im, offline, c.liveLocked(im), c.uncleanFunc(im))
 	if len(es) > 0 {
 		if _, err := c.proposeLocked(ctx, records(es)); err != nil {
-			return err
+			return false, err
 		}
 		c.log.Info("elected leaders for offline partitions", "partitions", len(es))
 		c.logUnclean(es)
 	}
 	*swept = c.Image().Offset
-	return nil
+	return false, nil
+}
+
+// resignDeaf hands Raft leadership to another voter because this controller hears no
+// broker (checkSessionsLocked). A lone voter has no one to hand it to: it keeps the
+// lead and keeps fencing nobody until a heartbeat arrives.
+func (c *Controller) resignDeaf() {
+	ctx, cancel := context.WithTimeout(context.Background(), max(c.cfg.SessionTimeout, time.Second))
+	defer cancel()
+	if err := c.Resign(ctx); err != nil && !errors.Is(err, ErrClosed) {
+		c.log.Warn("a deaf controller could not resign", "node", c.cfg.NodeID, "err", err)
+	}
 }
 
 // rebalanceLocked is the preferred leader election.

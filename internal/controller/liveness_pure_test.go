@@ -142,3 +142,37 @@ func TestExpiredBrokers(t *testing.T) {
 		t.Errorf("expired within the grace period: %v", got)
 	}
 }
+
+func TestDeafController(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	const timeout = 2 * time.Second
+	im := metadata.Empty()
+	for id := metadata.NodeID(1); id <= 3; id++ {
+		im = im.Apply(metadata.Record{Type: metadata.RegisterBrokerType, Broker: &metadata.Broker{ID: id, Epoch: 2}}, 1)
+	}
+	at := func(contacts ...time.Duration) *sessions {
+		s := newSessions(7, t0)
+		for i, d := range contacts {
+			s.get(metadata.NodeID(i+1), 2).lastContact = t0.Add(d)
+		}
+		return s
+	}
+	now := t0.Add(3 * time.Second)
+	// Every broker, node 1's own included, silent for more than half the timeout.
+	if !deaf(im, at(0, 500*time.Millisecond, 1500*time.Millisecond), now, timeout, 1) {
+		t.Error("no broker heard from for over 1.5 s (session timeout 2 s): not deaf")
+	}
+	// One broker heard from within half the timeout: the others are really silent.
+	if deaf(im, at(0, 0, 2500*time.Millisecond), now, timeout, 1) {
+		t.Error("broker 3 heartbeated 0.5 s ago, yet deaf")
+	}
+	// A controller that is not a broker itself (a dedicated controller) cannot tell
+	// its own deafness from every broker being down.
+	if deaf(im, at(0, 0, 0), now, timeout, 9) {
+		t.Error("a dedicated controller (node 9, no broker) called itself deaf")
+	}
+	fenced := im.Apply(metadata.Record{Type: metadata.FenceBrokerType, BrokerID: 1}, 2)
+	if deaf(fenced, at(0, 0, 0), now, timeout, 1) {
+		t.Error("a controller whose own broker is fenced called itself deaf")
+	}
+}

@@ -24,14 +24,15 @@ func fastLiveness(cfg *Config) {
 type beater struct {
 	cs []*Controller
 
-	mu     sync.Mutex // guards epochs and paused
+	mu     sync.Mutex // guards epochs, paused and deaf
 	epochs map[metadata.NodeID]int64
 	paused map[metadata.NodeID]bool
+	deaf   map[metadata.NodeID]bool // controllers no heartbeat reaches while they lead
 }
 
 func startBeating(t *testing.T, cs []*Controller, epochs map[metadata.NodeID]int64) *beater {
 	t.Helper()
-	b := &beater{cs: cs, epochs: epochs, paused: map[metadata.NodeID]bool{}}
+	b := &beater{cs: cs, epochs: epochs, paused: map[metadata.NodeID]bool{}, deaf: map[metadata.NodeID]bool{}}
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -62,6 +63,9 @@ func (b *beater) beatAll() {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.deaf[leader.cfg.NodeID] {
+		return
+	}
 	for id, epoch := range b.epochs {
 		if b.paused[id] {
 			continue
@@ -76,6 +80,14 @@ func (b *beater) pause(id metadata.NodeID, paused bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.paused[id] = paused
+}
+
+// deafen makes every heartbeat miss controller id while it leads, as when its Kafka
+// listener is closed or stalled but its Raft transport still works.
+func (b *beater) deafen(id metadata.NodeID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.deaf[id] = true
 }
 
 func (b *beater) setEpoch(id metadata.NodeID, epoch int64) {
@@ -152,6 +164,55 @@ func TestHeartbeatTimeoutFencesAndReelects(t *testing.T) {
 	})
 	partitionIs(t, leader, "solo", 0, "replicas=[2] isr=[2] leader=2 le=2 pe=2")
 	partitionIs(t, leader, "t", 1, "replicas=[2 3 1] isr=[3 1] leader=3 le=1 pe=1")
+}
+
+// A controller that keeps the Raft lead but hears no broker, its own node's included
+// (its Kafka listener closed or stalled while Raft still runs), resigns instead of
+// fencing the brokers one by one as their sessions expire, which would leave every
+// partition offline with an ISR of one live broker. Session 11 saw this: a killed
+// in-process node whose controller outlived its listener did exactly that.
+func TestDeafControllerResignsInsteadOfFencing(t *testing.T) {
+	cs := startQuorumWith(t, 3, fastLiveness)
+	leader := leaderOf(t, cs)
+	epochs := map[metadata.NodeID]int64{}
+	for id := metadata.NodeID(1); id <= 3; id++ {
+		epochs[id] = registerLive(t, leader, metadata.Broker{ID: id, Host: "h", Port: 9000 + int32(id)})
+	}
+	b := startBeating(t, cs, epochs)
+	mustCreate(t, leader, named("t", assign(ids(1, 2, 3), ids(2, 3, 1), ids(3, 1, 2))))
+	want := []string{
+		"replicas=[1 2 3] isr=[1 2 3] leader=1 le=0 pe=0",
+		"replicas=[2 3 1] isr=[2 3 1] leader=2 le=0 pe=0",
+		"replicas=[3 1 2] isr=[3 1 2] leader=3 le=0 pe=0",
+	}
+	for p, w := range want {
+		partitionIs(t, leader, "t", int32(p), w)
+	}
+
+	deafID := leader.cfg.NodeID
+	b.deafen(deafID)
+	var next *Controller
+	eventually(t, 5*time.Second, func() error {
+		for _, c := range cs {
+			if c.IsLeader() && c.cfg.NodeID != deafID {
+				next = c
+				return nil
+			}
+		}
+		return fmt.Errorf("controller %d, deaf to every heartbeat, still leads", deafID)
+	})
+	// Two more session timeouts under the new controller, which hears everyone.
+	time.Sleep(2 * 600 * time.Millisecond)
+	im := next.Image()
+	for id := metadata.NodeID(1); id <= 3; id++ {
+		if im.Brokers[id].Fenced {
+			t.Errorf("broker %d fenced", id)
+		}
+	}
+	for p, w := range want {
+		// pe=0: no ISR was ever shrunk, so no broker was fenced even for a moment.
+		partitionIs(t, next, "t", int32(p), w)
+	}
 }
 
 func TestUncleanLeaderElection(t *testing.T) {

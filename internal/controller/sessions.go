@@ -78,3 +78,27 @@ func expiredBrokers(im *metadata.Image, s *sessions, now time.Time, timeout time
 	}
 	return out
 }
+
+// deaf reports whether this controller, node self, hears no broker at all: self is a
+// registered, unfenced broker (a combined node, whose own broker heartbeats to it and
+// cannot be dead while it runs) and no unfenced broker, self included, has had
+// contact for more than half of timeout at now. Then the fault is the controller's
+// own (its Kafka listener closed or stalled while Raft still runs), and fencing the
+// brokers as their sessions expire would fence every one of them and leave every
+// partition it touched offline, with an ISR of one broker that is still alive. Pure
+// apart from creating sessions, as expiredBrokers.
+func deaf(im *metadata.Image, s *sessions, now time.Time, timeout time.Duration, self metadata.NodeID) bool {
+	if b, ok := im.Brokers[self]; !ok || b.Fenced {
+		return false
+	}
+	for _, id := range im.BrokerIDs() {
+		b := im.Brokers[id]
+		if b.Fenced {
+			continue
+		}
+		if now.Sub(s.get(id, b.Epoch).lastContact) <= timeout/2 {
+			return false
+		}
+	}
+	return true
+}
