@@ -120,7 +120,10 @@ func named(name string, s TopicSpec) TopicSpec { s.Name = name; return s }
 
 func ids(x ...metadata.NodeID) []metadata.NodeID { return x }
 
-func TestHeartbeatTimeoutFencesAndReelects(t *testing.T) {
+// startBeatingQuorum starts three voters with fast liveness, registers brokers 1-3
+// (one per voter's node) and heartbeats for them to the leader.
+func startBeatingQuorum(t *testing.T) ([]*Controller, *Controller, *beater) {
+	t.Helper()
 	cs := startQuorumWith(t, 3, fastLiveness)
 	leader := leaderOf(t, cs)
 	epochs := map[metadata.NodeID]int64{}
@@ -128,6 +131,11 @@ func TestHeartbeatTimeoutFencesAndReelects(t *testing.T) {
 		epochs[id] = registerLive(t, leader, metadata.Broker{ID: id, Host: "h", Port: 9000 + int32(id)})
 	}
 	b := startBeating(t, cs, epochs)
+	return cs, leader, b
+}
+
+func TestHeartbeatTimeoutFencesAndReelects(t *testing.T) {
+	cs, leader, b := startBeatingQuorum(t)
 	mustCreate(t, leader, named("t", assign(ids(1, 2, 3), ids(2, 3, 1), ids(3, 1, 2))), named("solo", assign(ids(2))))
 
 	// Broker 2 stops heartbeating: after the session timeout it is fenced, loses its
@@ -172,13 +180,7 @@ func TestHeartbeatTimeoutFencesAndReelects(t *testing.T) {
 // partition offline with an ISR of one live broker. Session 11 saw this: a killed
 // in-process node whose controller outlived its listener did exactly that.
 func TestDeafControllerResignsInsteadOfFencing(t *testing.T) {
-	cs := startQuorumWith(t, 3, fastLiveness)
-	leader := leaderOf(t, cs)
-	epochs := map[metadata.NodeID]int64{}
-	for id := metadata.NodeID(1); id <= 3; id++ {
-		epochs[id] = registerLive(t, leader, metadata.Broker{ID: id, Host: "h", Port: 9000 + int32(id)})
-	}
-	b := startBeating(t, cs, epochs)
+	cs, leader, b := startBeatingQuorum(t)
 	mustCreate(t, leader, named("t", assign(ids(1, 2, 3), ids(2, 3, 1), ids(3, 1, 2))))
 	want := []string{
 		"replicas=[1 2 3] isr=[1 2 3] leader=1 le=0 pe=0",
