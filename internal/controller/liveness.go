@@ -246,8 +246,11 @@ func (c *Controller) checkSessionsLocked(ctx context.Context, im *metadata.Image
 	now := time.Now()
 	expired := expiredBrokers(im, c.sessions, now, c.cfg.SessionTimeout)
 	if len(expired) > 0 && deaf(im, c.sessions, now, c.cfg.SessionTimeout, c.cfg.NodeID) {
-		c.log.Warn("the active controller hears no broker heartbeat, its own node's included: resigning instead of fencing",
-			"node", c.cfg.NodeID, "brokers_expired", fmt.Sprint(expired), "silent_for_more_than", c.cfg.SessionTimeout/2)
+		if !c.sessions.deafLogged {
+			c.sessions.deafLogged = true
+			c.log.Warn("the active controller hears no broker heartbeat, its own node's included: resigning instead of fencing",
+				"node", c.cfg.NodeID, "brokers_expired", fmt.Sprint(expired), "silent_for_more_than", c.cfg.SessionTimeout/2)
+		}
 		return true, nil
 	}
 	for _, id := range expired {

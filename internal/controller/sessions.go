@@ -35,6 +35,9 @@ type sessions struct {
 	// since is when this node became leader in term: the start of every broker's grace.
 	since time.Time
 	m     map[metadata.NodeID]*brokerSession
+	// deafLogged: the controller's deafness in this term (see deaf) was logged. A lone
+	// voter stays deaf and checks again every tick; one warning per term is enough.
+	deafLogged bool
 }
 
 func newSessions(term uint64, now time.Time) *sessions {
