@@ -69,9 +69,9 @@ func TestBalancerThrottledJoin(t *testing.T) {
 	}
 	// The balancer proposes the moves and their throttles in one batch, but
 	// DescribeConfigs goes to any node and ListPartitionReassignments to the controller:
-	// a node that has not applied that batch yet (node 4, still catching up its
-	// metadata log, in one CI run) answers without the throttle, as a Kafka broker's
-	// metadata cache can. So the throttle must show on the answering node while the
+	// a node that has not applied that batch yet answers without the throttle, as a
+	// Kafka broker's metadata cache can (one CI run read "" here; which node answered is
+	// not known: node 4, which had just joined, was still catching up its metadata log). So the throttle must show on the answering node while the
 	// moves are still listed, within a metadata propagation delay.
 	var v string
 	for seen := time.Now(); ; time.Sleep(50 * time.Millisecond) {
