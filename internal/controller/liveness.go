@@ -283,7 +283,9 @@ func (c *Controller) checkSessionsLocked(ctx context.Context, im *metadata.Image
 func (c *Controller) resignDeaf() {
 	ctx, cancel := context.WithTimeout(context.Background(), max(c.cfg.SessionTimeout, time.Second))
 	defer cancel()
-	if err := c.Resign(ctx); err != nil && !errors.Is(err, ErrClosed) {
+	// ErrNotController: leadership was lost meanwhile (a paused leader resumed after
+	// an election), which is what resigning is for.
+	if err := c.Resign(ctx); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrNotController) {
 		c.log.Warn("a deaf controller could not resign", "node", c.cfg.NodeID, "err", err)
 	}
 }
