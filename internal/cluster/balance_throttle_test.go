@@ -59,29 +59,22 @@ func TestBalancerThrottledJoin(t *testing.T) {
 	load.ResetStalls()
 	start := time.Now()
 	n := c.AddNode(t)
-	// The moves start within a liveness tick of the node being live.
+	// The moves start within a liveness tick of the node being live. The balancer
+	// proposes the moves and their throttles in one batch, so one node's image has both
+	// or neither; both reads go to node 1, which answers both from its own image
+	// (DescribeConfigs through kadm would go to any node, and one that had not applied
+	// the batch yet answered without the throttle in a CI run, as a Kafka broker's
+	// metadata cache can).
+	direct := c.Client(t)
 	deadline := time.Now().Add(30 * time.Second)
-	for len(listReassignments(t, c, adm, topic)) == 0 {
+	for len(reassigningOn(t, ctx, direct, 1, topic)) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the balancer started no move onto node %d within 30 s of its join", n.ID)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	// The balancer proposes the moves and their throttles in one batch, but
-	// DescribeConfigs goes to any node and ListPartitionReassignments to the controller:
-	// a node that has not applied that batch yet answers without the throttle, as a
-	// Kafka broker's metadata cache can (one CI run read "" here; which node answered is
-	// not known: node 4, which had just joined, was still catching up its metadata log). So the throttle must show on the answering node while the
-	// moves are still listed, within a metadata propagation delay.
-	var v string
-	for seen := time.Now(); ; time.Sleep(50 * time.Millisecond) {
-		if v = topicConfig(t, ctx, adm, topic, "follower.replication.throttled.replicas"); strings.Contains(v, ":4") {
-			break
-		}
-		if len(listReassignments(t, c, adm, topic)) == 0 || time.Since(seen) > 3*time.Second {
-			t.Errorf("during the moves follower.replication.throttled.replicas = %q, want node 4's moving replicas listed", v)
-			break
-		}
+	if v := topicConfigOn(t, ctx, direct, 1, topic, "follower.replication.throttled.replicas"); !strings.Contains(v, ":4") {
+		t.Errorf("during the moves node 1 shows follower.replication.throttled.replicas = %q, want node 4's moving replicas listed", v)
 	}
 	waitNoReassignments(t, c, adm, topic)
 	took := time.Since(start)
@@ -103,8 +96,8 @@ func TestBalancerThrottledJoin(t *testing.T) {
 	// The balancer removes what it added once nothing moves (its next tick).
 	deadline = time.Now().Add(10 * time.Second)
 	for {
-		lv := topicConfig(t, ctx, adm, topic, "leader.replication.throttled.replicas")
-		fv := topicConfig(t, ctx, adm, topic, "follower.replication.throttled.replicas")
+		lv := topicConfigOn(t, ctx, direct, 1, topic, "leader.replication.throttled.replicas")
+		fv := topicConfigOn(t, ctx, direct, 1, topic, "follower.replication.throttled.replicas")
 		if lv == operatorList && fv == "" {
 			break
 		}
@@ -146,20 +139,47 @@ func setTopicConfig(t *testing.T, ctx context.Context, adm *kadm.Client, topic, 
 	}
 }
 
-// topicConfig is a topic's override of key ("" when it has none).
-func topicConfig(t *testing.T, ctx context.Context, adm *kadm.Client, topic, key string) string {
+// reassigningOn lists topic's partitions being reassigned, as node answers from its
+// own metadata image.
+func reassigningOn(t *testing.T, ctx context.Context, cl *kgo.Client, node int32, topic string) []int32 {
 	t.Helper()
-	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+	req := kmsg.NewPtrListPartitionReassignmentsRequest()
+	req.TimeoutMillis = 10000
+	resp, err := req.RequestWith(ctx, cl.Broker(int(node)))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("ListPartitionReassignments to node %d: %v", node, err)
 	}
-	rc, err := rcs.On(topic, nil)
+	var out []int32
+	for _, rt := range resp.Topics {
+		if rt.Topic == topic {
+			for _, rp := range rt.Partitions {
+				out = append(out, rp.Partition)
+			}
+		}
+	}
+	return out
+}
+
+// topicConfigOn returns topic's dynamic value of key, as node answers it from its own
+// image ("" when the topic does not override it).
+func topicConfigOn(t *testing.T, ctx context.Context, cl *kgo.Client, node int32, topic, key string) string {
+	t.Helper()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName, rr.ConfigNames = kmsg.ConfigResourceTypeTopic, topic, []string{key}
+	req.Resources = append(req.Resources, rr)
+	resp, err := req.RequestWith(ctx, cl.Broker(int(node)))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("DescribeConfigs of topic %q to node %d: %v", topic, node, err)
 	}
-	for _, cfg := range rc.Configs {
-		if cfg.Key == key && cfg.Source == kmsg.ConfigSourceDynamicTopicConfig && cfg.Value != nil {
-			return *cfg.Value
+	for _, res := range resp.Resources {
+		if res.ErrorCode != 0 {
+			t.Fatalf("DescribeConfigs of topic %q on node %d: error code %d", topic, node, res.ErrorCode)
+		}
+		for _, cfg := range res.Configs {
+			if cfg.Name == key && cfg.Source == kmsg.ConfigSourceDynamicTopicConfig && cfg.Value != nil {
+				return *cfg.Value
+			}
 		}
 	}
 	return ""

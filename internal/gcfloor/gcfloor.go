@@ -18,7 +18,7 @@ import (
 // Run runs fn with a ballast of floor bytes alive. GOGC set in the environment means
 // the operator tuned the collector, and then no ballast is kept.
 func Run(floor int, fn func() error) error {
-	if _, tuned := os.LookupEnv("GOGC"); tuned {
+	if tuned() {
 		return fn()
 	}
 	ballast := make([]byte, floor)
@@ -53,19 +53,25 @@ func Prefault(n int) {
 		}
 		keep = append(keep, b)
 	}
-	runtime.KeepAlive(keep)
-	keep = nil
+	runtime.KeepAlive(keep) // keep is dead after this: the collection frees it all
 	runtime.GC()
 }
 
 // RunPrefaulted is Run for a load generator: the ballast, and floor bytes prefaulted
 // (see Prefault) before fn starts. With GOGC set it only runs fn, as Run does.
 func RunPrefaulted(floor int, fn func() error) error {
-	if _, tuned := os.LookupEnv("GOGC"); tuned {
+	if tuned() {
 		return fn()
 	}
 	return Run(floor, func() error {
 		Prefault(floor)
 		return fn()
 	})
+}
+
+// tuned reports whether GOGC is set: the operator tuned the collector, and then no
+// ballast is kept.
+func tuned() bool {
+	_, set := os.LookupEnv("GOGC")
+	return set
 }
