@@ -103,6 +103,9 @@ type Broker struct {
 	LogCleanerIoMaxBytesPerSecond      float64 `config:"log.cleaner.io.max.bytes.per.second"`     // Double.MAX
 	LogCleanerBackoffMs                int64   `config:"log.cleaner.backoff.ms"`                  // 15000
 	NumRecoveryThreadsPerDataDir       int     `config:"num.recovery.threads.per.data.dir"`       // 2
+	// LogPageCacheTailBytes is Runnel's own: the durable bytes at the end of each log
+	// kept in the page cache; older ones are dropped from it. -1: the OS decides.
+	LogPageCacheTailBytes int64 `config:"log.page.cache.tail.bytes"`
 	// The log.* defaults of topic configs (log.segment.bytes, log.retention.hours,
 	// log.flush.interval.messages, ...) stay strings in Raw; TopicDefaults and
 	// ResolveTopic turn them into topic values.

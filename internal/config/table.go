@@ -159,6 +159,7 @@ var brokerProps = []prop{
 	{name: "log.flush.interval.ms", typ: TypeLong, null: true, topic: "flush.ms", doc: "Default flush.ms. Unset: no time-based flush (Long.MAX)."},
 	{name: "log.flush.scheduler.interval.ms", typ: TypeLong, dflt: "1000", check: atLeast(1), doc: "How often the flusher checks flush.ms (Kafka: Long.MAX)."},
 	{name: "log.flush.offset.checkpoint.interval.ms", typ: TypeInt, dflt: "60000", check: atLeast(0), doc: "How often recovery points are checkpointed."},
+	{name: "log.page.cache.tail.bytes", typ: TypeLong, dflt: "67108864", check: atLeast(-1), doc: "Runnel's own: how many of the last durable bytes of each partition's log stay in the OS page cache; once a range is fsynced and further than this behind the log end, its pages are dropped (fadvise DONTNEED) and the next appends reuse them instead of new memory, which on a virtual machine that hands free memory back to its host costs a host fault per page. A reader further behind (a consumer catching up, a new replica) reads the disk. -1: the OS alone decides what stays cached, as in Kafka."},
 	{name: "log.retention.check.interval.ms", typ: TypeLong, dflt: "300000", check: atLeast(1), doc: "How often segments are checked for deletion."},
 	{name: "log.segment.delete.delay.ms", typ: TypeLong, dflt: "60000", topic: "file.delete.delay.ms", doc: "Default file.delete.delay.ms."},
 	{name: "log.preallocate", typ: TypeBoolean, dflt: "false", topic: "preallocate", doc: "Default preallocate."},

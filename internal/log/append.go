@@ -250,6 +250,7 @@ func (l *Log) appendLocked(records []byte, first, last int64, cfg *Config, now t
 	}
 	seg.nextOffset = last + 1
 	seg.size.Store(p)
+	l.undropped += int64(len(records))
 	l.leo.Store(last + 1)
 	return nil
 }

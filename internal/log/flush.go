@@ -78,6 +78,7 @@ func (l *Log) flushLocked(upTo int64) error {
 	active := l.activeLocked()
 	epochs := l.epochCheckpointLocked()
 	active.writtenBack.Store(active.size.Load()) // the fsync below writes back at least this
+	drop := l.noteDurableLocked(active, active.size.Load())
 	l.mu.Unlock()
 
 	for _, s := range rolled {
@@ -95,6 +96,9 @@ func (l *Log) flushLocked(upTo int64) error {
 		l.recoveryPoint.Store(target)
 	}
 	l.lastFlushMs.Store(l.now().UnixMilli())
+	if drop != nil {
+		drop()
+	}
 	return nil
 }
 

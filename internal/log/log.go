@@ -39,6 +39,10 @@ type Options struct {
 	// (an error wrapping ErrDiskFull; once per episode: again only after an append has
 	// succeeded in between).
 	OnStorageError func(err error)
+	// PageCacheTail is log.page.cache.tail.bytes: how many of the last durable bytes
+	// of the log stay in the page cache; older ones are dropped from it after each
+	// fsync (pagecache.go). Negative: the OS alone decides (Kafka's behaviour).
+	PageCacheTail int64
 }
 
 // Log is one partition's log (Kafka UnifiedLog + LocalLog): a list of segments, the
@@ -55,6 +59,10 @@ type Log struct {
 	onTruncate func()           // immutable, may be nil
 	// onStorageError is Options.OnStorageError (immutable, may be nil).
 	onStorageError func(error)
+	// pageCacheTail is Options.PageCacheTail (immutable).
+	pageCacheTail int64
+	// dropping is true while a page cache drop runs (one at a time per log).
+	dropping atomic.Bool
 
 	config atomic.Pointer[Config]
 	// segments is the sorted, never empty list of segments, replaced (copy on write)
@@ -102,9 +110,11 @@ type Log struct {
 	// mu is the append lock. It is never held across an fsync.
 	mu sync.Mutex
 	// guarded by mu:
-	unflushed  []*Segment // rolled segments not fsynced yet, oldest first
-	epochs     *LeaderEpochCache
-	producers  *producerState
+	unflushed []*Segment // rolled segments not fsynced yet, oldest first
+	epochs    *LeaderEpochCache
+	producers *producerState
+	// undropped counts the bytes appended since the last page cache drop was started.
+	undropped  int64
 	storageErr error // non-nil once a disk operation failed: the log is offline for writes
 	// noSpace is set while appends find the disk full (ENOSPC), which unlike other disk
 	// errors leaves the log writable; the first append that fits clears it.
@@ -131,9 +141,10 @@ func Open(o Options) (*Log, error) {
 	cfg := o.Config.sanitized()
 	l := &Log{
 		fs: o.FS, dir: o.Dir, tp: o.TP, now: o.Now, onTruncate: o.OnTruncate, onStorageError: o.OnStorageError,
-		logger:    o.Logger.With("topic", o.TP.Topic, "partition", o.TP.Partition),
-		epochs:    newLeaderEpochCache(o.Dir),
-		producers: newProducerState(),
+		pageCacheTail: o.PageCacheTail,
+		logger:        o.Logger.With("topic", o.TP.Topic, "partition", o.TP.Partition),
+		epochs:        newLeaderEpochCache(o.Dir),
+		producers:     newProducerState(),
 	}
 	l.config.Store(&cfg)
 	l.highWatermark.Store(-1)

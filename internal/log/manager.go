@@ -36,6 +36,9 @@ type ManagerOptions struct {
 	// OnStorageError, if set, is called (on a goroutine of its own) when a disk error
 	// takes a partition's log offline for writes, once per log.
 	OnStorageError func(tp TopicPartition, err error)
+
+	// PageCacheTail is every log's Options.PageCacheTail.
+	PageCacheTail int64
 }
 
 // CleanerOptions configure the log cleaner, which compacts the logs whose
@@ -210,7 +213,7 @@ func (m *Manager) openExisting(tp TopicPartition, rp, start int64) error {
 func (m *Manager) logOptions(tp TopicPartition, cfg Config, rp, start int64) Options {
 	return Options{FS: m.o.FS, Dir: filepath.Join(m.o.DataDir, PartitionDirName(tp)), TP: tp, Config: cfg,
 		RecoveryPoint: rp, LogStartOffset: start, Logger: m.o.Logger, Now: m.o.Now, OnTruncate: m.checkpointAfterTruncate,
-		OnStorageError: m.storageErrorHook(tp)}
+		OnStorageError: m.storageErrorHook(tp), PageCacheTail: m.o.PageCacheTail}
 }
 
 // storageErrorHook is the OnStorageError of tp's log (nil without a manager hook).

@@ -91,6 +91,11 @@ func (l *Log) load(o Options) error {
 	if err := l.loadProducerState(d.snapshots); err != nil {
 		return err
 	}
+	// What an earlier run left in the page cache is the OS's to keep or evict: the
+	// drops (pagecache.go) start at the log end as it is now.
+	for _, s := range l.segs() {
+		s.cacheDropped.Store((s.size.Load() + pageSize - 1) &^ (pageSize - 1))
+	}
 	return l.flushLocked(l.leo.Load())
 }
 

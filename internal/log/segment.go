@@ -31,6 +31,9 @@ type Segment struct {
 	// writtenBack is how far (bytes) the write-back of the file was last started, by a
 	// write-behind hint or an fsync (flush.go). A hint only: read and written racily.
 	writtenBack atomic.Int64
+	// cacheDropped is how far (bytes from the file's start) the page cache of the
+	// segment was last dropped (pagecache.go). A hint only, like writtenBack.
+	cacheDropped atomic.Int64
 
 	// indexesLoaded is true once the indexes are in memory. Segments below the
 	// recovery point load (or rebuild) them on first use, under loadMu.

@@ -167,6 +167,7 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 		RecoveryThreads:        cfg.NumRecoveryThreadsPerDataDir,
 		Cleaner:                log.CleanerOptionsFor(cfg),
 		OnStorageError:         n.storageFailed,
+		PageCacheTail:          cfg.LogPageCacheTailBytes,
 	})
 	if err != nil {
 		return fmt.Errorf("open logs in %s: %w", cfg.DataDir, err)

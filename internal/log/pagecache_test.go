@@ -1,0 +1,168 @@
+//go:build linux
+
+package log
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/runnel-io/runnel/internal/log/logtest"
+)
+
+// resident reports, page by page, whether the first size bytes of the file at path
+// are in the page cache (mincore of a mapping, which faults nothing in).
+func resident(t *testing.T, path string, size int64) []bool {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if size == 0 {
+		return nil
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatalf("mmap %s: %v", path, err)
+	}
+	defer unix.Munmap(m)
+	vec := make([]byte, (size+pageSize-1)/pageSize)
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatalf("mincore %s: %v", path, errno)
+	}
+	out := make([]bool, len(vec))
+	for i, v := range vec {
+		out[i] = v&1 != 0
+	}
+	return out
+}
+
+// skipUnlessDropsWork skips where the kernel keeps fadvise-dropped pages (tmpfs keeps
+// them: its page cache is the file). It drops with the system call itself, so that a
+// broken vfs.DropCache still fails the tests below.
+func skipUnlessDropsWork(t *testing.T, dir string) {
+	t.Helper()
+	path := filepath.Join(dir, "probe")
+	if err := os.WriteFile(path, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Skipf("fadvise: %v", err)
+	}
+	for _, r := range resident(t, path, 1<<20) {
+		if r {
+			t.Skipf("the filesystem of %s keeps dropped pages in the cache", dir)
+		}
+	}
+}
+
+// pageCacheLog appends batches of about 1 MiB to a log with 3 MiB segments, each one
+// flushed (as every acknowledged produce is), waits for the drops they start, and
+// returns the log and the log's byte position at which the last drop was started
+// (computed from the dropMin rule, independently of the code under test).
+func pageCacheLog(t *testing.T, tail int64, batches int) (*Log, int64) {
+	t.Helper()
+	env := osEnv(t)
+	if err := os.MkdirAll(env.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	skipUnlessDropsWork(t, filepath.Dir(env.dir))
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 3 << 20
+	l := openLog(t, env, cfg, func(o *Options) { o.PageCacheTail = tail })
+	var end, undropped, lastDrop int64
+	for range batches {
+		b := logtest.BatchWith(logtest.BatchOptions{Records: 250, ValueSize: 4096})
+		info := mustAppend(t, l, b)
+		if err := l.Flush(info.LastOffset + 1); err != nil {
+			t.Fatal(err)
+		}
+		end += int64(len(b))
+		if undropped += int64(len(b)); undropped >= dropMin {
+			undropped, lastDrop = 0, end
+		}
+		for deadline := time.Now().Add(10 * time.Second); l.dropping.Load(); {
+			if time.Now().After(deadline) {
+				t.Fatal("a page cache drop did not finish in 10 s")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if l.NumSegments() < 4 {
+		t.Fatalf("%d segments, want several so that the drops cross segments", l.NumSegments())
+	}
+	return l, lastDrop
+}
+
+// residency returns, for every page of every segment, its position in the log's bytes
+// (counted over the segments in order) and whether it is cached.
+func residency(t *testing.T, l *Log) (pos []int64, cached []bool) {
+	t.Helper()
+	var base int64
+	for _, s := range l.segs() {
+		size := s.size.Load()
+		for i, r := range resident(t, s.path, size) {
+			pos = append(pos, base+int64(i)*pageSize)
+			cached = append(cached, r)
+		}
+		base += size
+	}
+	return pos, cached
+}
+
+// Once durable, what is further than log.page.cache.tail.bytes behind the end of the
+// log leaves the page cache, across segments, and the tail stays; every record still
+// reads back.
+func TestPageCacheTailDropsDurableBytesBehindIt(t *testing.T) {
+	const tail = 5<<20 + 1000
+	l, lastDrop := pageCacheLog(t, tail, 24)
+	cut := lastDrop - tail // the drop started at lastDrop covers everything below this
+	pos, cached := residency(t, l)
+	var dropped, kept int
+	for i := range pos {
+		pageEnd := pos[i] + pageSize
+		switch {
+		case pageEnd <= cut-maxFolio: // below the cut, and not in the folio across it, which stays until the next drop
+			if cached[i] {
+				t.Fatalf("page at log byte %d is cached, %d bytes behind the last drop's end (tail %d)", pos[i], lastDrop-pos[i], tail)
+			}
+			dropped++
+		case pos[i] >= lastDrop-tail+pageSize:
+			if !cached[i] {
+				t.Fatalf("page at log byte %d was dropped, within the tail (%d bytes behind the last drop's end)", pos[i], lastDrop-pos[i])
+			}
+			kept++
+		}
+	}
+	if dropped == 0 || kept == 0 {
+		t.Fatalf("%d pages checked dropped, %d kept: the test checked nothing", dropped, kept)
+	}
+	end := l.LogEndOffset()
+	if got := readAll(t, l, 0, end, 1<<20); int64(len(got)) != end {
+		t.Fatalf("read back %d records, appended %d", len(got), end)
+	}
+}
+
+// A negative tail leaves the page cache to the OS: nothing is dropped.
+func TestPageCacheTailNegativeDropsNothing(t *testing.T) {
+	l, _ := pageCacheLog(t, -1, 12)
+	pos, cached := residency(t, l)
+	for i := range pos {
+		if !cached[i] {
+			t.Fatalf("page at log byte %d was dropped with log.page.cache.tail.bytes=-1", pos[i])
+		}
+	}
+}

@@ -1,0 +1,28 @@
+//go:build linux
+
+package vfs
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// DropCache asks the kernel to drop the page cache of f's bytes [off, off+n)
+// (posix_fadvise POSIX_FADV_DONTNEED). Only clean pages are dropped, so it never loses
+// data: a dirty page stays (its write-back is started) and a later read of a dropped
+// page reads the disk. A hint only: errors (a closed file, an fs without the call) are
+// ignored, and a file of another FS is left alone.
+func DropCache(f File, off, n int64) {
+	of, ok := f.(*os.File)
+	if !ok || n <= 0 {
+		return
+	}
+	rc, err := of.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Control(func(fd uintptr) {
+		_ = unix.Fadvise(int(fd), off, n, unix.FADV_DONTNEED)
+	})
+}
