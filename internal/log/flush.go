@@ -32,6 +32,7 @@ func (l *Log) Flush(upTo int64) error {
 	if upTo <= l.recoveryPoint.Load() {
 		return nil
 	}
+	defer l.runPendingDrop()
 	if l.flushMu.TryLock() {
 		// No fsync running: this one starts at once and writes the pages itself.
 		defer l.flushMu.Unlock()
@@ -97,7 +98,7 @@ func (l *Log) flushLocked(upTo int64) error {
 	}
 	l.lastFlushMs.Store(l.now().UnixMilli())
 	if drop != nil {
-		drop()
+		l.pendingDrop.Store(drop) // run by Flush once flushMu is released
 	}
 	return nil
 }

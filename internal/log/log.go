@@ -61,8 +61,8 @@ type Log struct {
 	onStorageError func(error)
 	// pageCacheTail is Options.PageCacheTail (immutable).
 	pageCacheTail int64
-	// dropping is true while a page cache drop runs (one at a time per log).
-	dropping atomic.Bool
+	// pendingDrop is the page cache drop the last flush left for Flush to run.
+	pendingDrop atomic.Pointer[cacheDrop]
 
 	config atomic.Pointer[Config]
 	// segments is the sorted, never empty list of segments, replaced (copy on write)

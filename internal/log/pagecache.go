@@ -33,23 +33,33 @@ var pageSize = int64(os.Getpagesize())
 // maxFolio is the largest unit of the page cache (a PMD-sized folio on x86-64).
 const maxFolio = 2 << 20
 
-// noteDurableLocked is called by a flush (with mu held) that has made everything up to
+// cacheDrop is a drop to run once a flush's fsyncs returned: everything up to size
+// bytes of active (the active segment then), and everything before it in ss, is
+// durable.
+type cacheDrop struct {
+	ss     []*Segment
+	active *Segment
+	size   int64
+}
+
+// noteDurableLocked is called by a flush (with mu held) that makes everything up to
 // size bytes of the active segment durable once its fsyncs return; it returns the drop
-// to start after them, or nil.
-func (l *Log) noteDurableLocked(active *Segment, size int64) func() {
+// to run after them, or nil.
+func (l *Log) noteDurableLocked(active *Segment, size int64) *cacheDrop {
 	if l.pageCacheTail < 0 || l.undropped < dropMin {
 		return nil
 	}
 	l.undropped = 0
-	ss := l.segs()
-	return func() {
-		if !l.dropping.CompareAndSwap(false, true) {
-			return // the one running goes at least as far
-		}
-		go func() {
-			defer l.dropping.Store(false)
-			dropCacheBehind(ss, active, size, l.pageCacheTail)
-		}()
+	return &cacheDrop{ss: l.segs(), active: active, size: size}
+}
+
+// runPendingDrop runs the drop the last flush left, if any, on the flushing goroutine
+// after flushMu is released: the pages the kernel frees then go to this CPU's free
+// lists, where the appends that follow find them (on another goroutine, measured, the
+// appends reused fewer of them). Two drops of one log may overlap; both only drop.
+func (l *Log) runPendingDrop() {
+	if d := l.pendingDrop.Swap(nil); d != nil {
+		dropCacheBehind(d.ss, d.active, d.size, l.pageCacheTail)
 	}
 }
 
