@@ -52,7 +52,7 @@ func main() {
 		// The same GC ballast as runnel bench's (internal/cli), so both load
 		// generators collect equally rarely and start equally warm (prefaulted), so
 		// the comparison stays fair.
-		err = gcfloor.RunPrefaulted(256<<20, func() error { return runClient(cmd, args) })
+		err = gcfloor.RunPrefaulted(256<<20, 256<<20, func() error { return runClient(cmd, args) })
 	default:
 		err = fmt.Errorf("unknown command %q", cmd)
 	}

@@ -286,3 +286,26 @@ func TestBenchTimeoutFires(t *testing.T) {
 		})
 	}
 }
+
+// The generator prefaults its floor and twice what its producers may buffer: by record
+// count, or by --buffer-bytes when that is the tighter bound, and never more than
+// maxPrefault; a consumer buffers nothing of its own.
+func TestBenchPrefaultCoversTheBufferedRecords(t *testing.T) {
+	per := int64(1024 + recordOverhead)
+	for _, c := range []struct {
+		name string
+		f    benchFlags
+		want int64
+	}{
+		{"records", benchFlags{producers: 1, recordSize: 1024, overload: produceFlags{bufferRecords: 100000}}, benchGCFloor + 2*100000*per},
+		{"two producers", benchFlags{producers: 2, recordSize: 1024, overload: produceFlags{bufferRecords: 1000}}, benchGCFloor + 4*1000*per},
+		{"bytes tighter", benchFlags{producers: 1, recordSize: 1024, overload: produceFlags{bufferRecords: 100000, bufferBytes: 10 << 20}}, benchGCFloor + 2*10<<20},
+		{"records tighter", benchFlags{producers: 1, recordSize: 1024, overload: produceFlags{bufferRecords: 10, bufferBytes: 10 << 20}}, benchGCFloor + 2*10*per},
+		{"capped", benchFlags{producers: 8, recordSize: 1 << 20, overload: produceFlags{bufferRecords: 100000}}, maxPrefault},
+		{"consumer", benchFlags{}, benchGCFloor},
+	} {
+		if got := int64(c.f.prefaultBytes()); got != c.want {
+			t.Errorf("%s: prefault %d bytes, want %d", c.name, got, c.want)
+		}
+	}
+}

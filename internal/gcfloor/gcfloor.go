@@ -57,14 +57,17 @@ func Prefault(n int) {
 	runtime.GC()
 }
 
-// RunPrefaulted is Run for a load generator: the ballast, and floor bytes prefaulted
-// (see Prefault) before fn starts. With GOGC set it only runs fn, as Run does.
-func RunPrefaulted(floor int, fn func() error) error {
+// RunPrefaulted is Run for a load generator: the ballast, and prefault bytes
+// prefaulted (see Prefault) before fn starts. A collection starts once the garbage
+// reaches the ballast plus the live heap, so a generator that keeps L bytes live
+// touches about floor + 2L: that is what to prefault. With GOGC set it only runs fn,
+// as Run does.
+func RunPrefaulted(floor, prefault int, fn func() error) error {
 	if tuned() {
 		return fn()
 	}
 	return Run(floor, func() error {
-		Prefault(floor)
+		Prefault(prefault)
 		return fn()
 	})
 }

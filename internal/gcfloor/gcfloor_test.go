@@ -54,7 +54,7 @@ func TestRunPrefaultedStartsWithTheFloorResident(t *testing.T) {
 	}
 	const floor = 96 << 20
 	var resident int64
-	if err := RunPrefaulted(floor, func() error { resident = residentBytes(t); return nil }); err != nil {
+	if err := RunPrefaulted(floor, floor, func() error { resident = residentBytes(t); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if resident < floor*3/4 {
