@@ -10,12 +10,13 @@ import (
 // takes a page of the OS page cache, and while the machine has free memory the kernel
 // keeps them all: each append lands on a page never used before. On a virtual machine
 // whose free memory is handed back to the host (free page reporting, ballooning,
-// DAMON-based reclaim), a fresh page costs a fault in the host on its first touch, and
-// copying appends into fresh pages was measured at 0.5 GB/s per core here, against
-// 7-12 GB/s into pages used before: half of an RF 3 node's CPU went to it. So once a
-// range is durable and more than pageCacheTail bytes behind the log end, the log drops
-// its pages from the cache (fadvise DONTNEED), and the kernel hands the pages it got
-// back to the next appends while they are still warm.
+// DAMON-based reclaim), a fresh page costs a fault in the host on its first touch:
+// writing files onto fresh pages took 1.6 ms of CPU per MiB here, against 0.5-0.65 ms
+// onto pages just freed, and the copy was 24-44% of the machine's CPU in RF 3
+// profiles (docs/benchmarks.md, session 13). So once a range is durable and more than
+// pageCacheTail bytes behind the log end, the log drops its pages from the cache
+// (fadvise DONTNEED), and the kernel hands the pages it got back to the next appends
+// while they are still warm.
 //
 // What it costs: a reader more than pageCacheTail bytes behind the end (a consumer
 // catching up, a new replica) reads the disk instead of the cache, as a Kafka reader

@@ -86,6 +86,8 @@ func (l *Log) truncateLocked(to int64) (*Segment, error) {
 			return nil, l.failLocked("truncate", err)
 		}
 		seg.size.Store(pos)
+		// Appends go on from pos: the page cache drops must reach them again.
+		seg.cacheDropped.Store(min(seg.cacheDropped.Load(), pos&^(pageSize-1)))
 	}
 	if err := l.resetActiveStateLocked(seg, leo); err != nil {
 		return nil, err
