@@ -2,26 +2,12 @@
 
 package vfs
 
-import (
-	"os"
-
-	"golang.org/x/sys/unix"
-)
+import "golang.org/x/sys/unix"
 
 // WriteBehind starts writing f's dirty pages to the disk without waiting for them
 // (sync_file_range SYNC_FILE_RANGE_WRITE). The next Sync then finds most of the data
 // written or in flight: the disk works while appends go on, instead of in one burst
 // per fsync. It makes nothing durable by itself, and errors are left to that Sync.
 func WriteBehind(f File) {
-	of, ok := f.(*os.File)
-	if !ok {
-		return
-	}
-	rc, err := of.SyscallConn()
-	if err != nil {
-		return
-	}
-	_ = rc.Control(func(fd uintptr) {
-		_ = unix.SyncFileRange(int(fd), 0, 0, unix.SYNC_FILE_RANGE_WRITE)
-	})
+	withFD(f, func(fd int) { _ = unix.SyncFileRange(fd, 0, 0, unix.SYNC_FILE_RANGE_WRITE) })
 }
