@@ -6,67 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/runnel-io/runnel/internal/log/logtest"
+	"github.com/runnel-io/runnel/internal/testutil"
 )
-
-// resident reports, page by page, whether the first size bytes of the file at path
-// are in the page cache (mincore of a mapping, which faults nothing in).
-func resident(t *testing.T, path string, size int64) []bool {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if size == 0 {
-		return nil
-	}
-	m, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		t.Fatalf("mmap %s: %v", path, err)
-	}
-	defer unix.Munmap(m)
-	vec := make([]byte, (size+pageSize-1)/pageSize)
-	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
-		t.Fatalf("mincore %s: %v", path, errno)
-	}
-	out := make([]bool, len(vec))
-	for i, v := range vec {
-		out[i] = v&1 != 0
-	}
-	return out
-}
-
-// skipUnlessDropsWork skips where the kernel keeps fadvise-dropped pages (tmpfs keeps
-// them: its page cache is the file). It drops with the system call itself, so that a
-// broken vfs.DropCache still fails the tests below.
-func skipUnlessDropsWork(t *testing.T, dir string) {
-	t.Helper()
-	path := filepath.Join(dir, "probe")
-	if err := os.WriteFile(path, make([]byte, 1<<20), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-		t.Skipf("fadvise: %v", err)
-	}
-	for _, r := range resident(t, path, 1<<20) {
-		if r {
-			t.Skipf("the filesystem of %s keeps dropped pages in the cache", dir)
-		}
-	}
-}
 
 // pcLog is a log on the OS filesystem with 3 MiB segments, and where its last page
 // cache drop started, computed from the dropMin rule independently of the code under
@@ -83,7 +26,7 @@ func pageCacheLog(t *testing.T, tail int64, batches int) *pcLog {
 	if err := os.MkdirAll(env.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	skipUnlessDropsWork(t, filepath.Dir(env.dir))
+	testutil.SkipUnlessPageCacheDrops(t, filepath.Dir(env.dir))
 	cfg := DefaultConfig()
 	cfg.SegmentBytes = 3 << 20
 	l := &pcLog{Log: openLog(t, env, cfg, func(o *Options) { o.PageCacheTail = tail })}
@@ -148,7 +91,7 @@ func residency(t *testing.T, l *Log) (pos []int64, cached []bool) {
 	var base int64
 	for _, s := range l.segs() {
 		size := s.size.Load()
-		for i, r := range resident(t, s.path, size) {
+		for i, r := range testutil.Resident(t, s.path, size) {
 			pos = append(pos, base+int64(i)*pageSize)
 			cached = append(cached, r)
 		}

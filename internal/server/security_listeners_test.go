@@ -345,7 +345,8 @@ func TestListenerSaslBeforeAuthentication(t *testing.T) {
 // Three nodes that reach each other over a SASL_SSL listener requiring client
 // certificates: they register it as the endpoint nodes dial, replicate over it (a
 // follower that could not log in would never join the ISR) and elect a new leader when
-// the leader dies. Clients use the PLAINTEXT listener and are given its ports.
+// the leader dies; each node's console reads offsets and groups over it. Clients use
+// the PLAINTEXT listener and are given its ports.
 func TestInterBrokerSaslSSL(t *testing.T) {
 	pki := newTestPKI(t)
 	nodes := startCluster(t, 3,
@@ -393,6 +394,15 @@ func TestInterBrokerSaslSSL(t *testing.T) {
 	}
 	produce(0, 10)
 	c.WaitISR(t, "replicated", 0, 3, 30*time.Second)
+
+	// The console of each node asks its own node over the inter-broker listener, as
+	// another node does: with TLS, its client certificate and the SASL login. Offsets
+	// and groups it could not read would show as errors on these pages.
+	seedConsoleData(t, nodes[0], 3)
+	for _, tn := range nodes {
+		checkConsoleTopic(t, tn, nil)
+		checkConsoleGroups(t, tn)
+	}
 
 	leader, _ := c.WaitLeader(t, "replicated", 0, 30*time.Second)
 	c.Kill(int(leader))
