@@ -16,9 +16,11 @@ import (
 )
 
 // log.page.cache.tail.bytes reaches the partitions' logs: with a tail of 8 MiB, the
-// durable bytes more than 8 MiB (plus the 4 MiB the log lets pile up between drops,
-// plus a 2 MiB folio) behind the end are out of the page cache and the last 8 MiB are
-// in it; with -1 every byte stays (nothing else here needs the memory).
+// durable bytes more than 8 MiB (plus the 4 MiB the log lets pile up between drops, a
+// 2 MiB folio and one more MiB for the last acked request's batches) behind the end are
+// out of the page cache and the last 8 MiB are in it; with -1 every byte stays
+// (nothing else here needs the memory). Without the property's wiring the broker's
+// logs would keep no tail at all, and the first case fails.
 func TestPageCacheTailPropertyReachesTheLogs(t *testing.T) {
 	const mib = 1 << 20
 	const written = 24 * mib
