@@ -6,6 +6,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -197,6 +198,10 @@ func runSystem(e *env, o options, s system, res *results) {
 			if err := runWorkload(e, o, s, r, w, run, res); err != nil {
 				fmt.Fprintf(os.Stderr, "== %s %s run %d: %v\n", s.name, w.name, run+1, err)
 				res.fail(s.name, w.name, err)
+				if errors.Is(err, errTimedOut) {
+					fmt.Fprintf(os.Stderr, "== %s %s: the remaining runs are skipped\n", s.name, w.name)
+					break
+				}
 			}
 		}
 	}
