@@ -191,7 +191,7 @@ func (c *Controller) openRaft() (joining bool, err error) {
 	if joining, err = c.maybeBootstrap(rc, logs, snaps); err != nil {
 		return false, err
 	}
-	c.raft, err = raft.NewRaft(rc, c.fsm, logs, store, snaps, c.trans)
+	c.raft, err = raft.NewRaft(rc, c.fsm, logs, store, snaps, &patientTransport{NetworkTransport: c.trans, c: c})
 	if err != nil {
 		return false, fmt.Errorf("controller: start raft: %w", err)
 	}
