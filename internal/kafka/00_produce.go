@@ -102,6 +102,7 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 	if req.Acks == 0 {
 		return nil, nil
 	}
+	s.addProduceLeaderHints(ctx, resp)
 	return resp, nil
 }
 
@@ -164,12 +165,39 @@ func (s *Server) appendPart(ctx context.Context, txnID *string, version, acks in
 	start := time.Now()
 	s.appendToLeader(acks, pp)
 	s.metrics.observeStage(StageAppend, time.Since(start))
-	if errors.Is(pp.err, replica.ErrNotLeader) && s.admin.AwaitLeaderMove(ctx, pp.tp) {
-		// The leader this node knew is gone and a new one (maybe this node) was just
-		// elected: try again rather than send the client off to refresh its metadata.
+	if errors.Is(pp.err, replica.ErrNotLeader) && (s.admin.AwaitLeaderMove(ctx, pp.tp) || s.awaitElectionHere(ctx, pp)) {
+		// A new leader (maybe this node) was just elected: try again rather than send
+		// the client off to refresh its metadata. Refused again, the answer names the
+		// new leader (KIP-951, leader_hint.go).
 		s.appendToLeader(acks, pp)
 	}
 }
+
+// awaitElectionHere waits, at most electionHold, for this node's image to change the
+// leader of pp's partition, when this node holds a replica of it that has not led it
+// within clientMetadataLag, and reports whether the image changed. Such a replica may
+// be the new leader of a move (a preferred leader election, a reassignment) that the
+// client learned of from a node that applied it first, or from that node's KIP-951
+// hint: answered NOT_LEADER_OR_FOLLOWER with nothing newer to name, franz-go would
+// wait for its next metadata refresh (MetadataMinAge, 5 s). A replica that led the
+// partition a moment ago is answered at once instead: its client is behind, not ahead,
+// and the answer's hint moves it.
+func (s *Server) awaitElectionHere(ctx context.Context, pp *producePart) bool {
+	if pp.part == nil || time.Since(pp.part.LeadershipLostAt()) < clientMetadataLag {
+		return false
+	}
+	return s.admin.AwaitPartitionChange(ctx, pp.tp, electionHold)
+}
+
+const (
+	// electionHold bounds awaitElectionHere: metadata reaches every node within a few
+	// milliseconds of the controller's commit; this leaves room for a loaded machine.
+	electionHold = 250 * time.Millisecond
+	// clientMetadataLag is how long after losing a leadership a produce sent here is
+	// taken for one from a client behind (franz-go refreshes metadata at most every
+	// 5 s; a client that produces keeps hitting this node until it learns).
+	clientMetadataLag = 5 * time.Second
+)
 
 // appendToLeader appends pp's records if this node leads its partition.
 func (s *Server) appendToLeader(acks int16, pp *producePart) {

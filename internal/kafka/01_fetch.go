@@ -128,6 +128,9 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 	if woken > 0 && total > 0 {
 		s.metrics.observeFetchStage(follower, FetchStageServe, time.Since(time.Unix(0, woken)))
 	}
+	if !follower {
+		s.addFetchLeaderHints(ctx, resp)
+	}
 	if s.throttleFetch(r, resp) {
 		return resp, nil // emptied by a client quota: the session keeps what it last reported
 	}
