@@ -107,7 +107,8 @@ func gapText(p int32, before, after time.Time) string {
 
 // TestNotLeaderNamesLeader: a produce (v10+) and a fetch (v16) sent to a follower are
 // answered NOT_LEADER_OR_FOLLOWER with the partition's leader and leader epoch
-// (CurrentLeader) and the leader's endpoint among the response's brokers (KIP-951).
+// (CurrentLeader) and the leader's endpoint among the response's brokers (KIP-951); a
+// produce of many such partitions is refused after one shared wait.
 func TestNotLeaderNamesLeader(t *testing.T) {
 	skipIfShort(t)
 	c := startCluster(t, 3)
@@ -174,6 +175,44 @@ func TestNotLeaderNamesLeader(t *testing.T) {
 		fb = append(fb, brokerAddr{b.NodeID, b.Host, b.Port})
 	}
 	checkHint(t, "fetch", fpr.ErrorCode, fpr.CurrentLeader.LeaderID, fpr.CurrentLeader.LeaderEpoch, st, leaderAddr, fb)
+
+	// One produce naming many partitions the follower follows: the wait for an
+	// election that may be on its way here is shared by the request, not paid per
+	// partition (which would be electionHold, 250 ms, times their number).
+	many := topic + "-many"
+	createTopic(t, c, many, 9, 3)
+	mreq := kmsg.NewPtrProduceRequest()
+	mreq.Acks, mreq.TimeoutMillis = -1, 30000
+	mt := kmsg.NewProduceRequestTopic()
+	mt.Topic = many
+	for p := range int32(9) {
+		c.WaitISR(t, many, p, 3, waitTimeout)
+		ps, err := c.PartitionFrom(ctx, int(follower), many, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ps.Leader != follower {
+			mp := kmsg.NewProduceRequestTopicPartition()
+			mp.Partition, mp.Records = p, batch
+			mt.Partitions = append(mt.Partitions, mp)
+		}
+	}
+	mreq.Topics = append(mreq.Topics, mt)
+	start := time.Now()
+	mres, err := mreq.RequestWith(ctx, cl.Broker(int(follower)))
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rp := range mres.Topics[0].Partitions {
+		if rp.ErrorCode != kerr.NotLeaderForPartition.Code || rp.CurrentLeader.LeaderID < 0 {
+			t.Errorf("%s-%d on a follower: error %v, leader hint %d", many, rp.Partition, kerr.ErrorForCode(rp.ErrorCode), rp.CurrentLeader.LeaderID)
+		}
+	}
+	t.Logf("a produce of %d partitions the follower follows answered in %v", len(mt.Partitions), took.Round(time.Millisecond))
+	if n := len(mt.Partitions); n >= 5 && took > time.Second {
+		t.Errorf("a produce of %d partitions node %d follows took %v to be refused, want one shared wait of at most 250 ms (and well under 1 s)", n, follower, took)
+	}
 }
 
 type brokerAddr struct {

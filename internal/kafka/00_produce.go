@@ -85,7 +85,8 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 			pp.resp.ErrorCode = errorCode(err)
 		}
 	} else {
-		appendAll := func(pp *producePart) { s.appendPart(ctx, req.TransactionID, req.Version, req.Acks, pp) }
+		var hold electionHoldDeadline // shared by the request's partitions
+		appendAll := func(pp *producePart) { s.appendPart(ctx, req.TransactionID, req.Version, req.Acks, pp, &hold) }
 		if req.TransactionID == nil {
 			// Appends only copy into the page cache: a goroutine per partition would
 			// cost more than the work. Transactional ones may wait on the coordinator.
@@ -151,7 +152,7 @@ func forEachPart(parts []*producePart, fn func(*producePart)) {
 	wg.Wait()
 }
 
-func (s *Server) appendPart(ctx context.Context, txnID *string, version, acks int16, pp *producePart) {
+func (s *Server) appendPart(ctx context.Context, txnID *string, version, acks int16, pp *producePart, hold *electionHoldDeadline) {
 	if len(pp.records) == 0 {
 		pp.err = fmt.Errorf("%w: empty record set", recordbatch.ErrCorrupt)
 		return
@@ -165,7 +166,7 @@ func (s *Server) appendPart(ctx context.Context, txnID *string, version, acks in
 	start := time.Now()
 	s.appendToLeader(acks, pp)
 	s.metrics.observeStage(StageAppend, time.Since(start))
-	if errors.Is(pp.err, replica.ErrNotLeader) && (s.admin.AwaitLeaderMove(ctx, pp.tp) || s.awaitElectionHere(ctx, pp)) {
+	if errors.Is(pp.err, replica.ErrNotLeader) && (s.admin.AwaitLeaderMove(ctx, pp.tp) || s.awaitElectionHere(ctx, pp, hold)) {
 		// A new leader (maybe this node) was just elected: try again rather than send
 		// the client off to refresh its metadata. Refused again, the answer names the
 		// new leader (KIP-951, leader_hint.go).
@@ -182,11 +183,30 @@ func (s *Server) appendPart(ctx context.Context, txnID *string, version, acks in
 // wait for its next metadata refresh (MetadataMinAge, 5 s). A replica that led the
 // partition a moment ago is answered at once instead: its client is behind, not ahead,
 // and the answer's hint moves it.
-func (s *Server) awaitElectionHere(ctx context.Context, pp *producePart) bool {
+//
+// The partitions of one request share one electionHold (hold): a request naming many
+// partitions this node follows waits that long at most, not that long for each.
+func (s *Server) awaitElectionHere(ctx context.Context, pp *producePart, hold *electionHoldDeadline) bool {
 	if pp.part == nil || time.Since(pp.part.LeadershipLostAt()) < clientMetadataLag {
 		return false
 	}
-	return s.admin.AwaitPartitionChange(ctx, pp.tp, electionHold)
+	left := time.Until(hold.deadline())
+	if left <= 0 {
+		return false
+	}
+	return s.admin.AwaitPartitionChange(ctx, pp.tp, left)
+}
+
+// electionHoldDeadline is the end of a produce request's electionHold, set by the
+// first partition that waits (the zero value: none has).
+type electionHoldDeadline struct {
+	once sync.Once
+	at   time.Time
+}
+
+func (h *electionHoldDeadline) deadline() time.Time {
+	h.once.Do(func() { h.at = time.Now().Add(electionHold) })
+	return h.at
 }
 
 const (
