@@ -85,8 +85,7 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 			pp.resp.ErrorCode = errorCode(err)
 		}
 	} else {
-		var hold electionHoldDeadline // shared by the request's partitions
-		appendAll := func(pp *producePart) { s.appendPart(ctx, req.TransactionID, req.Version, req.Acks, pp, &hold) }
+		appendAll := func(pp *producePart) { s.appendPart(ctx, req.TransactionID, req.Version, req.Acks, pp) }
 		if req.TransactionID == nil {
 			// Appends only copy into the page cache: a goroutine per partition would
 			// cost more than the work. Transactional ones may wait on the coordinator.
@@ -152,7 +151,7 @@ func forEachPart(parts []*producePart, fn func(*producePart)) {
 	wg.Wait()
 }
 
-func (s *Server) appendPart(ctx context.Context, txnID *string, version, acks int16, pp *producePart, hold *electionHoldDeadline) {
+func (s *Server) appendPart(ctx context.Context, txnID *string, version, acks int16, pp *producePart) {
 	if len(pp.records) == 0 {
 		pp.err = fmt.Errorf("%w: empty record set", recordbatch.ErrCorrupt)
 		return
@@ -166,58 +165,12 @@ func (s *Server) appendPart(ctx context.Context, txnID *string, version, acks in
 	start := time.Now()
 	s.appendToLeader(acks, pp)
 	s.metrics.observeStage(StageAppend, time.Since(start))
-	if errors.Is(pp.err, replica.ErrNotLeader) && (s.admin.AwaitLeaderMove(ctx, pp.tp) || s.awaitElectionHere(ctx, pp, hold)) {
-		// A new leader (maybe this node) was just elected: try again rather than send
-		// the client off to refresh its metadata. Refused again, the answer names the
-		// new leader (KIP-951, leader_hint.go).
+	if errors.Is(pp.err, replica.ErrNotLeader) && s.admin.AwaitLeaderMove(ctx, pp.tp) {
+		// The leader this node knew is gone and a new one (maybe this node) was just
+		// elected: try again rather than send the client off to refresh its metadata.
 		s.appendToLeader(acks, pp)
 	}
 }
-
-// awaitElectionHere waits, at most electionHold, for this node's image to change the
-// leader of pp's partition, when this node holds a replica of it that has not led it
-// within clientMetadataLag, and reports whether the image changed. Such a replica may
-// be the new leader of a move (a preferred leader election, a reassignment) that the
-// client learned of from a node that applied it first, or from that node's KIP-951
-// hint: answered NOT_LEADER_OR_FOLLOWER with nothing newer to name, franz-go would
-// wait for its next metadata refresh (MetadataMinAge, 5 s). A replica that led the
-// partition a moment ago is answered at once instead: its client is behind, not ahead,
-// and the answer's hint moves it.
-//
-// The partitions of one request share one electionHold (hold): a request naming many
-// partitions this node follows waits that long at most, not that long for each.
-func (s *Server) awaitElectionHere(ctx context.Context, pp *producePart, hold *electionHoldDeadline) bool {
-	if pp.part == nil || time.Since(pp.part.LeadershipLostAt()) < clientMetadataLag {
-		return false
-	}
-	left := time.Until(hold.deadline())
-	if left <= 0 {
-		return false
-	}
-	return s.admin.AwaitPartitionChange(ctx, pp.tp, left)
-}
-
-// electionHoldDeadline is the end of a produce request's electionHold, set by the
-// first partition that waits (the zero value: none has).
-type electionHoldDeadline struct {
-	once sync.Once
-	at   time.Time
-}
-
-func (h *electionHoldDeadline) deadline() time.Time {
-	h.once.Do(func() { h.at = time.Now().Add(electionHold) })
-	return h.at
-}
-
-const (
-	// electionHold bounds awaitElectionHere: metadata reaches every node within a few
-	// milliseconds of the controller's commit; this leaves room for a loaded machine.
-	electionHold = 250 * time.Millisecond
-	// clientMetadataLag is how long after losing a leadership a produce sent here is
-	// taken for one from a client behind (franz-go refreshes metadata at most every
-	// 5 s; a client that produces keeps hitting this node until it learns).
-	clientMetadataLag = 5 * time.Second
-)
 
 // appendToLeader appends pp's records if this node leads its partition.
 func (s *Server) appendToLeader(acks int16, pp *producePart) {

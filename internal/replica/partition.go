@@ -64,9 +64,6 @@ type Partition struct {
 	// notifiedAt is when waiters were last woken (Unix ns; 0: never), for the fetch
 	// breakdown's wake stage: how long a woken long poll took to run again.
 	notifiedAt atomic.Int64
-	// leadershipLostAt is when this replica last stopped being the leader (Unix ns; 0:
-	// never here), for LeadershipLostAt.
-	leadershipLostAt atomic.Int64
 }
 
 func newPartition(tp metadata.TopicPartition, node metadata.NodeID, l *log.Log, maxLag time.Duration, logger *slog.Logger) *Partition {
@@ -142,18 +139,6 @@ func (p *Partition) State() State {
 	return st
 }
 
-// LeadershipLostAt is when this replica last stopped being the partition's leader (the
-// zero time when it never did since the node started). A client that still takes this
-// node for the leader soon after is behind; one that does so long after may be ahead
-// of this node's metadata (see the produce's wait for an election in the kafka
-// package).
-func (p *Partition) LeadershipLostAt() time.Time {
-	if ns := p.leadershipLostAt.Load(); ns != 0 {
-		return time.Unix(0, ns)
-	}
-	return time.Time{}
-}
-
 // applyState installs the controller's view of the partition. It returns whether this
 // node became leader with this change. checkpointHW is the high watermark this node
 // wrote before it restarted (-1: none): a new leader starts from it if its own is lower.
@@ -161,11 +146,7 @@ func (p *Partition) applyState(st metadata.Partition, minISR int32, syncOnAppend
 	p.leaderIsrLock.Lock()
 	defer p.leaderIsrLock.Unlock()
 	p.stateMu.Lock()
-	wasLeader := p.rs.isLeader()
 	becameLeader := p.rs.become(st, minISR, syncOnAppend, p.log.LogEndOffset(), time.Now().UnixMilli())
-	if wasLeader && !p.rs.isLeader() {
-		p.leadershipLostAt.Store(time.Now().UnixNano())
-	}
 	if becameLeader {
 		if hw, ok := leaderStartHighWatermark(checkpointHW, p.log.LogStartOffset(), p.log.LogEndOffset(), p.hw.Load()); ok {
 			p.setHighWatermarkLocked(hw, hwLeaderStart)
