@@ -2,11 +2,15 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -14,6 +18,91 @@ import (
 	"github.com/runnel-io/runnel/internal/cluster"
 	"github.com/runnel-io/runnel/internal/recordbatch"
 )
+
+// leaderMoveBound is how long a default franz-go producer may go without an
+// acknowledgement on a partition whose leader a preferred leader election moved.
+// Without KIP-951's hints it went 3.7-5 s (franz-go's MetadataMinAge); with hints read
+// from an image behind the replicas (no hint in the refusal), 3.7 s in some runs.
+const leaderMoveBound = 1500 * time.Millisecond
+
+// TestLeaderMoveDefaultClient moves the leader of every partition twice (replicas
+// rotated, then a preferred leader election) under a default franz-go producer, and requires it to be acknowledged again on every
+// partition within leaderMoveBound of each election: the old leader's
+// NOT_LEADER_OR_FOLLOWER names the new leader (KIP-951).
+func TestLeaderMoveDefaultClient(t *testing.T) {
+	skipIfShort(t)
+	c := startCluster(t, 3)
+	topic := topicName(t)
+	createTopic(t, c, topic, 3, 3)
+	all := []int32{0, 1, 2}
+	for _, p := range all {
+		c.WaitISR(t, topic, p, 3, waitTimeout)
+	}
+	acks := startFranzDefault(t, c, topic)
+	if !acks.waitAll(time.Time{}, all, time.Now().Add(waitTimeout)) {
+		t.Fatalf("no acknowledgement on every partition within %v: %s", waitTimeout, acks.failures())
+	}
+	adm := c.Admin(t)
+	for round := range 2 {
+		// Round 0 comes while the producer's metadata is fresh (it has just loaded
+		// it), round 1 once it is older than franz-go's MetadataMinAge. Without the
+		// hints, a refused produce in round 0 waited for the refresh MetadataMinAge
+		// after the last one: 3.7-5 s.
+		if round > 0 {
+			time.Sleep(franzMetadataMinAge + time.Second)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		req := kadm.AlterPartitionAssignmentsReq{}
+		for _, p := range all {
+			st, err := c.PartitionFrom(ctx, int(c.LiveIDs()[0]), topic, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Rotate: the second replica becomes the preferred leader.
+			req.Assign(topic, p, append(slices.Clone(st.Replicas[1:]), st.Replicas[0]))
+		}
+		resp, err := adm.AlterPartitionAssignments(ctx, req)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			t.Fatalf("round %d: reorder the replicas: %v", round, err)
+		}
+		elected := time.Now()
+		res, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{topic: {0: {}, 1: {}, 2: {}}})
+		if err != nil {
+			t.Fatalf("round %d: elect leaders: %v", round, err)
+		}
+		for _, ps := range res {
+			for p, r := range ps {
+				if r.Err != nil && !errorsIsElectionNotNeeded(r.Err) {
+					t.Fatalf("round %d: elect leaders: partition %d: %v", round, p, r.Err)
+				}
+			}
+		}
+		cancel()
+		if !acks.waitAll(elected, all, elected.Add(leaderMoveBound)) {
+			var gaps []string
+			for _, p := range all {
+				before, after := acks.around(p, elected)
+				gaps = append(gaps, gapText(p, before, after))
+			}
+			t.Errorf("round %d: not acknowledged again on every partition within %v of the election: %v (%s)", round, leaderMoveBound, gaps, acks.failures())
+		} else {
+			t.Logf("round %d: acknowledged again on every partition %v after the election", round, time.Since(elected).Round(time.Millisecond))
+		}
+	}
+}
+
+func errorsIsElectionNotNeeded(err error) bool { return errors.Is(err, kerr.ElectionNotNeeded) }
+
+// gapText says how long partition p went without an acknowledgement around a fault.
+func gapText(p int32, before, after time.Time) string {
+	if after.IsZero() {
+		return fmt.Sprintf("partition %d: none since", p)
+	}
+	return fmt.Sprintf("partition %d: %s ms without an ack", p, ms(after.Sub(before)))
+}
 
 // TestNotLeaderNamesLeader: a produce (v10+) and a fetch (v16) sent to a follower are
 // answered NOT_LEADER_OR_FOLLOWER with the partition's leader and leader epoch

@@ -88,6 +88,22 @@ func (a *Admin) AwaitLeaderMove(ctx context.Context, tp metadata.TopicPartition)
 	return err == nil
 }
 
+// AwaitPartitionChange implements kafka.Admin: it waits at most d for this node's
+// image to give tp another leader or leader epoch than it does now, and reports
+// whether it did.
+func (a *Admin) AwaitPartitionChange(ctx context.Context, tp metadata.TopicPartition, d time.Duration) bool {
+	p, ok := a.Image().Partition(tp)
+	if !ok {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return a.waitFor(ctx, func(cur *metadata.Image) bool {
+		now, ok := cur.Partition(tp)
+		return !ok || now.Leader != p.Leader || now.LeaderEpoch != p.LeaderEpoch
+	}) == nil
+}
+
 // AwaitAnsweringLeader implements kafka.Admin: when im names, as tp's leader, another
 // node that does not answer a probe (ProcessState: gone, or silent for
 // processAnswerTimeout, as a paused or cut-off node is), it waits, at most the session

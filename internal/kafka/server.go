@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/runnel-io/runnel/internal/config"
 	"github.com/runnel-io/runnel/internal/metadata"
@@ -48,6 +49,9 @@ type Admin interface {
 	// reports whether it did: a request may reach the new leader a moment before that
 	// node has applied its own election.
 	AwaitLeaderMove(ctx context.Context, tp metadata.TopicPartition) bool
+	// AwaitPartitionChange waits at most d for this node's image to give tp another
+	// leader or leader epoch, and reports whether it did.
+	AwaitPartitionChange(ctx context.Context, tp metadata.TopicPartition, d time.Duration) bool
 	// AwaitAnsweringLeader returns im, unless im names as tp's leader another node
 	// that does not answer (its process is gone, or silent: paused, cut off): it then
 	// waits, bounded, for this node's image to name another leader and returns the
