@@ -26,9 +26,10 @@ import (
 const leaderMoveBound = 1500 * time.Millisecond
 
 // TestLeaderMoveDefaultClient moves the leader of every partition twice (replicas
-// rotated, then a preferred leader election) under a default franz-go producer, and requires it to be acknowledged again on every
-// partition within leaderMoveBound of each election: the old leader's
-// NOT_LEADER_OR_FOLLOWER names the new leader (KIP-951).
+// rotated, then a preferred leader election) under a default franz-go producer, and
+// requires it to be acknowledged again on every partition within leaderMoveBound of
+// each election: the old leader's NOT_LEADER_OR_FOLLOWER names the new leader
+// (KIP-951).
 func TestLeaderMoveDefaultClient(t *testing.T) {
 	skipIfShort(t)
 	c := startCluster(t, 3)
@@ -75,7 +76,7 @@ func TestLeaderMoveDefaultClient(t *testing.T) {
 		}
 		for _, ps := range res {
 			for p, r := range ps {
-				if r.Err != nil && !errorsIsElectionNotNeeded(r.Err) {
+				if r.Err != nil && !errors.Is(r.Err, kerr.ElectionNotNeeded) {
 					t.Fatalf("round %d: elect leaders: partition %d: %v", round, p, r.Err)
 				}
 			}
@@ -93,8 +94,6 @@ func TestLeaderMoveDefaultClient(t *testing.T) {
 		}
 	}
 }
-
-func errorsIsElectionNotNeeded(err error) bool { return errors.Is(err, kerr.ElectionNotNeeded) }
 
 // gapText says how long partition p went without an acknowledgement around a fault.
 func gapText(p int32, before, after time.Time) string {
@@ -146,7 +145,11 @@ func TestNotLeaderNamesLeader(t *testing.T) {
 		t.Fatalf("produce answered at v%d, want v10 or later", pres.Version)
 	}
 	pp := pres.Topics[0].Partitions[0]
-	checkHint(t, "produce", pp.ErrorCode, pp.CurrentLeader.LeaderID, pp.CurrentLeader.LeaderEpoch, st, leaderAddr, brokersOf(pres.Brokers))
+	var pb []brokerAddr
+	for _, b := range pres.Brokers {
+		pb = append(pb, brokerAddr{b.NodeID, b.Host, b.Port})
+	}
+	checkHint(t, "produce", pp.ErrorCode, pp.CurrentLeader.LeaderID, pp.CurrentLeader.LeaderEpoch, st, leaderAddr, pb)
 
 	freq := kmsg.NewPtrFetchRequest()
 	freq.ReplicaID, freq.MaxWaitMillis, freq.MaxBytes = -1, 100, 1<<20
@@ -173,23 +176,17 @@ func TestNotLeaderNamesLeader(t *testing.T) {
 		fb = append(fb, brokerAddr{b.NodeID, b.Host, b.Port})
 	}
 	checkHint(t, "fetch", fpr.ErrorCode, fpr.CurrentLeader.LeaderID, fpr.CurrentLeader.LeaderEpoch, st, leaderAddr, fb)
-
 }
 
+// brokerAddr is one entry of a response's NodeEndpoints.
 type brokerAddr struct {
 	id   int32
 	host string
 	port int32
 }
 
-func brokersOf(bs []kmsg.ProduceResponseBroker) []brokerAddr {
-	var out []brokerAddr
-	for _, b := range bs {
-		out = append(out, brokerAddr{b.NodeID, b.Host, b.Port})
-	}
-	return out
-}
-
+// checkHint requires a refusal naming st's leader and epoch, with the leader's
+// endpoint (leaderAddr) among brokers.
 func checkHint(t *testing.T, what string, code int16, leader, epoch int32, st cluster.PartitionState, leaderAddr string, brokers []brokerAddr) {
 	t.Helper()
 	if code != kerr.NotLeaderForPartition.Code {

@@ -15,13 +15,15 @@ package kafka
 // listener the request came in on is named: this node itself would be no news (it
 // just refused), and a fenced one is known to be gone or cut off.
 //
-// An image that still names this node as the leader of a partition it just refused is
-// behind this node's replicas: the node applies a new image to its replicas first
-// and serves it (Admin.Image) a moment later, and a node in a controlled shutdown
-// stops leading before the controller's moves reach it. The hints of one response
-// then wait, together at most hintWait, for the image to name the new leader: without
-// it, the refusal names nobody, and franz-go waits for its next metadata refresh
-// (MetadataMinAge, 5 s; seen in one run of three of a preferred leader election).
+// The leader is read from this node's replica of the partition, which is what refused:
+// the node applies a new image to its replicas a moment before it serves that image
+// (Admin.Image), so the image can still name this node. Reading the image there gave
+// a refusal naming nobody, and franz-go waited for its next metadata refresh
+// (MetadataMinAge, 5 s; one run in three of a preferred leader election). A replica
+// that still leads refused because this node no longer answers as a leader (a
+// controlled shutdown, no lease from the controller) before the controller's moves
+// reached it: the hints of one response then wait, together at most hintWait, for the
+// image to move the partition.
 
 import (
 	"context"
@@ -41,13 +43,13 @@ type leaderHint struct {
 	rack          *string
 }
 
-// leaderHintFor returns the hint for tp from im, or false when there is none to give.
-func (s *Server) leaderHintFor(ctx context.Context, im *metadata.Image, tp metadata.TopicPartition) (leaderHint, bool) {
-	p, ok := im.Partition(tp)
-	if !ok || p.Leader == metadata.NoLeader || p.Leader == s.cfg.NodeID {
+// leaderHintFor returns the hint naming leader at epoch, with its endpoint from im, or
+// false when there is none to give.
+func (s *Server) leaderHintFor(ctx context.Context, im *metadata.Image, leader metadata.NodeID, epoch int32) (leaderHint, bool) {
+	if leader == metadata.NoLeader || leader == s.cfg.NodeID {
 		return leaderHint{}, false
 	}
-	b, ok := im.Brokers[p.Leader]
+	b, ok := im.Brokers[leader]
 	if !ok || b.Fenced {
 		return leaderHint{}, false
 	}
@@ -55,7 +57,7 @@ func (s *Server) leaderHintFor(ctx context.Context, im *metadata.Image, tp metad
 	if !ok {
 		return leaderHint{}, false
 	}
-	h := leaderHint{leader: int32(p.Leader), epoch: p.LeaderEpoch, host: host, port: port}
+	h := leaderHint{leader: int32(leader), epoch: epoch, host: host, port: port}
 	if b.Rack != "" {
 		rack := b.Rack
 		h.rack = &rack
@@ -63,40 +65,54 @@ func (s *Server) leaderHintFor(ctx context.Context, im *metadata.Image, tp metad
 	return h, true
 }
 
-// leaderHints collects the hints of one response: the image is read once, at the
-// first partition that needs it (the newest, which made the partition refuse), and
-// each leader's endpoint is listed once.
+// currentLeader is tp's leader and leader epoch as this node's replica of it knows
+// them, or as im does when this node holds no replica.
+func (s *Server) currentLeader(im *metadata.Image, tp metadata.TopicPartition) (metadata.NodeID, int32) {
+	if rep, _ := s.replicas.Partition(tp); rep != nil {
+		st := rep.State()
+		return st.Leader, st.LeaderEpoch
+	}
+	if p, ok := im.Partition(tp); ok {
+		return p.Leader, p.LeaderEpoch
+	}
+	return metadata.NoLeader, -1
+}
+
+// leaderHints collects the hints of one response: each leader's endpoint is listed
+// once.
 type leaderHints struct {
 	s     *Server
 	ctx   context.Context
-	im    *metadata.Image
 	named map[int32]bool
-	// waitUntil ends the response's wait for an image that names a new leader (zero:
-	// none has waited yet).
+	// waitUntil ends the response's wait for the image to move a partition this node's
+	// replica still leads (zero: none has waited yet).
 	waitUntil time.Time
 }
 
-// hintWait bounds the wait of one response's hints for this node's image to catch up
-// with its replicas (see the file comment).
+// hintWait bounds the wait of one response's hints for the controller's moves (see the
+// file comment).
 const hintWait = 100 * time.Millisecond
 
 // hint returns the hint for tp, and whether its leader is named for the first time in
 // this response (its endpoint is then to be listed).
 func (hs *leaderHints) hint(topic string, partition int32) (h leaderHint, first, ok bool) {
-	if hs.im == nil {
-		hs.im, hs.named = hs.s.admin.Image(), map[int32]bool{}
-	}
-	tp := metadata.TopicPartition{Topic: topic, Partition: partition}
-	if p, ok := hs.im.Partition(tp); ok && p.Leader == hs.s.cfg.NodeID {
+	s, tp := hs.s, metadata.TopicPartition{Topic: topic, Partition: partition}
+	im := s.admin.Image()
+	leader, epoch := s.currentLeader(im, tp)
+	if leader == s.cfg.NodeID {
 		if hs.waitUntil.IsZero() {
 			hs.waitUntil = time.Now().Add(hintWait)
 		}
-		if left := time.Until(hs.waitUntil); left > 0 && hs.s.admin.AwaitPartitionChange(hs.ctx, tp, left) {
-			hs.im = hs.s.admin.Image()
+		if left := time.Until(hs.waitUntil); left > 0 && s.admin.AwaitPartitionChange(hs.ctx, tp, left) {
+			im = s.admin.Image()
+			leader, epoch = s.currentLeader(im, tp)
 		}
 	}
-	if h, ok = hs.s.leaderHintFor(hs.ctx, hs.im, tp); !ok {
+	if h, ok = s.leaderHintFor(hs.ctx, im, leader, epoch); !ok {
 		return h, false, false
+	}
+	if hs.named == nil {
+		hs.named = map[int32]bool{}
 	}
 	first = !hs.named[h.leader]
 	hs.named[h.leader] = true
