@@ -30,7 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { regKey(0, 3, 12, handleProduce) }
+func init() { regKeyOverlapping(0, 3, 12, handleProduce) }
 
 func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	start := time.Now()
@@ -75,10 +75,10 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 			})
 		}
 	}
-	// Phase 1, in request order on this connection: append. The previous produce
-	// request of the connection must have appended first, so that pipelined batches of
-	// one producer land in the order it sent them.
-	err := r.waitPreviousAppend(ctx)
+	// Phase 1, in this request's turn on its connection: append. The connection's
+	// earlier requests have taken effect first (an earlier produce has appended), so
+	// that pipelined batches of one producer land in the order it sent them.
+	err := r.turn.wait(ctx)
 	s.metrics.observeStage(StageOrder, time.Since(start))
 	if err != nil {
 		for _, pp := range parts {
@@ -97,7 +97,8 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 		}
 	}
 	r.appendDone()
-	// Phase 2, concurrently with later requests: durability and replication.
+	// Phase 2, concurrently with the connection's later requests (pipeline.go):
+	// durability and replication.
 	forEachPart(parts, func(pp *producePart) { s.completePart(ctx, req.Acks, pp) })
 	if req.Acks == 0 {
 		return nil, nil

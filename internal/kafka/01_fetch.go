@@ -25,7 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { regKey(1, 4, 16, handleFetch) }
+func init() { regKeyOverlapping(1, 4, 16, handleFetch) }
 
 // fetchPart is one partition to read in this request.
 type fetchPart struct {
@@ -54,6 +54,12 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 		s.metrics.observeFetchStage(follower, FetchStageRead, r.received.Sub(r.arrived))
 	}
 	s.metrics.observeFetchStage(follower, FetchStageSchedule, start.Sub(r.received))
+	// The fetch's turn in its connection's order covers taking its session and the
+	// first read; the long poll below overlaps the connection's later requests
+	// (pipeline.go).
+	if err := r.turn.wait(ctx); err != nil {
+		return nil, err
+	}
 	im := s.admin.Image()
 	parts, session, incremental, code := s.fetchPartitions(req, im)
 	if code != 0 {
@@ -95,6 +101,7 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 		}
 	}
 	total := read()
+	r.turn.end()
 	var woken int64 // Unix ns of the wake-up that preceded the latest read (0: none)
 	for !done(total) {
 		// Register for wake-ups first, then read again: an append landing between the

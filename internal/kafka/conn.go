@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"bufio"
-	"context"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
@@ -36,10 +35,8 @@ type request struct {
 	// was read whole (after waiting for a request slot and the byte budget).
 	arrived, received time.Time
 	conn              *conn
-	// prevAppend is closed when the connection's previous produce request has
-	// appended (nil: none); appended is closed when this one has (produce only).
-	prevAppend <-chan struct{}
-	appended   chan struct{}
+	// turn is the request's place in its connection's order (pipeline.go).
+	turn *turn
 	// frame is the request frame, from the buffer pool. Produce and fetch frames go
 	// back to it once the handler is done (their handlers finish all work that reads
 	// the request before returning); others are left to the collector, as a handler
@@ -75,28 +72,14 @@ func (r *request) releaseFrame() {
 	r.frame = nil
 }
 
-// waitPreviousAppend waits until the previous produce request of the connection has
-// appended its batches.
-func (r *request) waitPreviousAppend(ctx context.Context) error {
-	if r.prevAppend == nil {
-		return nil
-	}
-	select {
-	case <-r.prevAppend:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// appendDone releases the next produce request of the connection. Idempotent; only the
+// appendDone ends a produce request's turn once its batches are appended: the
+// connection's next request may take effect (pipeline.go). Idempotent; only the
 // request's handler goroutine calls it.
 func (r *request) appendDone() {
-	if r.appended != nil {
-		close(r.appended)
-		r.appended = nil
+	if r.quota.appendedAt.IsZero() {
 		r.quota.appendedAt = time.Now()
 	}
+	r.turn.end()
 }
 
 // pending is a response slot: the writer waits on done in request order.
@@ -126,9 +109,8 @@ type conn struct {
 	raw    syscall.RawConn
 	remote string
 	queue  chan *pending
-	// lastAppend is the appended channel of the latest produce request read; only the
-	// reader goroutine touches it.
-	lastAppend chan struct{}
+	// order gives each request read its turn (pipeline.go); only the reader touches it.
+	order connOrder
 	// sawRequest is set once a request frame was read; only the reader touches it.
 	sawRequest bool
 	// user is the principal's name client quotas and ACLs apply to:
@@ -278,11 +260,7 @@ func (c *conn) readLoop() error {
 		p.size = int64(size)
 		p.req.frame = frame
 		p.req.arrived = arrived
-		if p.req.key == 0 {
-			p.req.prevAppend = c.lastAppend
-			p.req.appended = make(chan struct{})
-			c.lastAppend = p.req.appended
-		}
+		p.req.turn = c.order.next()
 		select {
 		case c.queue <- p:
 		case <-s.ctx.Done():
@@ -392,13 +370,17 @@ func (c *conn) handle(p *pending) {
 	r := p.req
 	defer r.releaseFrame()
 	defer r.releaseRecords()
-	defer r.appendDone()
+	defer r.turn.end()
 	name := kmsg.NameForKey(r.key)
 	reg, ok := handlers[r.key]
 	var resp kmsg.Response
 	var err error
 	if !ok || r.version < reg.min || r.version > reg.max {
 		resp, err = unsupportedVersion(r)
+	} else if r.takeTurn(s.ctx, reg) != nil {
+		// The server is closing: the request takes no effect and the connection closes.
+		p.closeAfter = true
+		return
 	} else {
 		s.quotaBefore(r)
 		resp, err = reg.fn(withRequest(withClientID(s.ctx, r.clientID), r), s, r)

@@ -15,6 +15,9 @@ type handler func(ctx context.Context, s *Server, r *request) (kmsg.Response, er
 type registration struct {
 	min, max int16
 	fn       handler
+	// overlapping: the handler waits for its turn and ends it itself, before it is
+	// done (pipeline.go); otherwise its turn is its whole run.
+	overlapping bool
 }
 
 // handlers is indexed by API key and written only from init functions.
@@ -29,6 +32,15 @@ func regKey(key, min, max int16, fn handler) {
 		panic("kafka: registered version above what kmsg implements for " + kmsg.NameForKey(key))
 	}
 	handlers[key] = registration{min: min, max: max, fn: fn}
+}
+
+// regKeyOverlapping registers a handler that takes and ends its own turn in its
+// connection's order (pipeline.go says which APIs may and why).
+func regKeyOverlapping(key, min, max int16, fn handler) {
+	regKey(key, min, max, fn)
+	reg := handlers[key]
+	reg.overlapping = true
+	handlers[key] = reg
 }
 
 // supportedKeys lists the registered keys in order, for ApiVersions.
