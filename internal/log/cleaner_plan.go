@@ -59,7 +59,9 @@ func (c *cleanable) dirtySegments() (from, to int) {
 // is not compacted or is closed.
 func (l *Log) cleanableAt(now time.Time) (c cleanable, ok bool) {
 	cfg := l.config.Load()
-	if !cfg.Compact() || l.closed.Load() {
+	if !cfg.Compact() || l.closed.Load() || l.damaged.Load() != nil {
+		// A damaged log is left alone until repaired: the cleaner would stop at
+		// the damage, and its offset map could not see the keys it holds.
 		return cleanable{}, false
 	}
 	times := l.segmentTimes()

@@ -341,6 +341,7 @@ func (l *Log) replaceSegmentsLocked(old []*Segment, seg *Segment) {
 	next = append(append(append(next, ss[:i]...), seg), ss[i+len(old):]...)
 	l.publishLocked(next)
 	l.dropUnflushedLocked(old)
+	l.refreshDamage() // a repaired segment (DropDamaged) replaced a damaged one
 }
 
 // scheduleDeletesLocked closes and removes the files of old (already renamed

@@ -39,6 +39,9 @@ const (
 	// FileTypeCleanerCheckpoint is cleaner-offset-checkpoint in a partition directory
 	// (no offset): how far the log cleaner got, and when.
 	FileTypeCleanerCheckpoint
+	// FileTypeDamageCheckpoint is damaged-ranges-checkpoint in a partition directory
+	// (no offset): the damaged ranges of the log's segments (damage.go).
+	FileTypeDamageCheckpoint
 	// FileTypeTemp is a file being written by vfs.WriteFileAtomic (<name>.tmp).
 	// MakeFilename panics for it: vfs.WriteFileAtomic makes these names.
 	FileTypeTemp
@@ -52,6 +55,7 @@ const (
 	epochCheckpointName          = "leader-epoch-checkpoint"
 	partitionMetadataName        = "partition.metadata"
 	cleanerCheckpointName        = "cleaner-offset-checkpoint"
+	damageCheckpointName         = "damaged-ranges-checkpoint"
 	deleteDirSuffix              = "-delete"
 )
 
@@ -73,6 +77,8 @@ func (t FileType) String() string {
 		return partitionMetadataName
 	case FileTypeCleanerCheckpoint:
 		return cleanerCheckpointName
+	case FileTypeDamageCheckpoint:
+		return damageCheckpointName
 	case FileTypeTemp:
 		return "temp"
 	case FileTypeUnknown:
@@ -100,6 +106,8 @@ func MakeFilename(dir string, t FileType, base int64) string {
 		return filepath.Join(dir, partitionMetadataName)
 	case FileTypeCleanerCheckpoint:
 		return filepath.Join(dir, cleanerCheckpointName)
+	case FileTypeDamageCheckpoint:
+		return filepath.Join(dir, damageCheckpointName)
 	}
 	panic(fmt.Sprintf("log: MakeFilename of file type %d: temporary names belong to vfs.WriteFileAtomic", t))
 }
@@ -139,6 +147,8 @@ func ParseFilename(name string) (t FileType, base int64, ok bool) {
 		return FileTypePartitionMetadata, 0, true
 	case name == cleanerCheckpointName:
 		return FileTypeCleanerCheckpoint, 0, true
+	case name == damageCheckpointName:
+		return FileTypeDamageCheckpoint, 0, true
 	case strings.HasSuffix(name, ".tmp") && len(name) > len(".tmp"):
 		return FileTypeTemp, 0, true
 	}

@@ -8,7 +8,7 @@ import (
 func TestFilenameRoundTrip(t *testing.T) {
 	types := []FileType{FileTypeSegment, FileTypeOffsetIndex, FileTypeTimeIndex, FileTypeProducerSnapshot,
 		FileTypeDeleted, FileTypeCleaned, FileTypeSwap, FileTypeEpochCheckpoint, FileTypePartitionMetadata,
-		FileTypeCleanerCheckpoint}
+		FileTypeCleanerCheckpoint, FileTypeDamageCheckpoint}
 	for _, ft := range types {
 		for _, base := range []int64{0, 1, 170410, 1<<63 - 1} {
 			path := MakeFilename("/data/orders-0", ft, base)
@@ -16,7 +16,7 @@ func TestFilenameRoundTrip(t *testing.T) {
 				t.Fatalf("%v: %s not in the directory", ft, path)
 			}
 			gotType, gotBase, ok := ParseFilename(filepath.Base(path))
-			if ft == FileTypeEpochCheckpoint || ft == FileTypePartitionMetadata || ft == FileTypeCleanerCheckpoint {
+			if ft == FileTypeEpochCheckpoint || ft == FileTypePartitionMetadata || ft == FileTypeCleanerCheckpoint || ft == FileTypeDamageCheckpoint {
 				base = 0
 			}
 			if !ok || gotType != ft || gotBase != base {

@@ -43,6 +43,9 @@ type Options struct {
 	// of the log stay in the page cache; older ones are dropped from it after each
 	// fsync (pagecache.go). Negative: the OS alone decides (Kafka's behaviour).
 	PageCacheTail int64
+	// Integrity receives the counts of damage found and repaired (damage.go); nil
+	// gives the log counters of its own.
+	Integrity *IntegrityCounters
 }
 
 // Log is one partition's log (Kafka UnifiedLog + LocalLog): a list of segments, the
@@ -61,6 +64,13 @@ type Log struct {
 	onStorageError func(error)
 	// pageCacheTail is Options.PageCacheTail (immutable).
 	pageCacheTail int64
+	// integrity is Options.Integrity (immutable, never nil).
+	integrity *IntegrityCounters
+	// damaged is every segment's damaged ranges joined, in offset order (nil when
+	// none): republished by refreshDamage, under flushMu, whenever a segment's list
+	// changes or a segment holding damage leaves the log. Readers load it without a
+	// lock (Read refuses offsets at or past the first range).
+	damaged atomic.Pointer[[]DamagedRange]
 	// pendingDrop is the page cache drop the last flush left for Flush to run.
 	pendingDrop atomic.Pointer[cacheDrop]
 
@@ -141,10 +151,13 @@ func Open(o Options) (*Log, error) {
 	cfg := o.Config.sanitized()
 	l := &Log{
 		fs: o.FS, dir: o.Dir, tp: o.TP, now: o.Now, onTruncate: o.OnTruncate, onStorageError: o.OnStorageError,
-		pageCacheTail: o.PageCacheTail,
-		logger:        o.Logger.With("topic", o.TP.Topic, "partition", o.TP.Partition),
-		epochs:        newLeaderEpochCache(o.Dir),
-		producers:     newProducerState(),
+		pageCacheTail: o.PageCacheTail, integrity: o.Integrity,
+		logger:    o.Logger.With("topic", o.TP.Topic, "partition", o.TP.Partition),
+		epochs:    newLeaderEpochCache(o.Dir),
+		producers: newProducerState(),
+	}
+	if l.integrity == nil {
+		l.integrity = &IntegrityCounters{}
 	}
 	l.config.Store(&cfg)
 	l.highWatermark.Store(-1)
@@ -230,8 +243,16 @@ func (l *Log) activeLocked() *Segment {
 	return ss[len(ss)-1]
 }
 
-// publishLocked replaces the segment list.
-func (l *Log) publishLocked(ss []*Segment) { l.segments.Store(&ss) }
+// publishLocked replaces the segment list. Segments published for the first time get
+// their owner (set before they become visible to readers).
+func (l *Log) publishLocked(ss []*Segment) {
+	for _, s := range ss {
+		if s.owner == nil {
+			s.owner = l
+		}
+	}
+	l.segments.Store(&ss)
+}
 
 // LatestEpoch returns the latest leader epoch in the log.
 func (l *Log) LatestEpoch() (int32, bool) {

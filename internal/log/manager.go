@@ -77,6 +77,8 @@ type Manager struct {
 	o       ManagerOptions // immutable
 	logger  *slog.Logger   // immutable
 	cleaner *logCleaner    // immutable; nil when the cleaner is disabled
+	// integrity counts the damage found and repaired in every log (shared by them).
+	integrity IntegrityCounters
 	// cleanShutdown: the previous run closed cleanly (set by NewManager, then immutable).
 	cleanShutdown bool
 
@@ -150,12 +152,14 @@ func orDefault(d, def time.Duration) time.Duration {
 func (m *Manager) loadLogs() error {
 	rps, err := ReadOffsetCheckpoint(m.o.FS, filepath.Join(m.o.DataDir, RecoveryPointCheckpointFile))
 	if err != nil {
-		m.logger.Warn("recovery point checkpoint unreadable: recovering every segment", "err", err)
+		m.logger.Warn("recovery point checkpoint unreadable: recovering every segment", "file", RecoveryPointCheckpointFile, "err", err)
+		m.quarantineCheckpoint(RecoveryPointCheckpointFile)
 		rps = nil
 	}
 	starts, err := ReadOffsetCheckpoint(m.o.FS, filepath.Join(m.o.DataDir, LogStartOffsetCheckpointFile))
 	if err != nil {
-		m.logger.Warn("log start offset checkpoint unreadable", "err", err)
+		m.logger.Warn("log start offset checkpoint unreadable: every log starts at its first segment", "file", LogStartOffsetCheckpointFile, "err", err)
+		m.quarantineCheckpoint(LogStartOffsetCheckpointFile)
 		starts = nil
 	}
 	names, err := m.o.FS.ReadDir(m.o.DataDir)
@@ -213,7 +217,7 @@ func (m *Manager) openExisting(tp TopicPartition, rp, start int64) error {
 func (m *Manager) logOptions(tp TopicPartition, cfg Config, rp, start int64) Options {
 	return Options{FS: m.o.FS, Dir: filepath.Join(m.o.DataDir, PartitionDirName(tp)), TP: tp, Config: cfg,
 		RecoveryPoint: rp, LogStartOffset: start, Logger: m.o.Logger, Now: m.o.Now, OnTruncate: m.checkpointAfterTruncate,
-		OnStorageError: m.storageErrorHook(tp), PageCacheTail: m.o.PageCacheTail}
+		OnStorageError: m.storageErrorHook(tp), PageCacheTail: m.o.PageCacheTail, Integrity: &m.integrity}
 }
 
 // storageErrorHook is the OnStorageError of tp's log (nil without a manager hook).
@@ -382,10 +386,33 @@ func (m *Manager) WriteHighWatermarks(hw map[TopicPartition]int64) error {
 	return nil
 }
 
-// ReadHighWatermarks reads replication-offset-checkpoint (empty when missing).
+// ReadHighWatermarks reads replication-offset-checkpoint (empty when missing). A file
+// that does not parse is treated as missing, with a WARN naming it and a copy in
+// quarantine: every partition then starts from the high watermark it can prove
+// (the replica layer's rule for a partition absent from the file), rather than the
+// node refusing to start. The error is only a failed read.
 func (m *Manager) ReadHighWatermarks() (map[TopicPartition]int64, error) {
-	return ReadOffsetCheckpoint(m.o.FS, filepath.Join(m.o.DataDir, ReplicationCheckpointFile))
+	hw, err := ReadOffsetCheckpoint(m.o.FS, filepath.Join(m.o.DataDir, ReplicationCheckpointFile))
+	if errors.Is(err, ErrCorruption) {
+		m.logger.Warn("high watermark checkpoint unreadable: treated as missing", "file", ReplicationCheckpointFile, "err", err)
+		m.quarantineCheckpoint(ReplicationCheckpointFile)
+		return map[TopicPartition]int64{}, nil
+	}
+	return hw, err
 }
+
+// quarantineCheckpoint copies a data-dir checkpoint file that does not parse to
+// DATA_DIR/quarantine/ before it is overwritten. Best effort.
+func (m *Manager) quarantineCheckpoint(name string) {
+	path := filepath.Join(m.o.DataDir, name)
+	if data, err := vfs.ReadFile(m.o.FS, path); err == nil {
+		copyToQuarantine(m.o.FS, filepath.Join(m.o.DataDir, "quarantine"), path, data, m.o.Now().UnixMilli())
+	}
+}
+
+// IntegrityStats returns the damage found and repaired in this data dir's logs since
+// start (runnel_corrupt_batches_total, runnel_repaired_batches_total).
+func (m *Manager) IntegrityStats() IntegrityStats { return m.integrity.Stats() }
 
 // Checkpoint writes recovery-point-offset-checkpoint and log-start-offset-checkpoint
 // for every log.

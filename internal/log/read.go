@@ -45,6 +45,10 @@ func (r ReadInfo) AppendTo(dst []byte) ([]byte, error) {
 // minOneBatch and the first batch alone is bigger (then exactly that batch). offset
 // below LogStartOffset or above LogEndOffset is ErrOffsetOutOfRange; offset ==
 // maxOffset is an empty ReadInfo. Read takes no lock and never waits for appends.
+//
+// Damage (damage.go): offset at or past the first damaged range is a *DamageError
+// (ErrKafkaStorage naming the file and the offsets), never ErrOffsetOutOfRange or an
+// empty answer; a read below it ends before it.
 func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadInfo, error) {
 	if l.closed.Load() {
 		return ReadInfo{}, ErrClosed
@@ -54,6 +58,12 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 		return ReadInfo{}, fmt.Errorf("%w: offset %d, log is [%d, %d]", ErrOffsetOutOfRange, offset, l.logStart.Load(), leo)
 	}
 	maxOffset = min(maxOffset, leo)
+	if d, ok := l.firstBlockingDamage(); ok {
+		if offset >= d.FirstOffset {
+			return ReadInfo{}, l.damageError(d)
+		}
+		maxOffset = min(maxOffset, d.FirstOffset)
+	}
 	if offset >= maxOffset {
 		return ReadInfo{FirstOffset: -1}, nil
 	}
@@ -82,6 +92,14 @@ func (l *Log) read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 		if !found {
 			continue // offset falls after this segment's last batch (a gap)
 		}
+		if hdr.hole {
+			// Only a read racing with newly found damage, or one from a gap just
+			// before it, gets here: the check in Read covers the rest.
+			if d, ok := holeAt(seg.damaged(), pos); ok {
+				return ReadInfo{}, l.damageError(d)
+			}
+			return ReadInfo{FirstOffset: -1}, nil
+		}
 		if hdr.base >= maxOffset {
 			return ReadInfo{FirstOffset: -1}, nil
 		}
@@ -102,6 +120,8 @@ func (l *Log) readRange(seg *Segment, pos int64, first batchHeader, limit int64,
 	} else if found {
 		limit = mpos
 	}
+	// No range handed out holds damaged bytes, even garbage that held no offset.
+	limit = nextHole(seg.damaged(), pos, limit)
 	if limit-pos > int64(maxBytes) {
 		end, err := seg.wholeBatchesEnd(pos, pos+int64(max(maxBytes, 0)), h)
 		if err != nil {

@@ -128,6 +128,16 @@ func (l *Log) deleteOldestLocked(n int, reason string, now time.Time) error {
 	if err := l.retireLocked(victims, now); err != nil {
 		return err
 	}
+	for _, s := range victims {
+		if len(s.damaged()) > 0 {
+			// Retention took a damaged segment; its quarantined copy stays.
+			l.refreshDamage()
+			if err := l.writeDamageCheckpoint(); err != nil {
+				l.logger.Error("cannot write the damaged ranges checkpoint", "err", err)
+			}
+			break
+		}
+	}
 	return l.removeSnapshotsBelow(ss[n].baseOffset)
 }
 

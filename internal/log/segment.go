@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,17 @@ type Segment struct {
 	// cacheDropped is how far (bytes from the file's start) the page cache of the
 	// segment was last dropped (pagecache.go). A hint only, like writtenBack.
 	cacheDropped atomic.Int64
+
+	// owner is the log the segment belongs to, set when it is first published
+	// (Log.publishLocked) and then immutable; nil before. Used to log and report
+	// damage found on a read path.
+	owner *Log
+
+	// damage lists the stretches of the file that hold no readable batch, sorted by
+	// position (damage.go); nil when none. Replaced, never modified, under Log.flushMu
+	// (or before the segment is published). Header walks (translate) step over them;
+	// no byte range handed to a reader includes them.
+	damage atomic.Pointer[[]DamagedRange]
 
 	// indexesLoaded is true once the indexes are in memory. Segments below the
 	// recovery point load (or rebuild) them on first use, under loadMu.
@@ -204,6 +216,7 @@ func (s *Segment) ensureIndexes() error {
 		err = s.timeIndex.load(s.fs, -1)
 	}
 	if errors.Is(err, errBadIndex) {
+		s.warn("index file fails its check: rebuilding it from the segment", "file", s.index.path, "reason", err)
 		if err = s.rebuildIndexes(size); err == nil {
 			// Best effort: a failure only means rebuilding again after a restart.
 			_ = s.writeIndexes()
@@ -239,27 +252,66 @@ func (s *Segment) checkLastIndexEntry(size int64) error {
 	return nil
 }
 
-// rebuildIndexes recomputes both indexes of an immutable segment by scanning it. Any
-// bad batch is corruption: this segment is below the recovery point and must not be
-// truncated silently.
+// rebuildIndexes recomputes both indexes of an immutable segment by scanning it,
+// stepping over its known damage. Bad bytes found on the way are new damage: the
+// indexes are built from the good batches all the same, and the damage goes to the
+// log (reportDamage), never truncated: this segment is below the recovery point.
 func (s *Segment) rebuildIndexes(size int64) error {
 	b := indexBuilder{
 		index:     newOffsetIndex(s.index.path, s.baseOffset, int32(s.index.maxEntries*offsetEntrySize)),
 		timeIndex: newTimeIndex(s.timeIndex.path, s.baseOffset),
 		interval:  s.builder.interval, maxTimestamp: -1, offsetOfMaxTimestamp: -1,
 	}
-	valid, err := scanBatches(s.file, 0, size, true, func(batch recordbatch.Batch, pos int64) error {
-		b.add(batch, pos)
-		return nil
-	})
-	if err != nil || valid != size {
-		return fmt.Errorf("%w: rebuilding the indexes of %s: bad batch at position %d of %d: %v",
-			ErrCorruption, s.path, valid, size, err)
+	found, _, err := scanForDamage(s.file, s.baseOffset, 0, size, s.baseOffset, s.damaged(), b.add)
+	if err != nil {
+		return fmt.Errorf("rebuilding the indexes of %s: %w", s.path, err)
 	}
 	b.finish()
 	s.index.reset(b.index.buf)
 	s.timeIndex.reset(b.timeIndex.buf)
+	if len(found) > 0 {
+		if s.owner == nil {
+			return fmt.Errorf("%w: rebuilding the indexes of %s: bad batch at position %d of %d: %s",
+				ErrCorruption, s.path, found[0].Position, size, found[0].Reason)
+		}
+		// Readers step over the damage from now on; quarantine, WARN and counts
+		// follow on a goroutine (this may run under Log.flushMu, which
+		// reportDamage takes).
+		for i := range found {
+			found[i].Segment, found[i].SegmentBase, found[i].pending = s.path, s.baseOffset, true
+		}
+		s.updateDamage(func(old []DamagedRange) []DamagedRange { return mergeDamage(old, found) })
+		go s.owner.reportDamage(s, found, size)
+	}
 	return nil
+}
+
+// rebuildBadIndex rebuilds the indexes of an inactive segment whose offset index
+// entry (off, pos) does not name the batch at pos. The active segment's indexes are
+// built in memory by this process, never read from a file: it is left alone.
+func (s *Segment) rebuildBadIndex(pos, off int64) error {
+	if s.owner == nil || s.owner.isActive(s) {
+		return nil
+	}
+	s.loadMu.Lock()
+	defer s.loadMu.Unlock()
+	s.warn("offset index entry does not name the batch at its position: rebuilding the index from the segment",
+		"file", s.index.path, "offset", off, "position", pos)
+	if err := s.rebuildIndexes(s.size.Load()); err != nil {
+		return err
+	}
+	s.indexesLoaded.Store(true)
+	_ = s.writeIndexes() // best effort: a failure means rebuilding again after a restart
+	return nil
+}
+
+// warn logs through the owning log's logger (which names the partition).
+func (s *Segment) warn(msg string, args ...any) {
+	if s.owner != nil {
+		s.owner.logger.Warn(msg, args...)
+		return
+	}
+	slog.Warn(msg, args...)
 }
 
 func (s *Segment) close() error { return s.file.Close() }
@@ -326,6 +378,9 @@ func (h *hdrBuf) prefix(f vfs.File, pos, limit int64) ([]byte, error) {
 type batchHeader struct {
 	base, last int64
 	size       int64
+	// hole is true for a damaged range (translate): base and last are its offsets,
+	// size its length; no batch starts there.
+	hole bool
 }
 
 // readHeaderAt reads the header of the batch at pos. A batch that does not fit before
@@ -351,13 +406,36 @@ func readHeaderAt(f vfs.File, pos, limit int64, hb *hdrBuf) (batchHeader, error)
 
 // translate finds the first batch whose last offset is >= target, starting from the
 // offset index, among the batches that end at or before limit. found is false when
-// every batch below limit ends before target.
+// every batch below limit ends before target. A damaged range on the way is stepped
+// over, unless it may hold target: then it is the answer, with hdr.hole set.
 func (s *Segment) translate(target, limit int64, h *hdrBuf) (pos int64, hdr batchHeader, found bool, err error) {
 	if err := s.ensureIndexes(); err != nil {
 		return 0, batchHeader{}, false, err
 	}
-	_, pos = s.index.lookup(target)
+	var entryOff int64
+	entryOff, pos = s.index.lookup(target)
+	holes := s.damaged()
+	if pos > 0 && pos < limit {
+		// An index file is never trusted: the entry must name the batch at its
+		// position (its last offset), or the index is rebuilt from the segment.
+		if _, inHole := holeAt(holes, pos); !inHole {
+			if hdr, err := readHeaderAt(s.file, pos, limit, h); err != nil || hdr.last != entryOff {
+				if err := s.rebuildBadIndex(pos, entryOff); err != nil {
+					return 0, batchHeader{}, false, err
+				}
+				_, pos = s.index.lookup(target)
+				holes = s.damaged()
+			}
+		}
+	}
 	for pos < limit {
+		if d, ok := holeAt(holes, pos); ok {
+			if target <= d.LastOffset {
+				return d.Position, batchHeader{base: d.FirstOffset, last: d.LastOffset, size: d.Length, hole: true}, true, nil
+			}
+			pos = d.end()
+			continue
+		}
 		hdr, err = readHeaderAt(s.file, pos, limit, h)
 		if err != nil {
 			return 0, hdr, false, err
@@ -376,6 +454,7 @@ func (s *Segment) wholeBatchesEnd(from, limit int64, h *hdrBuf) (int64, error) {
 	if _, p := s.index.lookupPosition(limit); p > from {
 		from = p
 	}
+	limit = nextHole(s.damaged(), from, limit) // callers' ranges end before any damage
 	for from < limit {
 		hdr, err := readHeaderAt(s.file, from, s.size.Load(), h)
 		if err != nil {

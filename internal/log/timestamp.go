@@ -76,10 +76,11 @@ func (l *Log) scanForTimestamp(seg *Segment, from, ts int64) (int64, int64, bool
 	h := getHdrBuf()
 	defer hdrPool.Put(h)
 	limit := seg.size.Load()
-	pos, _, found, err := seg.translate(from, limit, h)
-	if err != nil || !found {
+	pos, hdr, found, err := seg.translate(from, limit, h)
+	if err != nil || !found || hdr.hole {
 		return -1, -1, false
 	}
+	limit = nextHole(seg.damaged(), pos, limit) // damaged bytes are no batches
 	var res struct {
 		off, ts int64
 		ok      bool
@@ -113,7 +114,7 @@ func (l *Log) offsetOfMaxTimestamp() (int64, int64, bool) {
 	h := getHdrBuf()
 	defer hdrPool.Put(h)
 	pos, hdr, found, err := best.seg.translate(best.offsetOfMax, best.seg.size.Load(), h)
-	if err != nil || !found {
+	if err != nil || !found || hdr.hole {
 		return best.offsetOfMax, best.maxTimestamp, true
 	}
 	b := make([]byte, hdr.size)

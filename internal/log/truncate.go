@@ -89,6 +89,9 @@ func (l *Log) truncateLocked(to int64) (*Segment, error) {
 		// Appends go on from pos: the page cache drops must reach them again.
 		seg.cacheDropped.Store(min(seg.cacheDropped.Load(), pos&^(pageSize-1)))
 	}
+	// Damage at or past the cut goes with it (the replica layer fetches those
+	// offsets again: TruncateDamaged); the quarantined copies stay.
+	l.cutDamageLocked(seg, victims)
 	if err := l.resetActiveStateLocked(seg, leo); err != nil {
 		return nil, err
 	}
@@ -131,15 +134,24 @@ func (l *Log) resetActiveStateLocked(seg *Segment, leo int64) error {
 	b.maxTimestamp, b.offsetOfMaxTimestamp, _ = seg.timeIndex.lastEntry()
 	b.bytesSinceIndex = 0
 	_, from := seg.index.lookupPosition(size)
-	_, err := scanBatches(seg.file, from, size, false, func(batch recordbatch.Batch, _ int64) error {
-		if ts := batch.MaxTimestamp(); ts > b.maxTimestamp {
-			b.maxTimestamp, b.offsetOfMaxTimestamp = ts, batch.LastOffset()
+	holes := seg.damaged()
+	for from < size {
+		if d, ok := holeAt(holes, from); ok {
+			from = d.end()
+			continue
 		}
-		b.bytesSinceIndex += int64(len(batch))
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("%w: rescanning %s after truncation: %v", ErrCorruption, seg.path, err)
+		limit := nextHole(holes, from, size)
+		_, err := scanBatches(seg.file, from, limit, false, func(batch recordbatch.Batch, _ int64) error {
+			if ts := batch.MaxTimestamp(); ts > b.maxTimestamp {
+				b.maxTimestamp, b.offsetOfMaxTimestamp = ts, batch.LastOffset()
+			}
+			b.bytesSinceIndex += int64(len(batch))
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("%w: rescanning %s after truncation: %v", ErrCorruption, seg.path, err)
+		}
+		from = limit
 	}
 	return nil
 }
@@ -180,6 +192,7 @@ func (l *Log) truncateFullyLocked(off int64) error {
 		return l.fail("create segment", err)
 	}
 	l.publishLocked([]*Segment{seg})
+	l.cutDamageLocked(nil, victims)
 	l.leo.Store(off)
 	l.logStart.Store(off)
 	l.recoveryPoint.Store(off)
@@ -195,4 +208,38 @@ func (l *Log) truncateFullyLocked(off int64) error {
 		return l.fail("sync dir", err)
 	}
 	return l.writeEpochCheckpoint(epochs)
+}
+
+// cutDamageLocked forgets the damage of the retired segments victims and of seg's
+// bytes past its (new) size, counts it as repaired (the replica layer fetches those
+// offsets again) and rewrites damaged-ranges-checkpoint. Called with flushMu and mu
+// held, after the cut.
+func (l *Log) cutDamageLocked(seg *Segment, victims []*Segment) {
+	n := 0
+	for _, v := range victims {
+		n += len(v.damaged())
+	}
+	if seg != nil {
+		cut := 0
+		seg.updateDamage(func(old []DamagedRange) []DamagedRange {
+			var keep []DamagedRange
+			for _, d := range old {
+				if d.Position < seg.size.Load() {
+					keep = append(keep, d)
+				}
+			}
+			cut = len(old) - len(keep)
+			return keep
+		})
+		n += cut
+	}
+	if n == 0 {
+		return
+	}
+	l.integrity.repaired.Add(int64(n))
+	l.refreshDamage()
+	if err := l.writeDamageCheckpoint(); err != nil {
+		l.logger.Error("cannot write the damaged ranges checkpoint", "err", err)
+	}
+	l.logger.Warn("truncation removed damaged ranges: their offsets must come again from another replica", "ranges", n)
 }
