@@ -73,6 +73,10 @@ type Broker struct {
 	ReplicaFetchWaitMaxMs        int32 `config:"replica.fetch.wait.max.ms"`        // 500
 	ReplicaFetchMinBytes         int32 `config:"replica.fetch.min.bytes"`          // 1
 	ReplicaFetchBackoffMs        int32 `config:"replica.fetch.backoff.ms"`         // 100 (Kafka: 1000)
+	// ReplicaSelectorClass is replica.selector.class (none: LeaderReplicaSelector's
+	// behaviour, consumers read from the leader); RackAwareReplicaSelector or
+	// LeaderReplicaSelector when set (checkReplicaSelector refuses any other).
+	ReplicaSelectorClass string `config:"replica.selector.class"`
 	// The replication throttles (KIP-73; also dynamic, see ValidateDynamicBrokerConfig).
 	LeaderReplicationThrottledRate   int64 `config:"leader.replication.throttled.rate"`     // Long.MAX: none
 	FollowerReplicationThrottledRate int64 `config:"follower.replication.throttled.rate"`   // Long.MAX: none

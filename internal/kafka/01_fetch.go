@@ -11,7 +11,14 @@ package kafka
 // always returned whole (KIP-74), so a consumer makes progress past a large batch.
 // Fetch sessions (v7+, KIP-227) are in fetch_sessions.go. Topic ids replace names from
 // v13. Read committed reads stop at the last stable offset and list the aborted
-// transactions of the range. Preferred read replicas (KIP-392) are not offered.
+// transactions of the range.
+//
+// Fetch from the closest replica (KIP-392, fetch_replica.go): with the rack-aware
+// replica.selector.class, a leader answers a consumer's v11+ fetch whose RackID matches
+// a live in-sync follower's broker.rack (and not its own) with PreferredReadReplica and
+// no records; any node serves a consumer's v11+ fetch for a partition it follows, up to
+// its own high watermark (whatever its selector: clients only go there when a leader
+// sent them). Below v11, and for replica fetches, only the leader answers.
 
 import (
 	"context"
@@ -39,6 +46,16 @@ type fetchPart struct {
 	// throttled is the bytes of the latest read that count against the leader's
 	// replication throttle (KIP-73); recorded once, for the response actually sent.
 	throttled int
+	// served is the record bytes of the latest read for a consumer, and asFollower
+	// whether this node read them as a follower (KIP-392): counted once, for the
+	// response actually sent (runnel_consumer_fetch_bytes_total).
+	served     int
+	asFollower bool
+	// fromFollower: a consumer's v11+ fetch, which a follower may serve (KIP-392).
+	fromFollower bool
+	// logStartOffset is a follower fetch's LogStartOffset for this partition (v5+),
+	// -1 when unknown (recordFollowerFetch).
+	logStartOffset int64
 }
 
 func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
@@ -70,24 +87,29 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 		defer session.mu.Unlock()
 		resp.SessionID = session.id
 	}
-	s.resolveParts(r, parts, follower)
+	// Kafka's fetchOnlyLeader: a consumer's fetch from v11 on (KIP-392) may be served
+	// by a follower.
+	fromFollower := !follower && req.Version >= 11
+	s.resolveParts(r, parts, follower, fromFollower)
 	if replicaID >= 0 {
-		recordFollowerFetch(parts, metadata.NodeID(replicaID))
+		recordFollowerFetch(req, parts, session != nil, metadata.NodeID(replicaID))
 	}
+	sel := s.readReplicaSelection(ctx, req, im, follower)
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	var collect time.Duration // the latest read pass's, the one whose result is sent
 	read := func() int {
 		resp.Topics = resp.Topics[:0]
 		r.releaseRecords() // what an earlier pass read is dropped from the response
 		t := time.Now()
-		n := s.readParts(r, req, resp, parts, replicaID, incremental)
+		n := s.readParts(r, req, resp, parts, replicaID, incremental, sel)
 		collect = time.Since(t)
 		return n
 	}
 	// As Kafka, a partition error (OFFSET_OUT_OF_RANGE, NOT_LEADER_OR_FOLLOWER, ...)
-	// answers at once: the client has to act on it, and waiting cannot fix it.
+	// or a preferred read replica answers at once: the client has to act on it, and
+	// waiting cannot change it.
 	done := func(total int) bool {
-		return total >= int(req.MinBytes) || !time.Now().Before(deadline) || partitionErr(resp)
+		return total >= int(req.MinBytes) || !time.Now().Before(deadline) || answersNow(resp)
 	}
 	// A follower fetch also ends when this node takes on new leaderships, and does not
 	// park long while it names fewer partitions than its node follows here: either way
@@ -143,6 +165,8 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 	}
 	if replicaID >= 0 {
 		s.recordThrottled(parts)
+	} else {
+		s.metrics.recordConsumerBytes(parts)
 	}
 	if session != nil {
 		commitSession(parts)
@@ -241,14 +265,16 @@ func partsFromSession(fs *fetchSession) []*fetchPart {
 // resolveParts finds each partition's replica, once the fetch is authorized: a
 // follower's (replica id >= 0) needs CLUSTER_ACTION on the cluster, else every
 // partition is TOPIC_AUTHORIZATION_FAILED, as Kafka; a consumer's needs READ on
-// each topic.
-func (s *Server) resolveParts(r *request, parts []*fetchPart, follower bool) {
+// each topic. With fromFollower a consumer's partition may be one this node follows
+// (readablePartition).
+func (s *Server) resolveParts(r *request, parts []*fetchPart, follower, fromFollower bool) {
 	var denial error
 	if follower && !s.allowed(r, metadata.ACLOpClusterAction, auth.Cluster) {
 		denial = fmt.Errorf("%w: %w", kerr.TopicAuthorizationFailed, denied(r, metadata.ACLOpClusterAction, auth.Cluster))
 	}
 	topicDenied := s.topicCheck(r, metadata.ACLOpRead)
 	for _, fp := range parts {
+		fp.fromFollower = fromFollower
 		switch {
 		case fp.sp.tp.Topic == "":
 			fp.err = errUnknownTopicID
@@ -256,8 +282,10 @@ func (s *Server) resolveParts(r *request, parts []*fetchPart, follower bool) {
 			fp.err = denial
 		case !follower && topicDenied != nil:
 			if fp.err = topicDenied(fp.sp.tp.Topic); fp.err == nil {
-				fp.part, fp.err = s.leaderPartition(fp.sp.tp)
+				fp.part, fp.err = s.readablePartition(fp.sp.tp, fromFollower)
 			}
+		case !follower:
+			fp.part, fp.err = s.readablePartition(fp.sp.tp, fromFollower)
 		default:
 			fp.part, fp.err = s.leaderPartition(fp.sp.tp)
 		}
@@ -265,25 +293,42 @@ func (s *Server) resolveParts(r *request, parts []*fetchPart, follower bool) {
 }
 
 // recordFollowerFetch tells each partition led here where the follower's fetch starts,
-// once per request (the long poll below may read several times). A partition that
-// refuses (not leader, fenced epoch, out of range) records nothing; its read reports
-// the error.
-func recordFollowerFetch(parts []*fetchPart, follower metadata.NodeID) {
+// and its log start, once per request (the long poll below may read several times). A
+// partition that refuses (not leader, fenced epoch, out of range) records nothing; its
+// read reports the error. The log starts are taken from a sessionless request, whose
+// partitions are in request order (Runnel's followers send no session); in a session
+// they are left unknown (-1), which the preferred read replica rule accepts, as Kafka
+// does a replica's before its first fetch.
+func recordFollowerFetch(req *kmsg.FetchRequest, parts []*fetchPart, sessioned bool, follower metadata.NodeID) {
+	for _, fp := range parts {
+		fp.logStartOffset = -1
+	}
+	if !sessioned {
+		i := 0
+		for _, rt := range req.Topics {
+			for _, rp := range rt.Partitions {
+				if i < len(parts) {
+					parts[i].logStartOffset = rp.LogStartOffset
+				}
+				i++
+			}
+		}
+	}
 	now := time.Now()
 	for _, fp := range parts {
 		if fp.part != nil {
-			_ = fp.part.RecordFollowerFetch(follower, fp.sp.fetchOffset, fp.sp.currentLeaderEpoch, now)
+			_ = fp.part.RecordFollowerFetch(follower, fp.sp.fetchOffset, fp.logStartOffset, fp.sp.currentLeaderEpoch, now)
 		}
 	}
 }
 
-// partitionErr reports whether any partition of resp carries an error code. A
-// partition that could not be resolved (fetchPart.err) is always in the response with
-// its code, so this covers those too.
-func partitionErr(resp *kmsg.FetchResponse) bool {
+// answersNow reports whether any partition of resp carries an error code or a
+// preferred read replica. A partition that could not be resolved (fetchPart.err) is
+// always in the response with its code, so this covers those too.
+func answersNow(resp *kmsg.FetchResponse) bool {
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {
-			if rp.ErrorCode != 0 {
+			if rp.ErrorCode != 0 || rp.PreferredReadReplica >= 0 {
 				return true
 			}
 		}

@@ -42,9 +42,11 @@ func (st FetchStage) String() string {
 	return [...]string{"read", "schedule", "wait", "wake", "collect", "serve"}[st]
 }
 
-// fetchMetrics are one server's fetch stage observers, [follower][stage].
+// fetchMetrics are one server's fetch stage observers, [follower][stage], and the
+// record bytes it served to consumers, [as a follower] (KIP-392): runnel_consumer_fetch_bytes_total{replica}.
 type fetchMetrics struct {
-	obs [2][numFetchStages]prometheus.Observer
+	obs           [2][numFetchStages]prometheus.Observer
+	consumerBytes [2]prometheus.Counter
 }
 
 // fetchStageHistogram is the histogram vector of the fetch breakdown, with the produce
@@ -60,18 +62,54 @@ func fetchStageHistogram() *prometheus.HistogramVec {
 	}, []string{"stage", "fetcher"})
 }
 
+// consumerBytesCounter counts the record bytes a node sends to consumers, by whether it
+// served them as the partition's leader or as a follower (fetch from the closest
+// replica, KIP-392): where consumers read, and so where the cross-rack traffic is.
+func consumerBytesCounter() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "runnel_consumer_fetch_bytes_total",
+		Help: "Record bytes sent to consumers (fetches with replica id -1), by the replica this node served them as: " +
+			"leader, or follower (a consumer sent to its rack's follower by a preferred read replica, KIP-392). " +
+			"Counted once per response sent; replication fetches are not counted.",
+	}, []string{"replica"})
+}
+
 func newFetchMetrics(reg prometheus.Registerer) *fetchMetrics {
 	vec := fetchStageHistogram()
+	bytes := consumerBytesCounter()
 	fm := &fetchMetrics{}
 	for i, who := range []string{"consumer", "follower"} {
 		for st := range numFetchStages {
 			fm.obs[i][st] = vec.WithLabelValues(st.String(), who)
 		}
 	}
+	for i, as := range []string{"leader", "follower"} {
+		fm.consumerBytes[i] = bytes.WithLabelValues(as)
+	}
 	if reg != nil {
-		reg.MustRegister(vec)
+		reg.MustRegister(vec, bytes)
 	}
 	return fm
+}
+
+// recordConsumerBytes counts the record bytes of a consumer's fetch response being
+// sent, by the role each partition was read in.
+func (m *Metrics) recordConsumerBytes(parts []*fetchPart) {
+	var n [2]int
+	for _, fp := range parts {
+		if fp.served > 0 {
+			i := 0
+			if fp.asFollower {
+				i = 1
+			}
+			n[i] += fp.served
+		}
+	}
+	for i, b := range n {
+		if b > 0 {
+			m.fetch().consumerBytes[i].Add(float64(b))
+		}
+	}
 }
 
 func (m *Metrics) fetch() *fetchMetrics {

@@ -16,7 +16,11 @@ var errUnknownTopicID = kerr.UnknownTopicID
 // readParts reads every partition once and fills resp. It returns the number of record
 // bytes in the response. In an incremental session only partitions with news appear.
 // The records read are in pool buffers listed in r.pooled, given back after encoding.
-func (s *Server) readParts(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, parts []*fetchPart, replicaID int32, incremental bool) int {
+//
+// sel is the consumer's preferred read replica selection (fetch_replica.go), nil when
+// this fetch gets none: a partition led here that should be read elsewhere is answered
+// with the offsets and PreferredReadReplica, and no records (Kafka skips the read).
+func (s *Server) readParts(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, parts []*fetchPart, replicaID int32, incremental bool, sel *readReplicaSelection) int {
 	budget := int(req.MaxBytes)
 	if req.Version < 3 || budget <= 0 {
 		budget = int(^uint32(0) >> 1)
@@ -28,10 +32,11 @@ func (s *Server) readParts(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchR
 		rp.Partition = fp.sp.tp.Partition
 		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
 		rp.PreferredReadReplica = -1
-		fp.throttled = 0
+		fp.throttled, fp.served = 0, 0
 		switch {
 		case fp.err != nil:
 			rp.ErrorCode = errorCode(fp.err)
+		case sel != nil && sel.redirect(fp, &rp):
 		case replicaID >= 0 && fp.part.LeaderThrottledFor(metadata.NodeID(replicaID)):
 			// A moving replica's catch-up (KIP-73): over the leader's throttle, only
 			// the offsets go back this time; under it, at most a chunk, counted once
@@ -49,6 +54,9 @@ func (s *Server) readParts(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchR
 			n := s.readPart(r, fp, &rp, budget, total == 0, replicaID, req.IsolationLevel == 1)
 			budget -= n
 			total += n
+			if replicaID < 0 {
+				fp.served = n
+			}
 		}
 		if rp.RecordBatches == nil {
 			// Non-flexible versions encode nil as a null (-1) length, which some
@@ -56,7 +64,9 @@ func (s *Server) readParts(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchR
 			rp.RecordBatches = []byte{}
 		}
 		offsets := partitionOffsets{rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset}
-		fp.sent = !incremental || rp.ErrorCode != 0 || len(rp.RecordBatches) > 0 || offsets != fp.sp.last
+		// As Kafka's fetch session, a preferred read replica is always sent.
+		fp.sent = !incremental || rp.ErrorCode != 0 || len(rp.RecordBatches) > 0 || offsets != fp.sp.last ||
+			rp.PreferredReadReplica >= 0
 		if !fp.sent {
 			continue
 		}
@@ -108,8 +118,9 @@ func (s *Server) readPart(r *request, fp *fetchPart, rp *kmsg.FetchResponseTopic
 	res, err := fp.part.Read(replica.ReadOptions{
 		FetchOffset: fp.sp.fetchOffset, MaxBytes: int32(max(min(int(fp.sp.maxBytes), budget), 0)), MinOneBatch: first,
 		CurrentLeaderEpoch: fp.sp.currentLeaderEpoch, ReplicaID: metadata.NodeID(replicaID),
-		ReadCommitted: readCommitted,
+		ReadCommitted: readCommitted, FromFollower: fp.fromFollower,
 	})
+	fp.asFollower = res.Follower
 	fillOffsets(rp, res, err)
 	if err != nil || res.Info.Size == 0 {
 		return 0

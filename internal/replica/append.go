@@ -142,6 +142,13 @@ type ReadOptions struct {
 	// ReadCommitted (IsolationLevel 1) stops a consumer's read at the last stable
 	// offset and returns the aborted transactions of the range read.
 	ReadCommitted bool
+	// FromFollower lets a consumer (ReplicaID -1) read from this replica while it
+	// follows: Kafka's fetchOnlyLeader is false for a consumer's Fetch v11+ (KIP-392,
+	// whatever replica.selector.class is: a client reads from a follower only when a
+	// leader sent it there). A follower serves up to its own high watermark, which it
+	// learns from its leader and which never exceeds its log end: never past what the
+	// leader had committed when it last answered this follower.
+	FromFollower bool
 }
 
 // ReadResult is one partition's fetched range and the offsets a fetch response reports.
@@ -154,26 +161,39 @@ type ReadResult struct {
 	// AbortedTransactions overlap the range read (read_committed only): the client
 	// drops their producers' batches below each marker.
 	AbortedTransactions []log.AbortedTxn
+	// Follower says this replica answered as a follower (ReadOptions.FromFollower), its
+	// high watermark and last stable offset its own.
+	Follower bool
 }
 
 // Read returns the batches at o.FetchOffset. Consumers read below the high watermark
 // (read_committed: below the last stable offset); followers read up to the log end. An
-// offset between that bound and the log end is valid and yields no records. Read only
-// reads: a long-polling fetch may call it several times for one request.
+// offset between that bound and the log end is valid and yields no records; one past
+// the log end is log.ErrOffsetOutOfRange (on a follower too, as Kafka: the consumer
+// then goes back to the leader). Read only reads: a long-polling fetch may call it
+// several times for one request. On a replica that does not lead, only a consumer's
+// read with FromFollower is served; anything else is ErrNotLeader.
 func (p *Partition) Read(o ReadOptions) (ReadResult, error) {
 	p.leaderIsrLock.RLock()
 	leading, epoch := p.rs.isLeader(), p.rs.leaderEpoch
 	p.leaderIsrLock.RUnlock()
-	if !leading {
+	if !leading && (!o.FromFollower || o.ReplicaID >= 0) {
 		return ReadResult{}, ErrNotLeader
 	}
+	// On a follower the epoch is the leader epoch it follows (Kafka checks the
+	// consumer's against it just the same): an older one is fenced, a newer one is
+	// not known here yet and the client retries.
 	if err := checkEpoch(o.CurrentLeaderEpoch, epoch); err != nil {
 		return ReadResult{}, err
 	}
+	// A follower's high watermark is its leader's as of the last fetch answer, capped
+	// by its own log end when stored (followerHighWatermark): everything below it was
+	// committed, so a follower never exposes what a leader could still lose.
 	hw := p.hw.Load()
 	res := ReadResult{
 		HighWatermark: hw, LastStableOffset: p.log.LastStableOffset(hw),
 		LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset(),
+		Follower: !leading,
 	}
 	maxOffset := hw
 	if o.ReplicaID >= 0 {
@@ -196,6 +216,27 @@ func (p *Partition) Read(o ReadOptions) (ReadResult, error) {
 		res.AbortedTransactions = p.log.AbortedTransactions(o.FetchOffset, maxOffset)
 	}
 	return res, nil
+}
+
+// OffsetSnapshot is what a fetch response reports of this leader's offsets, without
+// reading (Kafka's fetchOffsetSnapshot): the answer to a consumer sent to a preferred
+// read replica (KIP-392). Errors: ErrNotLeader when this replica no longer leads, and
+// the epoch check's as Read.
+func (p *Partition) OffsetSnapshot(currentLeaderEpoch int32) (ReadResult, error) {
+	p.leaderIsrLock.RLock()
+	leading, epoch := p.rs.isLeader(), p.rs.leaderEpoch
+	p.leaderIsrLock.RUnlock()
+	if !leading {
+		return ReadResult{}, ErrNotLeader
+	}
+	if err := checkEpoch(currentLeaderEpoch, epoch); err != nil {
+		return ReadResult{}, err
+	}
+	hw := p.hw.Load()
+	return ReadResult{
+		HighWatermark: hw, LastStableOffset: p.log.LastStableOffset(hw),
+		LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset(),
+	}, nil
 }
 
 func checkEpoch(requested, current int32) error {

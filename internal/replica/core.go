@@ -66,6 +66,10 @@ type followerState struct {
 	lastFetchTimeMs    int64
 	// lastFetchLeaderEnd is the leader's log end at the follower's previous fetch.
 	lastFetchLeaderEnd int64
+	// logStartOffset is the follower's log start as its last fetch said (Fetch v5+
+	// LogStartOffset); -1 while unknown. The preferred read replica (selector.go) must
+	// hold the consumer's offset: at or above it.
+	logStartOffset int64
 }
 
 func (s *replicationState) isLeader() bool { return s.leader == s.self }
@@ -89,7 +93,7 @@ func (s *replicationState) become(st metadata.Partition, minISR int32, syncOnApp
 		s.followers = make(map[metadata.NodeID]*followerState, len(st.Replicas))
 		for _, r := range st.Replicas {
 			if r != s.self {
-				s.followers[r] = &followerState{logEndOffset: -1, lastCaughtUpTimeMs: nowMs}
+				s.followers[r] = &followerState{logEndOffset: -1, lastCaughtUpTimeMs: nowMs, logStartOffset: -1}
 			}
 		}
 	}
@@ -103,7 +107,7 @@ func (s *replicationState) become(st metadata.Partition, minISR int32, syncOnApp
 func (s *replicationState) recordFetch(id metadata.NodeID, fetchOffset, leaderEnd, hw, nowMs, maxLagMs int64) (expand bool) {
 	f := s.followers[id]
 	if f == nil {
-		f = &followerState{logEndOffset: -1}
+		f = &followerState{logEndOffset: -1, logStartOffset: -1}
 		s.followers[id] = f
 	}
 	switch {

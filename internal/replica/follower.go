@@ -68,6 +68,9 @@ func (p *Partition) restartAsFollowerAt(off int64, leaderEpoch int32) error {
 // adoptLeaderHighWatermark takes the leader's high watermark from a fetch answer
 // (followerHighWatermark). A fetch of an earlier role must not touch the high
 // watermark of the current one (a new leader maintains its own), so it is ignored then.
+// A move wakes the waiters: consumers long-polling on this follower (KIP-392), whose
+// records became readable (Kafka completes the delayed fetches of the partitions whose
+// follower high watermark moved).
 func (p *Partition) adoptLeaderHighWatermark(leaderHW int64, leaderEpoch int32) {
 	p.leaderIsrLock.RLock()
 	defer p.leaderIsrLock.RUnlock()
@@ -79,6 +82,10 @@ func (p *Partition) adoptLeaderHighWatermark(leaderHW int64, leaderEpoch int32) 
 		return
 	}
 	p.stateMu.Lock()
+	moved := hw != p.hw.Load()
 	p.setHighWatermarkLocked(hw, hwFollower)
 	p.stateMu.Unlock()
+	if moved {
+		p.notifyWaiters()
+	}
 }

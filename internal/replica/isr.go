@@ -16,12 +16,13 @@ type IsrChanger interface {
 
 // RecordFollowerFetch records, on the leader, that follower fetches from fetchOffset
 // (its log end: it holds every offset below, durably) in a fetch naming
-// currentLeaderEpoch (-1: unchecked). Call it once per fetch request, before reading:
+// currentLeaderEpoch (-1: unchecked); logStartOffset is the follower's log start the
+// fetch sent (-1: unknown), which the preferred read replica rule needs. Call it once per fetch request, before reading:
 // it updates what the leader knows of the follower (Kafka's updateFollowerFetchState),
 // advances the high watermark, and may propose the follower for the ISR. It fails,
 // recording nothing, as a read of the same fetch would: ErrNotLeader,
 // ErrFencedLeaderEpoch, ErrUnknownLeaderEpoch, log.ErrOffsetOutOfRange.
-func (p *Partition) RecordFollowerFetch(follower metadata.NodeID, fetchOffset int64, currentLeaderEpoch int32, now time.Time) error {
+func (p *Partition) RecordFollowerFetch(follower metadata.NodeID, fetchOffset, logStartOffset int64, currentLeaderEpoch int32, now time.Time) error {
 	p.leaderIsrLock.RLock()
 	if !p.rs.isLeader() {
 		p.leaderIsrLock.RUnlock()
@@ -38,6 +39,7 @@ func (p *Partition) RecordFollowerFetch(follower metadata.NodeID, fetchOffset in
 	}
 	p.stateMu.Lock()
 	expand := p.rs.recordFetch(follower, fetchOffset, leaderEnd, p.hw.Load(), now.UnixMilli(), p.maxLagMs)
+	p.rs.followers[follower].logStartOffset = logStartOffset
 	p.stateMu.Unlock()
 	p.maybeIncrementHWLocked()
 	p.leaderIsrLock.RUnlock()

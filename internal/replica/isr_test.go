@@ -117,7 +117,7 @@ func TestAcksAllWaitsForISR(t *testing.T) {
 	}()
 	waitFor(t, func() bool { return p.log.LogEndOffset() == 5 }, "leader append")
 	fetch := func(id metadata.NodeID, off int64) {
-		if err := p.RecordFollowerFetch(id, off, -1, time.Now()); err != nil {
+		if err := p.RecordFollowerFetch(id, off, -1, -1, time.Now()); err != nil {
 			t.Fatalf("follower %d fetch at %d: %v", id, off, err)
 		}
 	}
@@ -160,7 +160,7 @@ func TestFollowerRejoinsISR(t *testing.T) {
 		t.Fatal(err)
 	}
 	fetch := func(off int64) {
-		if err := p.RecordFollowerFetch(3, off, -1, time.Now()); err != nil {
+		if err := p.RecordFollowerFetch(3, off, -1, -1, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -218,17 +218,17 @@ func TestReadIsARead(t *testing.T) {
 	if hw := p.HighWatermark(); hw != 0 {
 		t.Fatalf("reads moved the high watermark to %d", hw)
 	}
-	if err := p.RecordFollowerFetch(2, 5, -1, time.Now()); err != nil {
+	if err := p.RecordFollowerFetch(2, 5, -1, -1, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if lag, hw := p.State().FollowerLag[2], p.HighWatermark(); lag != 0 || hw != 5 {
 		t.Fatalf("after RecordFollowerFetch(5): lag %d, high watermark %d; want 0 and 5", lag, hw)
 	}
 	// A fetch the leader would refuse records nothing.
-	if err := p.RecordFollowerFetch(2, 9, -1, time.Now()); !errors.Is(err, log.ErrOffsetOutOfRange) {
+	if err := p.RecordFollowerFetch(2, 9, -1, -1, time.Now()); !errors.Is(err, log.ErrOffsetOutOfRange) {
 		t.Fatalf("fetch past the log end: %v, want ErrOffsetOutOfRange", err)
 	}
-	if err := p.RecordFollowerFetch(2, 5, 7, time.Now()); !errors.Is(err, ErrUnknownLeaderEpoch) {
+	if err := p.RecordFollowerFetch(2, 5, -1, 7, time.Now()); !errors.Is(err, ErrUnknownLeaderEpoch) {
 		t.Fatalf("fetch naming a future epoch: %v, want ErrUnknownLeaderEpoch", err)
 	}
 }

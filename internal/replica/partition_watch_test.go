@@ -37,7 +37,7 @@ func TestAppendWakesOnlyFollowers(t *testing.T) {
 	default:
 	}
 	before := time.Now().UnixNano()
-	if err := p.RecordFollowerFetch(2, 5, -1, time.Now()); err != nil {
+	if err := p.RecordFollowerFetch(2, 5, -1, -1, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if hw := p.HighWatermark(); hw != 5 {
