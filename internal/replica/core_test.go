@@ -26,7 +26,7 @@ import (
 //	    apply a controller assignment at log end leo (Partition.applyState)
 //	append [n=K] [unsynced]    the leader appends K records, durable at once unless unsynced
 //	sync                       the leader's fsync completes
-//	fetch follower=N offset=O now=T
+//	fetch follower=N offset=O now=T [log-start=S]
 //	                           a follower fetch, once per request (RecordFollowerFetch),
 //	                           and the expansion it may propose (Manager.maybeExpandIsr)
 //	tick now=T [lag=L]         the periodic ISR check (Manager.maybeShrinkIsr)
@@ -41,6 +41,10 @@ import (
 //	                           the leader's OffsetForLeaderEpoch answer: where the
 //	                           follower cuts (divergencePoint)
 //	follower-hw leader-hw=H    the high watermark a follower adopts (capped by its log end)
+//	preferred [rack=R] offset=O now=T racks=(1:r1,2:r2)
+//	                           the preferred read replica the leader names to a consumer
+//	                           in rack R fetching at O (KIP-392, selector.go); racks are
+//	                           the nodes a client can be sent to, with their broker.rack
 func TestCoreScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		sim := &coreSim{t: t, lagMs: 30000}
@@ -108,7 +112,9 @@ func (s *coreSim) run(d *datadriven.TestData) string {
 		if off > s.leo {
 			return "error: offset out of range\n"
 		}
-		if s.rs.recordFetch(id, off, s.leo, s.hw, s.intArg(d, "now", 0), s.lagMs) {
+		expand := s.rs.recordFetch(id, off, s.leo, s.hw, s.intArg(d, "now", 0), s.lagMs)
+		s.rs.followers[id].logStartOffset = s.intArg(d, "log-start", -1)
+		if expand {
 			if newISR := s.rs.expandISR(id); newISR != nil && s.rs.isrChangeSent(newISR) != 0 {
 				fmt.Fprintf(&out, "propose expand to %v\n", newISR)
 			}
@@ -159,11 +165,44 @@ func (s *coreSim) run(d *datadriven.TestData) string {
 		return fmt.Sprintf("truncate to %d: drop %d records\n", to, leo-to)
 	case "follower-hw":
 		return fmt.Sprintf("hw=%d\n", followerHighWatermark(s.intArg(d, "leader-hw", 0), s.intArg(d, "leo", s.leo)))
+	case "preferred":
+		return s.preferred(d)
 	default:
 		d.Fatalf(s.t, "unknown command %q", d.Cmd)
 	}
 	out.WriteString(s.state())
 	return out.String()
+}
+
+// preferred runs the preferred read replica rule (selector.go) on the leader's state.
+func (s *coreSim) preferred(d *datadriven.TestData) string {
+	racks := map[metadata.NodeID]string{}
+	for _, a := range d.CmdArgs {
+		if a.Key != "racks" {
+			continue
+		}
+		for _, v := range a.Vals {
+			id, rack, ok := strings.Cut(v, ":")
+			n, err := strconv.Atoi(id)
+			if !ok || err != nil {
+				d.Fatalf(s.t, "racks=%s: want ID:RACK", v)
+			}
+			racks[metadata.NodeID(n)] = rack
+		}
+	}
+	var rack string
+	if d.HasArg("rack") {
+		d.ScanArgs(s.t, "rack", &rack)
+	}
+	broker := func(id metadata.NodeID) (string, bool) {
+		r, ok := racks[id]
+		return r, ok
+	}
+	id := s.rs.preferredReadReplica(rack, s.intArg(d, "offset", 0), s.leo, s.intArg(d, "now", 0), broker)
+	if id < 0 {
+		return "read from the leader (-1)\n"
+	}
+	return fmt.Sprintf("read from replica %d\n", id)
 }
 
 // advance raises the high watermark as the Partition does after every append, fetch
