@@ -274,7 +274,7 @@ type balancerMoves struct {
 // proposal. A partition that cannot start (its leader would have no successor) is
 // logged and left.
 func (c *Controller) startBalancerMovesLocked(ctx context.Context, b *balancer, im *metadata.Image, moves balancerMoves) error {
-	live, full := c.liveLocked(im), diskFull(im)
+	live := c.liveLocked(im)
 	var recs []metadata.Record
 	var started []metadata.TopicPartition
 	scratch := im
@@ -284,7 +284,7 @@ func (c *Controller) startBalancerMovesLocked(ctx context.Context, b *balancer, 
 		if !ok {
 			continue
 		}
-		next, err := startReassignment(p, nodeIDs(ch.To), live, full)
+		next, err := startReassignment(p, nodeIDs(ch.To), live, unfit(im, tp))
 		if err != nil {
 			c.log.Warn("balance: cannot move partition", "topic", ch.Topic, "partition", ch.Partition, "to", ch.To, "err", err)
 			continue

@@ -172,7 +172,7 @@ func (c *Controller) AlterPartition(ctx context.Context, tp metadata.TopicPartit
 		next.PartitionEpoch++
 		// A reassignment completes with the ISR change that brings its last target
 		// replica in (reassign.go), in the same record.
-		if done, ok := completeReassignment(next, c.liveLocked(im), diskFull(im)); ok {
+		if done, ok := completeReassignment(next, c.liveLocked(im), unfit(im, tp)); ok {
 			c.log.Info("reassignment complete", "topic", tp.Topic, "partition", tp.Partition,
 				"replicas", done.Replicas, "removed", p.RemovingReplicas, "leader", done.Leader)
 			next = done
@@ -218,6 +218,12 @@ func validateAlterPartition(im *metadata.Image, tp metadata.TopicPartition, p me
 	for _, r := range newISR {
 		if !eligible(r) {
 			return fmt.Errorf("%w: broker %d cannot be in the ISR of %s: it is not registered, fenced or shutting down",
+				ErrIneligibleReplica, r, name)
+		}
+		// A damaged replica lacks an intact copy of acknowledged records: it rejoins
+		// once its broker reports the range repaired (degraded.go).
+		if !metadata.Contains(p.ISR, r) && im.Damaged(tp, r) {
+			return fmt.Errorf("%w: broker %d cannot rejoin the ISR of %s: its replica holds a damaged range until repaired",
 				ErrIneligibleReplica, r, name)
 		}
 	}

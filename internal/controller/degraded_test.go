@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -64,7 +66,7 @@ func TestFullDiskElections(t *testing.T) {
 		{"no full disk", nil, []metadata.NodeID{1, 2, 3}, nil},
 	} {
 		im := withFullDisks(electionImage(nil), tc.full...)
-		got := describeElections(fullDiskElections(im, liveSet(tc.live...)))
+		got := describeElections(degradedElections(im, liveSet(tc.live...)))
 		if want := strings.Join(tc.want, "\n"); got != want {
 			t.Errorf("%s:\n%s\nwant:\n%s", tc.name, got, want)
 		}
@@ -91,7 +93,7 @@ func TestElectionsAvoidFullDisks(t *testing.T) {
 	}
 	// The preferred replica does not get its leadership back while its disk is full.
 	moved := withFullDisks(electionImage(nil), 1)
-	moved = applyElections(moved, fullDiskElections(moved, liveSet(1, 2, 3)))
+	moved = applyElections(moved, degradedElections(moved, liveSet(1, 2, 3)))
 	if got := describeElections(preferredElections(moved, liveSet(1, 2, 3), 0)); got != "" {
 		t.Errorf("preferred election onto a full disk: %s", got)
 	}
@@ -142,4 +144,50 @@ func TestHeartbeatDiskFull(t *testing.T) {
 		t.Fatalf("the flags did not clear: %+v", b)
 	}
 	partitionIs(t, c, "t", 0, "replicas=[1 2 3] isr=[1 2 3] leader=3 le=2 pe=2") // back by the preferred election
+}
+
+// A heartbeat that reports a damaged replica records it, moves the leadership to an
+// intact in-sync replica and takes the damaged replica out of the ISR; the leader may
+// not bring it back (AlterPartition: INELIGIBLE_REPLICA) until a heartbeat reports
+// it repaired.
+func TestHeartbeatDamagedReplica(t *testing.T) {
+	c := startController(t, testConfig(t))
+	epochs := map[metadata.NodeID]int64{}
+	for id := metadata.NodeID(1); id <= 3; id++ {
+		epochs[id] = registerLive(t, c, metadata.Broker{ID: id})
+	}
+	mustCreate(t, c, named("t", assign(ids(1, 2, 3), ids(2, 1, 3))), named("solo", assign(ids(1))))
+	damage := []metadata.DamagedReplica{
+		{Topic: "solo", Partition: 0, FirstOffset: 326, LastOffset: 401, File: "00000000000000000000.log"},
+		{Topic: "t", Partition: 0, FirstOffset: 326, LastOffset: 401, File: "00000000000000000000.log"},
+		{Topic: "t", Partition: 1, FirstOffset: 7, LastOffset: 7, File: "00000000000000000000.log"},
+	}
+	beat := func(id metadata.NodeID, damaged []metadata.DamagedReplica) {
+		t.Helper()
+		reply, err := c.BrokerHeartbeat(testCtx(t), Heartbeat{ID: id, Epoch: epochs[id], MetadataOffset: c.Image().Offset, Damaged: damaged})
+		if err != nil || reply.IsFenced {
+			t.Fatalf("heartbeat of %d: %+v %v", id, reply, err)
+		}
+	}
+	beat(1, damage)
+	if got := c.Image().Brokers[1].Damaged; !slices.Equal(got, damage) {
+		t.Fatalf("broker 1's damage in the image: %+v", got)
+	}
+	partitionIs(t, c, "t", 0, "replicas=[1 2 3] isr=[2 3] leader=2 le=1 pe=1")
+	partitionIs(t, c, "t", 1, "replicas=[2 1 3] isr=[2 3] leader=2 le=0 pe=1")
+	partitionIs(t, c, "solo", 0, "replicas=[1] isr=[1] leader=1 le=0 pe=0") // the only copy keeps leading
+	offset := c.Image().Offset
+	beat(1, damage)
+	if got := c.Image().Offset; got != offset {
+		t.Fatalf("a repeated heartbeat proposed records (offset %d -> %d)", offset, got)
+	}
+	tp := metadata.TopicPartition{Topic: "t", Partition: 0}
+	if _, err := c.AlterPartition(testCtx(t), tp, 2, 1, 1, ids(2, 3, 1)); !errors.Is(err, ErrIneligibleReplica) {
+		t.Fatalf("the leader brought damaged replica 1 back into the ISR: %v", err)
+	}
+	beat(1, damage[:1]) // t's replicas repaired; solo's not
+	if _, err := c.AlterPartition(testCtx(t), tp, 2, 1, 1, ids(2, 3, 1)); err != nil {
+		t.Fatalf("a repaired replica rejoining the ISR: %v", err)
+	}
+	partitionIs(t, c, "t", 0, "replicas=[1 2 3] isr=[2 3 1] leader=2 le=1 pe=2")
 }

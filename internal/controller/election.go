@@ -123,17 +123,17 @@ func (e election) record() metadata.Record {
 
 // reelect runs electLeader on every partition of im that touch selects, in topic
 // and partition order, and returns the partitions that change. Brokers whose disk im
-// marks full are elected only when no other replica can be.
+// marks full, and damaged replicas, are elected only when no other replica can be.
 func reelect(im *metadata.Image, touch func(metadata.Partition) bool, live liveFunc, unclean func(topic string) bool) []election {
 	var out []election
-	full := diskFull(im)
 	for _, name := range im.TopicNames() {
 		for i, p := range im.Topics[name].Partitions {
 			if !touch(p) {
 				continue
 			}
-			if next, changed := electLeader(p, live, full, unclean(name)); changed {
-				out = append(out, election{metadata.TopicPartition{Topic: name, Partition: int32(i)}, p, next})
+			tp := metadata.TopicPartition{Topic: name, Partition: int32(i)}
+			if next, changed := electLeader(p, live, unfit(im, tp), unclean(name)); changed {
+				out = append(out, election{tp, p, next})
 			}
 		}
 	}
@@ -185,7 +185,8 @@ func shutdownElections(im *metadata.Image, id metadata.NodeID, live liveFunc) []
 }
 
 // preferredElections moves leadership back to each partition's preferred replica (the
-// first) when it is live, in the ISR and its disk is not full, but does not lead
+// first) when it is live, in the ISR, its disk is not full and its replica is not
+// damaged, but does not lead
 // (Kafka's preferred leader election, auto.leader.rebalance.enable), for the nodes
 // whose imbalance (the share of the partitions they are the preferred replica of that
 // another node leads) is above ratio (leader.imbalance.per.broker.percentage; 0: any).
@@ -207,14 +208,14 @@ func preferredElections(im *metadata.Image, live liveFunc, ratio float64) []elec
 		return preferred[id] > 0 && float64(misplaced[id])/float64(preferred[id]) > ratio
 	}
 	var out []election
-	full := diskFull(im)
 	for _, name := range im.TopicNames() {
 		for i, p := range im.Topics[name].Partitions {
 			if len(p.Replicas) == 0 {
 				continue
 			}
 			pref := p.Replicas[0]
-			if p.Leader == pref || !live(pref) || !metadata.Contains(p.ISR, pref) || full(pref) || !imbalanced(pref) {
+			tp := metadata.TopicPartition{Topic: name, Partition: int32(i)}
+			if p.Leader == pref || !live(pref) || !metadata.Contains(p.ISR, pref) || unfit(im, tp)(pref) || !imbalanced(pref) {
 				continue
 			}
 			next := p

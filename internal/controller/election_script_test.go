@@ -29,7 +29,12 @@ import (
 //	fence node=N               N's session expired (fenceElections); N is no longer live
 //	unfence node=N             N is back (unfenceElections); N is live
 //	shutdown node=N            N asks for a controlled shutdown (shutdownElections)
-//	full-disk                  leadership moves off full disks (fullDiskElections)
+//	damaged node=N tp=(T/0,..) N's replicas of these partitions are damaged (():
+//	                           none); N's other damage is cleared
+//	full-disk, degraded        leadership moves off full disks and damaged replicas,
+//	                           damaged followers leave the ISR (degradedElections)
+//	elect-preferred tp=T/P     an ElectLeaders (preferred) request for T/P: prints
+//	                           the change or the refusal (electOnDemand)
 //	preferred [ratio=R]        the preferred-leader rebalance (preferredElections),
 //	                           for nodes whose imbalance is above R (default 0.1)
 //	show                       every partition
@@ -91,8 +96,45 @@ func (s *electionSim) run(t *testing.T, d *datadriven.TestData) string {
 		return s.apply(es)
 	case "shutdown":
 		return s.apply(shutdownElections(s.im, nodeArg(t, d), s.isLive))
-	case "full-disk":
-		return s.apply(fullDiskElections(s.im, s.isLive))
+	case "damaged":
+		id := nodeArg(t, d)
+		var ds []metadata.DamagedReplica
+		for _, arg := range d.CmdArgs {
+			if arg.Key != "tp" {
+				continue
+			}
+			for _, v := range arg.Vals {
+				if v == "" {
+					continue // tp=(): none
+				}
+				topic, part, ok := strings.Cut(v, "/")
+				n, err := strconv.Atoi(part)
+				if !ok || err != nil {
+					t.Fatalf("%s: tp=%q: want TOPIC/PARTITION", d.Pos, v)
+				}
+				ds = append(ds, metadata.DamagedReplica{Topic: topic, Partition: int32(n), FirstOffset: 10, LastOffset: 19, File: "00000000000000000000.log"})
+			}
+		}
+		metadata.SortDamage(ds)
+		s.im = s.im.Apply(metadata.Record{Type: metadata.BrokerDamageType, BrokerID: id, Damaged: ds}, s.im.Offset+1)
+		return ""
+	case "full-disk", "degraded":
+		return s.apply(degradedElections(s.im, s.isLive))
+	case "elect-preferred":
+		var v string
+		d.ScanArgs(t, "tp", &v)
+		topic, part, _ := strings.Cut(v, "/")
+		n, _ := strconv.Atoi(part)
+		tp := metadata.TopicPartition{Topic: topic, Partition: int32(n)}
+		p, ok := s.im.Partition(tp)
+		if !ok {
+			t.Fatalf("%s: no partition %s", d.Pos, v)
+		}
+		next, err := electOnDemand(p, false, s.isLive, unfit(s.im, tp), func(r metadata.NodeID) bool { return s.im.Damaged(tp, r) })
+		if err != nil {
+			return fmt.Sprintf("refused: %v\n", err)
+		}
+		return s.apply([]election{{tp, p, next}})
 	case "preferred":
 		ratio := 0.1
 		if d.HasArg("ratio") {

@@ -20,6 +20,9 @@ type Heartbeat struct {
 	WantShutdown bool
 	// DiskFull says the broker's data disk is full (degraded.go).
 	DiskFull bool
+	// Damaged are the broker's replicas whose logs hold a damaged range, sorted by
+	// metadata.SortDamage (degraded.go); nil when none.
+	Damaged []metadata.DamagedReplica
 }
 
 // HeartbeatReply is the controller's answer to a Heartbeat.
@@ -71,13 +74,15 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, hb Heartbeat) (Heartbe
 			s.shuttingDown = true
 			return c.controlledShutdownLocked(ctx, im, hb.ID, &reply)
 		}
+		// The degraded state first: the elections that unfencing runs must already
+		// pass over this broker's damaged replicas.
+		if im, err = c.degradedStateLocked(ctx, im, hb.ID, hb.DiskFull, hb.Damaged); err != nil {
+			return err
+		}
 		if b.Fenced && caughtUp {
 			if im, err = c.unfenceLocked(ctx, im, hb.ID); err != nil {
 				return err
 			}
-		}
-		if im, err = c.diskStateLocked(ctx, im, hb.ID, hb.DiskFull); err != nil {
-			return err
 		}
 		reply.IsFenced = im.Brokers[hb.ID].Fenced
 		return nil

@@ -206,7 +206,7 @@ func validateTarget(im *metadata.Image, tp metadata.TopicPartition, target []met
 func (c *Controller) AlterPartitionReassignments(ctx context.Context, changes []Reassignment) []error {
 	errs := make([]error, len(changes))
 	err := c.withLeader(ctx, func(im *metadata.Image) error {
-		live, full := c.liveLocked(im), diskFull(im)
+		live := c.liveLocked(im)
 		var recs []metadata.Record
 		scratch := im
 		for i, ch := range changes {
@@ -217,9 +217,9 @@ func (c *Controller) AlterPartitionReassignments(ctx context.Context, changes []
 			}
 			var next metadata.Partition
 			if ch.Target == nil {
-				next, errs[i] = cancelReassignment(p, live, full)
+				next, errs[i] = cancelReassignment(p, live, unfit(im, ch.TP))
 			} else if errs[i] = validateTarget(im, ch.TP, ch.Target); errs[i] == nil {
-				next, errs[i] = startReassignment(p, ch.Target, live, full)
+				next, errs[i] = startReassignment(p, ch.Target, live, unfit(im, ch.TP))
 			}
 			if errs[i] != nil || samePartitionState(p, next) {
 				continue
@@ -270,7 +270,7 @@ func (c *Controller) ElectLeaders(ctx context.Context, unclean bool, tps []metad
 				}
 			}
 		}
-		live, full := c.liveLocked(im), diskFull(im)
+		live := c.liveLocked(im)
 		var recs []metadata.Record
 		for _, tp := range tps {
 			p, ok := im.Partition(tp)
@@ -278,7 +278,7 @@ func (c *Controller) ElectLeaders(ctx context.Context, unclean bool, tps []metad
 				out[tp] = fmt.Errorf("%w: %s-%d", ErrUnknownTopic, tp.Topic, tp.Partition)
 				continue
 			}
-			next, err := electOnDemand(p, unclean, live, full)
+			next, err := electOnDemand(p, unclean, live, unfit(im, tp), func(r metadata.NodeID) bool { return im.Damaged(tp, r) })
 			out[tp] = err
 			if err == nil {
 				recs = append(recs, metadata.Record{Type: metadata.PartitionChangeType, TopicName: tp.Topic, Partition: tp.Partition, PartitionState: &next})
@@ -300,13 +300,15 @@ func (c *Controller) ElectLeaders(ctx context.Context, unclean bool, tps []metad
 	return out, err
 }
 
-// electOnDemand is one partition's ElectLeaders decision (see ElectLeaders).
-func electOnDemand(p metadata.Partition, unclean bool, live, diskFull func(metadata.NodeID) bool) (metadata.Partition, error) {
+// electOnDemand is one partition's ElectLeaders decision (see ElectLeaders). A
+// preferred replica whose copy is damaged is not available: it would serve a range
+// it cannot read while an intact replica leads.
+func electOnDemand(p metadata.Partition, unclean bool, live, unfit, damaged func(metadata.NodeID) bool) (metadata.Partition, error) {
 	if unclean {
 		if p.Leader != metadata.NoLeader && live(p.Leader) {
 			return p, ErrElectionNotNeeded
 		}
-		next, changed := electLeader(p, live, diskFull, true)
+		next, changed := electLeader(p, live, unfit, true)
 		if !changed || next.Leader == metadata.NoLeader {
 			return p, ErrEligibleLeadersNotAvailable
 		}
@@ -319,6 +321,9 @@ func electOnDemand(p metadata.Partition, unclean bool, live, diskFull func(metad
 	switch {
 	case p.Leader == pref:
 		return p, ErrElectionNotNeeded
+	case damaged(pref):
+		return p, fmt.Errorf("%w: preferred replica %d holds a damaged range of this partition (see runnel topic describe); it leads again once repaired",
+			ErrPreferredLeaderNotAvailable, pref)
 	case !live(pref) || !slices.Contains(p.ISR, pref):
 		return p, fmt.Errorf("%w: preferred replica %d is not live or not in the ISR %v", ErrPreferredLeaderNotAvailable, pref, p.ISR)
 	}

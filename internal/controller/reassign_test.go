@@ -114,29 +114,30 @@ func TestReassignmentEdgeCases(t *testing.T) {
 
 func TestElectOnDemand(t *testing.T) {
 	all := func(metadata.NodeID) bool { return true }
+	none := func(metadata.NodeID) bool { return false }
 	p := metadata.Partition{Replicas: ids(1, 2, 3), ISR: ids(1, 2, 3), Leader: 2, LeaderEpoch: 4, PartitionEpoch: 7}
-	next, err := electOnDemand(p, false, all, nil)
+	next, err := electOnDemand(p, false, all, nil, none)
 	if err != nil || next.Leader != 1 || next.LeaderEpoch != 5 || next.PartitionEpoch != 8 {
 		t.Fatalf("preferred: %+v, %v", next, err)
 	}
-	if _, err := electOnDemand(next, false, all, nil); !errors.Is(err, ErrElectionNotNeeded) {
+	if _, err := electOnDemand(next, false, all, nil, none); !errors.Is(err, ErrElectionNotNeeded) {
 		t.Fatalf("preferred leads already: %v", err)
 	}
 	out := p
 	out.ISR = ids(2, 3)
-	if _, err := electOnDemand(out, false, all, nil); !errors.Is(err, ErrPreferredLeaderNotAvailable) {
+	if _, err := electOnDemand(out, false, all, nil, none); !errors.Is(err, ErrPreferredLeaderNotAvailable) {
 		t.Fatalf("preferred outside the ISR: %v", err)
 	}
-	if _, err := electOnDemand(p, true, all, nil); !errors.Is(err, ErrElectionNotNeeded) {
+	if _, err := electOnDemand(p, true, all, nil, none); !errors.Is(err, ErrElectionNotNeeded) {
 		t.Fatalf("unclean with a live leader: %v", err)
 	}
 	offline := metadata.Partition{Replicas: ids(1, 2), ISR: ids(1), Leader: metadata.NoLeader, LeaderEpoch: 3, PartitionEpoch: 5}
 	notOne := func(r metadata.NodeID) bool { return r != 1 }
-	un, err := electOnDemand(offline, true, notOne, nil)
+	un, err := electOnDemand(offline, true, notOne, nil, none)
 	if err != nil || un.Leader != 2 || !slices.Equal(un.ISR, ids(2)) {
 		t.Fatalf("unclean election: %+v, %v", un, err)
 	}
-	if _, err := electOnDemand(offline, true, func(metadata.NodeID) bool { return false }, nil); !errors.Is(err, ErrEligibleLeadersNotAvailable) {
+	if _, err := electOnDemand(offline, true, func(metadata.NodeID) bool { return false }, nil, none); !errors.Is(err, ErrEligibleLeadersNotAvailable) {
 		t.Fatalf("unclean with nobody live: %v", err)
 	}
 }

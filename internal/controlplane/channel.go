@@ -258,6 +258,9 @@ func (ch *Channel) heartbeat(ctx context.Context, hb kafka.BrokerHeartbeat) (kaf
 		if hb.DiskFull {
 			req.OfflineLogDirs = [][16]byte{kafka.DataDirID}
 		}
+		if len(hb.Damaged) > 0 {
+			req.UnknownTags.Set(kafka.DamagedReplicasTag, kafka.EncodeDamaged(hb.Damaged))
+		}
 		resp, err := ch.send(ctx, req)
 		if err != nil {
 			return err
@@ -379,7 +382,7 @@ func (a localAPI) RegisterBroker(ctx context.Context, r kafka.BrokerRegistration
 func (a localAPI) BrokerHeartbeat(ctx context.Context, hb kafka.BrokerHeartbeat) (kafka.BrokerHeartbeatReply, error) {
 	reply, err := a.ctrl.BrokerHeartbeat(ctx, controller.Heartbeat{
 		ID: hb.ID, Epoch: hb.Epoch, MetadataOffset: uint64(max(hb.MetadataOffset, 0)), WantShutdown: hb.WantShutdown,
-		DiskFull: hb.DiskFull,
+		DiskFull: hb.DiskFull, Damaged: hb.Damaged,
 	})
 	return kafka.BrokerHeartbeatReply{IsCaughtUp: reply.IsCaughtUp, IsFenced: reply.IsFenced, ShouldShutdown: reply.ShouldShutdown},
 		kafkaError(err)

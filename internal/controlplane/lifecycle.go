@@ -47,7 +47,10 @@ type LifecycleConfig struct {
 	SessionTimeout time.Duration
 	// DiskFull reports whether the data disk is full (sent in every heartbeat).
 	DiskFull func() bool
-	Logger   *slog.Logger
+	// Damaged lists this node's replicas whose logs hold a damaged range, sorted by
+	// metadata.SortDamage (sent in every heartbeat); nil: none.
+	Damaged func() []metadata.DamagedReplica
+	Logger  *slog.Logger
 }
 
 // Lifecycle is this node's life as a broker as the active controller sees it
@@ -64,6 +67,7 @@ type Lifecycle struct {
 	reg      kafka.BrokerRegistration // immutable
 	interval time.Duration
 	diskFull func() bool
+	damaged  func() []metadata.DamagedReplica
 
 	// wantShutdown is set by ControlledShutdown; heartbeats then carry WantShutdown.
 	wantShutdown atomic.Bool
@@ -93,7 +97,7 @@ func StartLifecycle(ctx context.Context, cfg LifecycleConfig) (*Lifecycle, error
 	lctx, cancel := context.WithCancel(context.Background())
 	l := &Lifecycle{ctrl: cfg.Controller, admin: cfg.Admin, ch: cfg.Admin.ch,
 		logger: cfg.Logger.With("component", "broker-lifecycle"), reg: cfg.Registration,
-		interval: cfg.Interval, sessionTimeout: cfg.SessionTimeout, diskFull: cfg.DiskFull,
+		interval: cfg.Interval, sessionTimeout: cfg.SessionTimeout, diskFull: cfg.DiskFull, damaged: cfg.Damaged,
 		wake: make(chan struct{}, 1), shutdownOK: make(chan struct{}), ctx: lctx, cancel: cancel, done: make(chan struct{}),
 		lease: cfg.Lease}
 	if l.interval <= 0 {
@@ -163,6 +167,9 @@ func (l *Lifecycle) beat() time.Duration {
 	defer cancel()
 	hb := kafka.BrokerHeartbeat{ID: l.reg.ID, Epoch: l.ch.brokerEpoch.Load(),
 		MetadataOffset: int64(l.admin.Image().Offset), WantShutdown: l.wantShutdown.Load(), DiskFull: l.diskFull()}
+	if l.damaged != nil {
+		hb.Damaged = l.damaged()
+	}
 	sent := time.Now()
 	reply, err := l.ch.heartbeat(ctx, hb)
 	defer l.logLease()

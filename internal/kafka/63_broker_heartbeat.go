@@ -7,7 +7,8 @@ package kafka
 // says whether it has caught up with the metadata (applied its own registration), is
 // fenced, and, after WantShutdown, whether it may shut down (it leads nothing any
 // more). A non-empty OfflineLogDirs says the broker's data directory is full (see
-// DataDirID); CordonedLogDirs is ignored. Errors: NOT_CONTROLLER,
+// DataDirID); CordonedLogDirs is ignored. A Runnel node's damaged replicas come in
+// the tagged field DamagedReplicasTag. Errors: NOT_CONTROLLER,
 // BROKER_ID_NOT_REGISTERED and STALE_BROKER_EPOCH (register again).
 
 import (
@@ -28,10 +29,20 @@ func handleBrokerHeartbeat(ctx context.Context, s *Server, r *request) (kmsg.Res
 		resp.ErrorCode = errorCode(err)
 		return resp, nil
 	}
-	reply, err := s.controllerAPI().BrokerHeartbeat(ctx, BrokerHeartbeat{
+	hb := BrokerHeartbeat{
 		ID: metadata.NodeID(req.BrokerID), Epoch: req.BrokerEpoch, MetadataOffset: req.CurrentMetadataOffset,
 		WantFence: req.WantFence, WantShutdown: req.WantShutdown, DiskFull: len(req.OfflineLogDirs) > 0,
+	}
+	var bad error
+	req.UnknownTags.Each(func(tag uint32, b []byte) {
+		if tag == DamagedReplicasTag {
+			hb.Damaged, bad = DecodeDamaged(b)
+		}
 	})
+	if bad != nil {
+		return nil, bad
+	}
+	reply, err := s.controllerAPI().BrokerHeartbeat(ctx, hb)
 	resp.ErrorCode = errorCode(err)
 	resp.IsFenced = true
 	if err == nil {

@@ -7,6 +7,7 @@ package kafka
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -108,6 +109,31 @@ type BrokerHeartbeat struct {
 	// DiskFull says the broker's data directory is full (on the wire: OfflineLogDirs
 	// holds DataDirID).
 	DiskFull bool
+	// Damaged are the broker's replicas whose logs hold a damaged range, sorted by
+	// metadata.SortDamage (on the wire: the DamagedReplicasTag tagged field).
+	Damaged []metadata.DamagedReplica
+}
+
+// DamagedReplicasTag is the tagged field of BrokerHeartbeat (v0+, flexible) that
+// carries a Runnel node's damaged replicas, as JSON (a []metadata.DamagedReplica).
+// Kafka has no per-partition way to say a replica is unreadable (OfflineLogDirs is
+// per directory); a tag this high is never one of Kafka's, and a Kafka controller
+// skips tags it does not know.
+const DamagedReplicasTag = 10_001
+
+// EncodeDamaged and DecodeDamaged are DamagedReplicasTag's payload.
+func EncodeDamaged(ds []metadata.DamagedReplica) []byte {
+	b, _ := json.Marshal(ds) // plain structs: cannot fail
+	return b
+}
+
+func DecodeDamaged(b []byte) ([]metadata.DamagedReplica, error) {
+	var ds []metadata.DamagedReplica
+	if err := json.Unmarshal(b, &ds); err != nil {
+		return nil, fmt.Errorf("BrokerHeartbeat's damaged replicas (tag %d): %w", DamagedReplicasTag, err)
+	}
+	metadata.SortDamage(ds)
+	return ds, nil
 }
 
 // DataDirID names a node's one data directory in BrokerHeartbeat's OfflineLogDirs

@@ -46,6 +46,13 @@ type Broker struct {
 	// leaderships to replicas that can write and elects it leader only when no other
 	// in-sync replica can lead. A new registration starts without it.
 	DiskFull bool `json:"disk_full,omitempty"`
+	// Damaged are the replicas of this broker whose logs hold a range that failed its
+	// CRC (it reported them in its heartbeats, sorted by SortDamage): the controller
+	// elects such a replica leader only when no other in-sync replica can lead, moves
+	// the leaderships it holds to intact in-sync replicas, and keeps it out of the ISR
+	// until it reports the range repaired. A new registration starts without them
+	// (the registering node reports them in the heartbeat that unfences it).
+	Damaged []DamagedReplica `json:"damaged,omitempty"`
 	// FencedAtMs is when the controller fenced this registration (Unix milliseconds;
 	// the FenceBroker record's AtMs), 0 while it is unfenced or was never unfenced.
 	FencedAtMs int64 `json:"fenced_at_ms,omitempty"`

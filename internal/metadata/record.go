@@ -16,6 +16,8 @@ const (
 	UnfenceBrokerType  RecordType = "unfence_broker"
 	// BrokerDiskType sets Broker.DiskFull of BrokerID to DiskFull.
 	BrokerDiskType RecordType = "broker_disk"
+	// BrokerDamageType sets Broker.Damaged of BrokerID to Damaged.
+	BrokerDamageType RecordType = "broker_damage"
 	// UnregisterBrokerType removes broker BrokerID for good (UnregisterBroker).
 	UnregisterBrokerType RecordType = "unregister_broker"
 	// BrokerShareType clears Broker.AwaitsShare of BrokerID: the balancer planned
@@ -52,6 +54,8 @@ type Record struct {
 	NextProducerID       int64 `json:"next_producer_id,omitempty"`
 	// DiskFull is the BrokerDiskType payload.
 	DiskFull bool `json:"disk_full,omitempty"`
+	// Damaged is the BrokerDamageType payload (nil: none).
+	Damaged []DamagedReplica `json:"damaged,omitempty"`
 	// AtMs is when the controller proposed the record (Unix milliseconds), for
 	// records whose time is shown to users (FenceBrokerType: Broker.FencedAtMs).
 	AtMs int64 `json:"at_ms,omitempty"`
@@ -86,7 +90,7 @@ func (im *Image) Apply(rec Record, offset uint64) *Image {
 		if n.ClusterID == "" {
 			n.ClusterID = rec.ClusterID
 		}
-	case RegisterBrokerType, FenceBrokerType, UnfenceBrokerType, BrokerDiskType, UnregisterBrokerType, BrokerShareType:
+	case RegisterBrokerType, FenceBrokerType, UnfenceBrokerType, BrokerDiskType, BrokerDamageType, UnregisterBrokerType, BrokerShareType:
 		n.Brokers = applyBroker(im.Brokers, rec, offset)
 	case CreateTopicType:
 		if rec.Topic != nil && im.Topics[rec.Topic.Name] == nil {
@@ -154,6 +158,11 @@ func applyBroker(old map[NodeID]Broker, rec Record, offset uint64) map[NodeID]Br
 	case BrokerDiskType:
 		if b, ok := m[rec.BrokerID]; ok {
 			b.DiskFull = rec.DiskFull
+			m[rec.BrokerID] = b
+		}
+	case BrokerDamageType:
+		if b, ok := m[rec.BrokerID]; ok {
+			b.Damaged = slices.Clone(rec.Damaged)
 			m[rec.BrokerID] = b
 		}
 	case BrokerShareType:
