@@ -17,7 +17,10 @@
 //	    cleaner-offset-checkpoint       "upTo firstCleanedMs" per cleaning pass (compacted logs)
 //	    00000000000000000000.log.cleaned  a segment being cleaned (also .index.cleaned, ...)
 //	    00000000000000000000.log.swap     a cleaned segment committed, being swapped in
+//	    damaged-ranges-checkpoint       damaged ranges found (damage.go), scanned again at Open
 //	<data dir>/<topic>-<partition>.<id>-delete/   a deleted log, removed at startup
+//	<data dir>/quarantine/<topic>-<partition>/<segment>.log.<unix ms>   copies of damaged
+//	    segments (and of checkpoint files that did not parse), never deleted by Runnel
 //
 // Offsets in names are zero-padded to 20 digits so that ls sorts them numerically.
 //
@@ -62,11 +65,22 @@
 // # Recovery
 //
 // Recovery scans the segments from the recovery point on batch by batch (framing,
-// CRC via Verify, offsets increasing) and truncates at the first bad batch, logging
-// the file, the offset and the bytes dropped; later segments are deleted. Nothing
-// before the last valid batch is lost. Corruption found in a segment below the
-// recovery point (while rebuilding its index, or reading it) is never truncated: it is
-// reported as ErrCorruption.
+// CRC via Verify, offsets increasing). It cuts only a torn tail, the one thing a crash
+// can leave: bad bytes from at or above the recovery point to the end of their
+// segment, with no valid batch after them there (later segments are then deleted, as
+// a crash can leave a rolled segment's tail unwritten and the next one written).
+// Anything else is damage (damage.go): a bad batch or header with a valid batch after
+// it (found by scanning forward for a header whose CRC-32C verifies), or anything
+// from below the recovery point. Damage is never truncated: it is recorded
+// (Log.Damaged, damaged-ranges-checkpoint), the segment is copied to quarantine, a
+// WARN names file, position and offsets, the log end stays, and reads at or past it
+// fail with a DamageError (ErrKafkaStorage) until TruncateDamaged (a replica fetches
+// again) or DropDamaged (accept-loss). Segments below the recovery point are scanned
+// when the checkpoint names them, when their indexes fail their checks, and by
+// Verify (the scrubber). Index files, the epoch checkpoint, producer snapshots and
+// the data-dir checkpoints are never trusted: one that fails its checks is rebuilt
+// from the log (or, for the offset checkpoints, treated as missing) with a WARN naming
+// the file.
 //
 // # Compaction
 //
