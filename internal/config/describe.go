@@ -128,13 +128,46 @@ func (b *Broker) DescribeBrokerDynamic(dynamic map[string]string) []Entry {
 // that value with source DYNAMIC_BROKER_CONFIG, which wins over the cluster-wide
 // default; the synonyms are in Kafka's order (dynamic broker, dynamic default,
 // static, default).
+//
+// The other names stored for the broker (Kafka's dynamic configs that Runnel's table
+// lacks, listener-prefixed ones, custom ones: kafka_dynamic.go) are listed too, with
+// their dynamic source, as Kafka lists them.
 func (b *Broker) DescribeBrokerScoped(defaults, own map[string]string) []Entry {
 	out := make([]Entry, 0, len(brokerProps))
 	for i := range brokerProps {
 		out = append(out, b.describeBrokerConfig(&brokerProps[i], defaults, own))
 	}
+	for k, v := range own {
+		if _, ok := brokerByName[k]; !ok {
+			out = append(out, dynamicEntry(k, v, SourceDynamicBroker))
+		}
+	}
+	for k, v := range BrokerDefaultConfigs(defaults) {
+		_, inTable := brokerByName[k]
+		_, topic := topicByName[k]
+		_, mine := own[k]
+		if !inTable && !topic && !mine {
+			out = append(out, dynamicEntry(k, v, SourceDynamicDefaultBroker))
+		}
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// dynamicEntry describes a dynamic broker config that Runnel's table lacks, as Kafka
+// does: with Kafka's type (a topic config's for a topic config name), and hidden, as
+// Kafka hides it, when that is a password or unknown (a custom property).
+func dynamicEntry(k, v string, source Source) Entry {
+	t := DynamicBrokerConfigType(k)
+	if p, ok := topicByName[k]; ok && t == 0 {
+		t = p.typ
+	}
+	e := Entry{Name: k, Value: strings.TrimSpace(v), Source: source, Type: t.String(), Sensitive: t == 0 || t == TypePassword}
+	e.Synonyms = []Entry{{Name: k, Value: e.Value, Source: source, Type: e.Type}}
+	if e.Sensitive {
+		e.Value, e.Null, e.Synonyms[0].Value = "", true, ""
+	}
+	return e
 }
 
 // DescribeBrokerDefaults lists the cluster-wide dynamic broker configs that are set
@@ -146,9 +179,11 @@ func DescribeBrokerDefaults(defaults map[string]string) []Entry {
 	for k, v := range defaults {
 		e := Entry{Name: k, Value: strings.TrimSpace(v), Source: SourceDynamicDefaultBroker}
 		if p, ok := brokerByName[k]; ok {
-			e.Type, e.Doc, e.ReadOnly, e.Sensitive = p.typ.String(), p.doc, !p.dynamic, p.typ == TypePassword
+			e.Type, e.Doc, e.ReadOnly, e.Sensitive = p.typ.String(), p.doc, staticBrokerConfig(k), p.typ == TypePassword
 		} else if p, ok := topicByName[k]; ok {
 			e.Type, e.Doc = p.typ.String(), p.doc
+		} else {
+			e = dynamicEntry(k, v, SourceDynamicDefaultBroker)
 		}
 		e.Synonyms = []Entry{{Name: k, Value: e.Value, Source: SourceDynamicDefaultBroker, Type: e.Type}}
 		if e.Sensitive {
@@ -162,14 +197,17 @@ func DescribeBrokerDefaults(defaults map[string]string) []Entry {
 
 func (b *Broker) describeBrokerConfig(p *prop, defaults, own map[string]string) Entry {
 	v, has := b.Raw[p.name]
-	e := Entry{Name: p.name, Value: v, Null: !has, Source: SourceDefault, ReadOnly: !p.dynamic,
+	// A property Kafka reconfigures at run time may hold a dynamic value even where
+	// Runnel reads it only at start-up: it is described (stored, not acted on).
+	settable := !staticBrokerConfig(p.name)
+	e := Entry{Name: p.name, Value: v, Null: !has, Source: SourceDefault, ReadOnly: !settable,
 		Sensitive: p.typ == TypePassword, Type: p.typ.String(), Doc: p.doc}
 	for _, dyn := range []struct {
 		values map[string]string
 		source Source
 	}{{own, SourceDynamicBroker}, {defaults, SourceDynamicDefaultBroker}} {
 		dv, ok := dyn.values[p.name]
-		if !ok || !p.dynamic {
+		if !ok || !settable {
 			continue
 		}
 		dv = strings.TrimSpace(dv)

@@ -98,18 +98,20 @@ func TestDescribeBroker(t *testing.T) {
 		source Source
 		typ    string
 		syns   []syn
+		ro     bool
 	}{
-		{"num.partitions", "6", false, SourceStaticBroker, "INT", []syn{{"num.partitions", "6", SourceStaticBroker}, {"num.partitions", "1", SourceDefault}}},
-		{"broker.rack", "r", false, SourceStaticBroker, "STRING", []syn{{"broker.rack", "r", SourceStaticBroker}}},
-		{"log.retention.ms", "", true, SourceDefault, "LONG", nil},
-		{"log.flush.interval.messages", "1", false, SourceDefault, "LONG", []syn{{"log.flush.interval.messages", "1", SourceDefault}}},
-		{"offsets.topic.replication.factor", "3", false, SourceDefault, "SHORT", []syn{{"offsets.topic.replication.factor", "3", SourceDefault}}},
-		{"advertise", "localhost:9092", false, SourceDefault, "STRING", nil},
+		{"num.partitions", "6", false, SourceStaticBroker, "INT", []syn{{"num.partitions", "6", SourceStaticBroker}, {"num.partitions", "1", SourceDefault}}, true},
+		{"broker.rack", "r", false, SourceStaticBroker, "STRING", []syn{{"broker.rack", "r", SourceStaticBroker}}, true},
+		// Kafka reconfigures these at run time (DynamicLogConfig): not read-only.
+		{"log.retention.ms", "", true, SourceDefault, "LONG", nil, false},
+		{"log.flush.interval.messages", "1", false, SourceDefault, "LONG", []syn{{"log.flush.interval.messages", "1", SourceDefault}}, false},
+		{"offsets.topic.replication.factor", "3", false, SourceDefault, "SHORT", []syn{{"offsets.topic.replication.factor", "3", SourceDefault}}, true},
+		{"advertise", "localhost:9092", false, SourceDefault, "STRING", nil, true},
 	}
 	for _, tt := range tests {
 		e := entryByName(t, es, tt.name)
-		if e.Value != tt.value || e.Null != tt.null || e.Source != tt.source || e.Type != tt.typ || !e.ReadOnly {
-			t.Errorf("%s: got %q null=%v %v %s, want %q null=%v %v %s", tt.name, e.Value, e.Null, e.Source, e.Type, tt.value, tt.null, tt.source, tt.typ)
+		if e.Value != tt.value || e.Null != tt.null || e.Source != tt.source || e.Type != tt.typ || e.ReadOnly != tt.ro {
+			t.Errorf("%s: got %q null=%v %v %s read-only %v, want %q null=%v %v %s read-only %v", tt.name, e.Value, e.Null, e.Source, e.Type, e.ReadOnly, tt.value, tt.null, tt.source, tt.typ, tt.ro)
 		}
 		if got := synsOf(e); !reflect.DeepEqual(got, tt.syns) {
 			t.Errorf("%s synonyms: got %v, want %v", tt.name, got, tt.syns)

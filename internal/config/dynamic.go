@@ -1,7 +1,6 @@
 package config
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 )
@@ -17,10 +16,11 @@ import (
 // name). No property name has BrokerScopePrefix, so the two cannot collide, and the
 // topics' settings leave the scoped keys out (IsDynamicBrokerProperty).
 //
-// Only the properties marked dynamic in the table (the replication throttles' rates)
-// may be set per broker: the topic configs a broker resource also takes are
-// cluster-wide topic defaults, which must not differ between the replicas of a
-// partition.
+// A broker resource takes what Kafka takes on it (kafka_dynamic.go). Runnel acts on
+// the properties marked dynamic in the table (the replication throttles' rates) and,
+// on the default resource only, on topic config names (the cluster-wide topic
+// defaults, which must not differ between the replicas of a partition); it stores
+// and describes the rest without acting on them.
 
 // BrokerScopePrefix starts the keys of per-broker dynamic configs in the cluster-wide
 // configs: BrokerScopePrefix + "<id>." + property.
@@ -66,11 +66,11 @@ func BrokerOwnConfigs(configs map[string]string, id int32) map[string]string {
 }
 
 // BrokerDefaultConfigs returns the cluster-wide dynamic broker configs held in configs:
-// every key but the per-broker ones and the controller's state.
+// every key but the per-broker ones, the groups' and the controller's state.
 func BrokerDefaultConfigs(configs map[string]string) map[string]string {
 	out := make(map[string]string, len(configs))
 	for k, v := range configs {
-		if strings.HasPrefix(k, BrokerScopePrefix) || strings.HasPrefix(k, ControllerStatePrefix) {
+		if strings.HasPrefix(k, BrokerScopePrefix) || strings.HasPrefix(k, ControllerStatePrefix) || strings.HasPrefix(k, GroupScopePrefix) {
 			continue
 		}
 		out[k] = v
@@ -79,19 +79,11 @@ func BrokerDefaultConfigs(configs map[string]string) map[string]string {
 }
 
 // ValidatePerBrokerConfig checks one config entry of a broker resource named by a
-// broker id: only a dynamic broker property may be set for one broker.
+// broker id: what Kafka takes for one broker (kafka_dynamic.go). A topic config name
+// is stored there but sets no topic default (those are cluster-wide: set them on the
+// default broker resource, an empty name).
 func ValidatePerBrokerConfig(key, value string) error {
-	p, ok := brokerByName[key]
-	if !ok || !p.dynamic {
-		if _, topic := topicByName[key]; topic {
-			return fmt.Errorf("config: %s is a cluster-wide topic default and cannot be set for one broker: set it on the default broker resource (an empty name)", key)
-		}
-		return fmt.Errorf("config: %s cannot be set for one broker at run time (per-broker dynamic: %s)", key, strings.Join(DynamicBrokerProperties(), ", "))
-	}
-	if err := p.validate(strings.TrimSpace(value)); err != nil {
-		return err // not a nil *Error in a non-nil error
-	}
-	return nil
+	return validateDynamicBroker(key, value, true)
 }
 
 // DynamicBrokerProperties lists the broker properties settable at run time, in table

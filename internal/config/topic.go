@@ -69,29 +69,41 @@ func ValidateTopicConfig(key, value string) error {
 	return nil
 }
 
-// ValidateDynamicBrokerConfig checks one config entry of a broker resource in
-// AlterConfigs or IncrementalAlterConfigs: a topic config (a cluster-wide default for
-// every topic) or a broker property marked dynamic (the replication throttles' rates).
+// ValidateDynamicBrokerConfig checks one config entry of the default broker resource
+// (an empty name) in AlterConfigs or IncrementalAlterConfigs: a topic config (a
+// cluster-wide default for every topic), a broker property marked dynamic (the
+// replication throttles' rates), or any other name Kafka takes there
+// (kafka_dynamic.go), stored whether or not Runnel acts on it.
 func ValidateDynamicBrokerConfig(key, value string) error {
+	return validateDynamicBroker(key, value, false)
+}
+
+// validateDynamicBroker is ValidateDynamicBrokerConfig, and with perBroker
+// ValidatePerBrokerConfig.
+func validateDynamicBroker(key, value string, perBroker bool) error {
 	if p, ok := brokerByName[key]; ok && p.dynamic {
 		if err := p.validate(strings.TrimSpace(value)); err != nil {
 			return err
 		}
 		return nil
 	}
-	return ValidateTopicConfig(key, value)
+	if _, ok := topicByName[key]; ok {
+		return ValidateTopicConfig(key, value)
+	}
+	if err := CheckDynamicBrokerNames([]string{key}, perBroker); err != nil {
+		return err
+	}
+	return validateKafkaDynamic(key, value)
 }
 
-// IsDynamicBrokerProperty reports whether key is a broker property that AlterConfigs
-// may set at run time, one broker's own value of one (BrokerScopePrefix), or the
-// controller's own state kept among the cluster-wide configs (ControllerStatePrefix):
-// not a topic config in any case.
+// IsDynamicBrokerProperty reports whether key, one of the cluster-wide configs, is
+// anything but a topic config (which those configs give the default of): a broker
+// property set at run time (Runnel's or Kafka's, kafka_dynamic.go), one broker's own
+// value of one (BrokerScopePrefix), a group's config (GroupScopePrefix) or the
+// controller's own state (ControllerStatePrefix). A topic's settings leave these out.
 func IsDynamicBrokerProperty(key string) bool {
-	if strings.HasPrefix(key, ControllerStatePrefix) || strings.HasPrefix(key, BrokerScopePrefix) {
-		return true
-	}
-	p, ok := brokerByName[key]
-	return ok && p.dynamic
+	_, topic := topicByName[key]
+	return !topic
 }
 
 // ControllerStatePrefix names the keys of the cluster-wide configs (metadata

@@ -61,12 +61,13 @@ func (c *Controller) AlterNodeConfigs(ctx context.Context, node metadata.NodeID,
 	})
 }
 
-// refuseReservedKeys refuses keys of the controller's state and of per-broker configs
-// given by name (a deletion too, which is not validated otherwise): only the
+// refuseReservedKeys refuses keys of the controller's state, of per-broker configs and
+// of group configs given by name (a deletion too, which is not validated otherwise): only the
 // controller writes them.
 func refuseReservedKeys(set map[string]*string) error {
 	for k := range set {
-		if strings.HasPrefix(k, config.ControllerStatePrefix) || strings.HasPrefix(k, config.BrokerScopePrefix) {
+		if strings.HasPrefix(k, config.ControllerStatePrefix) || strings.HasPrefix(k, config.BrokerScopePrefix) ||
+			strings.HasPrefix(k, config.GroupScopePrefix) {
 			return fmt.Errorf("%w: %s: no such config (the prefix is reserved)", ErrInvalidConfig, k)
 		}
 	}

@@ -40,13 +40,16 @@ func TestAlterNodeConfigs(t *testing.T) {
 		t.Errorf("node 2's own configs %v", own)
 	}
 
-	err := c.AlterNodeConfigs(ctx, 2, map[string]*string{"retention.ms": ptr("5")}, false)
-	wantErr(t, "topic default for one broker", err, ErrInvalidConfig)
-	if !strings.Contains(err.Error(), "retention.ms") {
+	// A static property is refused (a topic config name is taken, as Kafka takes any
+	// name of its own: config.ValidatePerBrokerConfig).
+	err := c.AlterNodeConfigs(ctx, 2, map[string]*string{"num.partitions": ptr("5")}, false)
+	wantErr(t, "static property for one broker", err, ErrInvalidConfig)
+	if !strings.Contains(err.Error(), "num.partitions") {
 		t.Errorf("error %q does not name the config", err)
 	}
 	wantErr(t, "bad rate", c.AlterNodeConfigs(ctx, 2, map[string]*string{rate: ptr("-1")}, false), ErrInvalidConfig)
-	for _, k := range []string{config.BrokerScopedKey(2, rate), config.ControllerStatePrefix + "balancer.throttles"} {
+	for _, k := range []string{config.BrokerScopedKey(2, rate), config.ControllerStatePrefix + "balancer.throttles",
+		config.GroupScopedKey("g", "consumer.session.timeout.ms")} {
 		wantErr(t, "reserved key "+k, c.AlterBrokerConfigs(ctx, map[string]*string{k: nil}, false), ErrInvalidConfig)
 		wantErr(t, "reserved key "+k+" on a node", c.AlterNodeConfigs(ctx, 2, map[string]*string{k: nil}, false), ErrInvalidConfig)
 	}

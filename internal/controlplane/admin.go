@@ -329,6 +329,26 @@ func (a *Admin) AlterNodeConfigs(ctx context.Context, node metadata.NodeID, set 
 	return a.settle(ctx, fmt.Sprintf("dynamic configs of node %d", node))
 }
 
+// AlterGroupConfigs changes group's configs (the GROUP config resource;
+// controller.AlterGroupConfigs), forwarded to the active controller when this node is
+// not it.
+func (a *Admin) AlterGroupConfigs(ctx context.Context, group string, set map[string]*string, replaceAll, validateOnly bool) error {
+	err := a.ctrl.AlterGroupConfigs(ctx, group, set, replaceAll, validateOnly)
+	if mayForward(ctx, err) {
+		err = a.ch.alterGroupConfigs(ctx, group, set, replaceAll, validateOnly)
+		if err == nil && !validateOnly {
+			a.settleFor(ctx, func(im *metadata.Image) bool {
+				return configsApplied(config.GroupOwnConfigs(im.Configs, group), set, replaceAll)
+			})
+		}
+		return err
+	}
+	if err != nil || validateOnly {
+		return kafkaError(err)
+	}
+	return a.settle(ctx, fmt.Sprintf("configs of group %q", group))
+}
+
 // configsApplied reports whether have reflects set (nil values deleted; with
 // replaceAll, nothing else set).
 func configsApplied(have map[string]string, set map[string]*string, replaceAll bool) bool {

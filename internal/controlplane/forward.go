@@ -24,6 +24,7 @@ import (
 const (
 	resourceTypeTopic  = 2
 	resourceTypeBroker = 4
+	resourceTypeGroup  = 32
 )
 
 // timeoutMillis is the time left on ctx for a request's TimeoutMillis (30 s without a deadline).
@@ -182,6 +183,17 @@ func (ch *Channel) alterConfigs(ctx context.Context, topic string, set map[strin
 func (ch *Channel) alterBrokerConfigs(ctx context.Context, name string, set map[string]*string, validateOnly bool) error {
 	return ch.do(ctx, "forward config change of node "+name, func(ctx context.Context) error {
 		return ch.sendIncrementalAlterConfigs(ctx, resourceTypeBroker, name, set, validateOnly)
+	})
+}
+
+// alterGroupConfigs forwards a change of a group's configs (the GROUP resource named
+// group): AlterConfigs when replaceAll, else IncrementalAlterConfigs.
+func (ch *Channel) alterGroupConfigs(ctx context.Context, group string, set map[string]*string, replaceAll, validateOnly bool) error {
+	return ch.do(ctx, "forward config change of group "+group, func(ctx context.Context) error {
+		if replaceAll {
+			return ch.sendAlterConfigs(ctx, resourceTypeGroup, group, set, validateOnly)
+		}
+		return ch.sendIncrementalAlterConfigs(ctx, resourceTypeGroup, group, set, validateOnly)
 	})
 }
 

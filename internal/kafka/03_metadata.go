@@ -7,8 +7,8 @@ package kafka
 // created when auto.create.topics.enable is on and the request allows it (v4+
 // AllowAutoTopicCreation; always for v0-3), and answered LEADER_NOT_AVAILABLE until its
 // leaders are elected, as Kafka does. Topic ids (v10+) are returned and may be used to
-// ask (v12 lookups by id). Cluster and topic authorized operations are not computed
-// (-2147483648, "not requested" in Kafka).
+// ask (v12 lookups by id). Cluster (v8-10) and topic (v8+) authorized operations are
+// answered when asked (authorized_ops.go), else -2147483648 ("not requested").
 //
 // With ACLs on (as Kafka): an all-topics request lists only the topics the principal
 // may DESCRIBE; a named topic it may not describe is answered TOPIC_AUTHORIZATION_FAILED,
@@ -39,6 +39,7 @@ func handleMetadata(ctx context.Context, s *Server, r *request) (kmsg.Response, 
 	if newer := s.admin.AwaitLiveLeaders(ctx, im, leadersOf(resp, s.cfg.NodeID)); newer != im {
 		resp = s.metadataFor(ctx, r, req, newer)
 	}
+	s.setMetadataAuthorizedOperations(r, req, resp)
 	return resp, nil
 }
 

@@ -5,7 +5,9 @@ package kafka
 // State, protocol type and members of each group. While a group is Stable it also
 // reports the protocol and each member's metadata and assignment (as Kafka does). An
 // unknown group is "Dead" with no error before v6 and GROUP_ID_NOT_FOUND from v6
-// (KIP-1043). Authorized operations (v3+) are not computed (-2147483648).
+// (KIP-1043). Authorized operations (v3+ IncludeAuthorizedOperations) are answered for
+// each group described without error, as Kafka (authorized_ops.go); not asked, or for
+// a group in error, -2147483648.
 
 import (
 	"context"
@@ -52,6 +54,9 @@ func handleDescribeGroups(ctx context.Context, s *Server, r *request) (kmsg.Resp
 			rm.MemberID, rm.InstanceID, rm.ClientID, rm.ClientHost = m.MemberID, m.InstanceID, m.ClientID, m.ClientHost
 			rm.ProtocolMetadata, rm.MemberAssignment = nonNil(m.Metadata), nonNil(m.Assignment)
 			rg.Members = append(rg.Members, rm)
+		}
+		if req.Version >= 3 && req.IncludeAuthorizedOperations && rg.ErrorCode == 0 {
+			rg.AuthorizedOperations = s.authorizedOperations(r, auth.Group(id))
 		}
 		resp.Groups = append(resp.Groups, rg)
 	}

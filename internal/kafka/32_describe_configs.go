@@ -7,7 +7,8 @@ package kafka
 // list the broker's configs: with this node's id every broker property with its
 // effective value (this broker's own dynamic value, else the cluster-wide dynamic
 // default, else static, else default) and source, with an empty name (Kafka's default
-// broker resource) only the dynamic defaults set. ConfigNames filters; IncludeSynonyms (v1+) adds the
+// broker resource) only the dynamic defaults set. Group resources (type 32) list
+// Kafka 4's group configs (group_configs.go). ConfigNames filters; IncludeSynonyms (v1+) adds the
 // chain of defaults; IncludeDocumentation (v3+) the docs. An unknown topic is
 // UNKNOWN_TOPIC_OR_PARTITION, another node's broker resource INVALID_REQUEST.
 
@@ -63,6 +64,11 @@ func handleDescribeConfigs(_ context.Context, s *Server, r *request) (kmsg.Respo
 				res.ErrorCode = kerr.InvalidRequest.Code
 				msg := fmt.Sprintf("broker resource %q: describe it on that broker (this is node %d)", rr.ResourceName, s.cfg.NodeID)
 				res.ErrorMessage = &msg
+			}
+		case resourceGroup:
+			var err error
+			if entries, err = s.describeGroupConfigs(rr.ResourceName); err != nil {
+				res.ErrorCode, res.ErrorMessage = errorCode(err), reasonMessage(err)
 			}
 		default:
 			res.ErrorCode = kerr.InvalidRequest.Code

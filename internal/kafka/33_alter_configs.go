@@ -7,7 +7,10 @@ package kafka
 // resource the named configs are set, the others kept (not replaced): with an empty
 // name in the cluster-wide dynamic defaults, with a broker id in that broker's own
 // dynamic configs (DYNAMIC_BROKER_CONFIG, which win over the defaults there).
-// Unknown or malformed configs are INVALID_CONFIG naming the key.
+// Unknown or malformed configs are INVALID_CONFIG naming the key. A broker resource
+// takes what Kafka takes (config/kafka_dynamic.go; Kafka's refusals are
+// INVALID_REQUEST with Kafka's text). For a group resource the set replaces the
+// group's configs (group_configs.go).
 
 import (
 	"context"
@@ -33,7 +36,9 @@ func handleAlterConfigs(ctx context.Context, s *Server, r *request) (kmsg.Respon
 		case rr.ResourceType == resourceTopic:
 			err = s.admin.AlterTopicConfigs(ctx, rr.ResourceName, set, true, req.ValidateOnly)
 		case rr.ResourceType == resourceBroker:
-			err = s.alterBrokerResource(ctx, rr.ResourceName, set, req.ValidateOnly)
+			err = s.alterBrokerConfigs(ctx, rr.ResourceName, set, req.ValidateOnly)
+		case rr.ResourceType == resourceGroup:
+			err = s.alterGroupResource(ctx, rr.ResourceName, set, true, req.ValidateOnly)
 		default:
 			err = kerr.InvalidRequest
 		}

@@ -6,7 +6,9 @@ package kafka
 // SUBTRACT (3) for list configs such as cleanup.policy. Only the named configs change.
 // Topic and broker resources: a broker resource with an empty name is the cluster-wide
 // default (DYNAMIC_DEFAULT_BROKER_CONFIG), one named by a broker id that broker's own
-// (DYNAMIC_BROKER_CONFIG); ValidateOnly checks only.
+// (DYNAMIC_BROKER_CONFIG), taking what Kafka takes there (config/kafka_dynamic.go);
+// group resources (type 32) a group's configs (group_configs.go). ValidateOnly checks
+// only.
 
 import (
 	"context"
@@ -32,6 +34,8 @@ func handleIncrementalAlterConfigs(ctx context.Context, s *Server, r *request) (
 			if t := im.Topics[rr.ResourceName]; t != nil {
 				current = t.Configs
 			}
+		} else if rr.ResourceType == resourceGroup {
+			current = config.GroupOwnConfigs(im.Configs, rr.ResourceName)
 		} else if node, isDefault, err := brokerResourceNode(rr.ResourceName); err == nil && !isDefault {
 			current = config.BrokerOwnConfigs(im.Configs, int32(node))
 		} else {
@@ -39,7 +43,11 @@ func handleIncrementalAlterConfigs(ctx context.Context, s *Server, r *request) (
 		}
 		err := s.configDenial(r, metadata.ACLOpAlterConfigs, rr.ResourceType, rr.ResourceName)
 		var set map[string]*string
-		if err == nil {
+		switch {
+		case err != nil:
+		case rr.ResourceType == resourceGroup:
+			set, err = groupIncrementalSet(rr.Configs, current)
+		default:
 			set, err = incrementalSet(rr.Configs, current, s.cfg.Broker.TopicDefaults())
 		}
 		if err == nil {
@@ -47,7 +55,9 @@ func handleIncrementalAlterConfigs(ctx context.Context, s *Server, r *request) (
 			case resourceTopic:
 				err = s.admin.AlterTopicConfigs(ctx, rr.ResourceName, set, false, req.ValidateOnly)
 			case resourceBroker:
-				err = s.alterBrokerResource(ctx, rr.ResourceName, set, req.ValidateOnly)
+				err = s.alterBrokerConfigs(ctx, rr.ResourceName, set, req.ValidateOnly)
+			case resourceGroup:
+				err = s.alterGroupResource(ctx, rr.ResourceName, set, false, req.ValidateOnly)
 			default:
 				err = kerr.InvalidRequest
 			}

@@ -4,6 +4,8 @@ package kafka
 // controller. v1's EndpointType must be 1 (brokers); controller endpoints (2) are
 // answered UNSUPPORTED_ENDPOINT_TYPE. v2 (KIP-1073) with IncludeFencedBrokers also lists
 // the fenced ones, IsFenced set (a node that died, stopped or is not yet unfenced).
+// IncludeClusterAuthorizedOperations answers the cluster operations the principal may
+// perform (0 without DESCRIBE on the cluster), else -2147483648 (authorized_ops.go).
 
 import (
 	"context"
@@ -25,6 +27,9 @@ func handleDescribeCluster(ctx context.Context, s *Server, r *request) (kmsg.Res
 	resp.ClusterID = im.ClusterID
 	resp.ControllerID = int32(s.admin.ControllerID())
 	resp.EndpointType = 1
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = s.clusterAuthorizedOperations(r)
+	}
 	for _, id := range im.BrokerIDs() {
 		b := im.Brokers[id]
 		if b.Fenced && !req.IncludeFencedBrokers {

@@ -120,12 +120,15 @@ func (s *Server) topicCheck(r *request, op metadata.ACLOperation) func(topic str
 }
 
 // configDenial is the check of a config resource (DescribeConfigs, AlterConfigs,
-// IncrementalAlterConfigs): op on the topic for a topic, on the cluster for a broker
-// or the broker default, as Kafka; other resource types are left to the handler.
+// IncrementalAlterConfigs): op on the topic for a topic, on the group for a group, on
+// the cluster for a broker or the broker default, as Kafka; other resource types are
+// left to the handler.
 func (s *Server) configDenial(r *request, op metadata.ACLOperation, rtype kmsg.ConfigResourceType, name string) error {
 	switch rtype {
 	case resourceTopic:
 		return s.authorize(r, op, auth.Topic(name))
+	case resourceGroup:
+		return s.authorize(r, op, auth.Group(name))
 	case resourceBroker, resourceBrokerLogger:
 		return s.authorize(r, op, auth.Cluster)
 	}

@@ -58,10 +58,16 @@ func errorCode(err error) int16 {
 	return kerr.UnknownServerError.Code
 }
 
-// errorMessage is the text for responses that carry one (nil for no error).
+// errorMessage is the text for responses that carry one (nil for no error). A produce
+// refused because of some of its records answers Kafka's own text alone (it names
+// the topic partition already), as clients that match on it expect.
 func errorMessage(err error) *string {
 	if err == nil {
 		return nil
+	}
+	var re *replica.RecordErrors
+	if errors.As(err, &re) {
+		err = re
 	}
 	s := err.Error()
 	return &s

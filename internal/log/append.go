@@ -89,6 +89,12 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 	if err != nil {
 		return AppendInfo{}, err
 	}
+	if cfg.Compact() {
+		// A compacted log refuses records without a key (record_keys.go).
+		if err := checkKeys(records, l.tp); err != nil {
+			return AppendInfo{}, err
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.checkWritableLocked(); err != nil {

@@ -101,7 +101,11 @@ func TestCleanerKeepsKeylessRecordsAndControlBatches(t *testing.T) {
 	cfg := compactConfig(DefaultConfig())
 	l := openLog(t, memEnv(), cfg)
 	m := newModel()
-	m.appendKV(t, l, batchSpec{recs: []kv{{value: []byte("no key"), ts: 1000}, rec("a", "1", 1000)}})
+	// A leader refuses keyless records on a compacted topic; a log may still hold some
+	// written before that, which cleaning must keep (here copied as a follower does).
+	if _, err := l.AppendAsFollower(keyedBatch(t, batchSpec{recs: []kv{{value: []byte("no key"), ts: 1000}, rec("a", "1", 1000)}})); err != nil {
+		t.Fatal(err)
+	}
 	ctrl := controlBatch(l.LogEndOffset())
 	if _, err := l.AppendAsFollower(ctrl); err != nil {
 		t.Fatal(err)

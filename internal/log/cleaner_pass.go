@@ -208,8 +208,10 @@ func (p *cleanPass) mapBatch(b recordbatch.Batch) error {
 
 // keep is Kafka's shouldRetainRecord: a record stays unless a later record has its
 // key, or it is a tombstone that an earlier pass already reached more than
-// delete.retention.ms ago. Records without a key stay: Runnel accepts them on
-// compacted topics (Kafka refuses them at produce), so dropping them would lose data.
+// delete.retention.ms ago. Records without a key stay: a compacted topic's leader
+// now refuses them at produce as Kafka does (record_keys.go), but a log may still
+// hold some written before that (or before the topic became compacted), and
+// dropping them would lose data.
 func (p *cleanPass) keep(off int64, r *rawRecord) bool {
 	if r.key == nil {
 		return true

@@ -16,6 +16,11 @@ type (
 	AbortedTxn = log.AbortedTxn
 	// ControlType is a transaction marker's kind.
 	ControlType = log.ControlType
+	// RecordErrors is a produce refused because of some of its records (a record
+	// without a key on a compacted topic), each named by its index in its batch.
+	RecordErrors = log.RecordErrors
+	// RecordError is one refused record of RecordErrors.
+	RecordError = log.RecordError
 )
 
 const (
