@@ -2,6 +2,7 @@ package log
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -431,11 +432,13 @@ func garbage(b []byte) []byte {
 	return out[:max(len(b), 64)]
 }
 
-// shiftPositions moves every offset index entry's position 5 bytes on: still
-// increasing and inside the segment, so the load check passes, but naming no batch.
+// shiftPositions moves every offset index entry's position but the last 5 bytes on:
+// still increasing and inside the segment, and the last entry still names its batch,
+// so the load checks pass, but the others name no batch. (Before, reads starting
+// from such an entry failed with "batch ... announces ... bytes".)
 func shiftPositions(b []byte) []byte {
-	for i := 4; i+4 <= len(b); i += offsetEntrySize {
-		b[i+3] += 5
+	for i := 4; i+4 < len(b)-offsetEntrySize; i += offsetEntrySize {
+		binary.BigEndian.PutUint32(b[i:], binary.BigEndian.Uint32(b[i:])+5)
 	}
 	return b
 }

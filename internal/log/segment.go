@@ -451,8 +451,15 @@ func (s *Segment) translate(target, limit int64, h *hdrBuf) (pos int64, hdr batc
 // wholeBatchesEnd returns the end of the last batch that starts at or after from and
 // ends at or before limit (from itself when none does).
 func (s *Segment) wholeBatchesEnd(from, limit int64, h *hdrBuf) (int64, error) {
-	if _, p := s.index.lookupPosition(limit); p > from {
-		from = p
+	if off, p := s.index.lookupPosition(limit); p > from {
+		// As in translate: the entry must name the batch at its position.
+		if hdr, err := readHeaderAt(s.file, p, s.size.Load(), h); err != nil || hdr.last != off {
+			if err := s.rebuildBadIndex(p, off); err != nil {
+				return 0, err
+			}
+			_, p = s.index.lookupPosition(limit)
+		}
+		from = max(from, p)
 	}
 	limit = nextHole(s.damaged(), from, limit) // callers' ranges end before any damage
 	for from < limit {
