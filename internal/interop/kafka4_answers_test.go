@@ -61,6 +61,10 @@ func TestCompactedTopicRefusesKeylessRecords(t *testing.T) {
 	if p.ErrorCode != kerr.InvalidRecord.Code || p.ErrorMessage == nil || *p.ErrorMessage != wantMsg {
 		t.Fatalf("raw produce: code %d message %v, want INVALID_RECORD %q", p.ErrorCode, strPtr(p.ErrorMessage), wantMsg)
 	}
+	// Produce v8+ names the refused records (KIP-467), as Kafka does.
+	if len(p.ErrorRecords) != 1 || p.ErrorRecords[0].RelativeOffset != 0 {
+		t.Fatalf("raw produce: record errors %+v, want one for batch index 0", p.ErrorRecords)
+	}
 
 	if _, err := exec.LookPath("kcat"); err == nil {
 		out, err := kcatProduceFails(t, addr, "no key\n", "-P", "-t", topic)

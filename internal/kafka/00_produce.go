@@ -200,6 +200,7 @@ func (s *Server) completePart(ctx context.Context, acks int16, pp *producePart) 
 	}
 	if pp.err != nil {
 		sp.ErrorCode, sp.ErrorMessage = errorCode(pp.err), pp.errorMessage(pp.err)
+		sp.ErrorRecords = produceRecordErrors(pp.err)
 		if pp.info.NumBatches == 0 {
 			return
 		}
