@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"reflect"
 	"sort"
 	"strconv"
@@ -81,6 +82,14 @@ func ValidateDynamicBrokerConfig(key, value string) error {
 // validateDynamicBroker is ValidateDynamicBrokerConfig, and with perBroker
 // ValidatePerBrokerConfig.
 func validateDynamicBroker(key, value string, perBroker bool) error {
+	// The metadata's own encodings (one broker's value, a group's config, the
+	// controller's state) are never a client's config name: accepting one as a custom
+	// property would let AlterConfigs overwrite them.
+	for _, reserved := range []string{ControllerStatePrefix, BrokerScopePrefix, GroupScopePrefix} {
+		if strings.HasPrefix(key, reserved) {
+			return fmt.Errorf("%w: %s: names starting %q are reserved for Runnel's own metadata", ErrUnknownConfig, key, reserved)
+		}
+	}
 	if p, ok := brokerByName[key]; ok && p.dynamic {
 		if err := p.validate(strings.TrimSpace(value)); err != nil {
 			return err
