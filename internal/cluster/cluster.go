@@ -22,6 +22,9 @@ type Options struct {
 	Nodes int
 	// Sets are extra --set KEY=VALUE properties given to every node.
 	Sets []string
+	// NodeSets, if set, gives node id's own extra properties (KEY=VALUE, after Sets):
+	// what differs between nodes, such as broker.rack.
+	NodeSets func(id int32) []string
 	// BinPath is the runnel binary; "" takes $RUNNEL_CLUSTER_BIN, else builds
 	// cmd/runnel from this checkout once per test binary (Main removes it afterwards).
 	BinPath string
@@ -226,6 +229,11 @@ func makeNodes(t testing.TB, root, bin string, o Options, w *network) []*Node {
 		for _, s := range o.Sets {
 			n.args = append(n.args, "--set", s)
 		}
+		if o.NodeSets != nil {
+			for _, s := range o.NodeSets(n.ID) {
+				n.args = append(n.args, "--set", s)
+			}
+		}
 	}
 	return nodes
 }
@@ -357,8 +365,16 @@ func (c *Cluster) AddNode(t testing.TB) *Node {
 	n.args = []string{"server", "--node-id", fmt.Sprint(id), "--data-dir", n.DataDir,
 		"--listen", n.KafkaAddr, "--controller-listen", n.ControllerAddr, "--http-listen", n.HTTPAddr}
 	for i := 0; i+1 < len(first.args); i++ {
-		if a := first.args[i]; a == "--controllers" || a == "--set" {
+		if a := first.args[i]; a == "--controllers" {
 			n.args = append(n.args, a, first.args[i+1])
+		}
+	}
+	for _, s := range c.opts.Sets {
+		n.args = append(n.args, "--set", s)
+	}
+	if c.opts.NodeSets != nil {
+		for _, s := range c.opts.NodeSets(id) {
+			n.args = append(n.args, "--set", s)
 		}
 	}
 	if c.opts.Prepare != nil {

@@ -192,11 +192,15 @@ func newInProcessNodes(t testing.TB, root string, o Options) ([]*Node, error) {
 }
 
 // nodeProps are n's properties: its id, directory, addresses and the voters, then
-// Options.Sets.
+// Options.Sets and Options.NodeSets.
 func nodeProps(n *Node, voters []string, o Options) []string {
 	props := []string{"node.id=" + fmt.Sprint(n.ID), "log.dirs=" + n.DataDir, "listen=" + n.KafkaAddr,
 		"controller.listen=" + n.ControllerAddr, "http.listen=" + n.HTTPAddr, "controllers=" + strings.Join(voters, ",")}
-	return append(props, o.Sets...)
+	props = append(props, o.Sets...)
+	if o.NodeSets != nil {
+		props = append(props, o.NodeSets(n.ID)...)
+	}
+	return props
 }
 
 // config builds the configuration of a run from v.props.
