@@ -28,6 +28,11 @@
 //     per partition, and a shrink takes effect for the HW only once committed.
 //   - A follower's fetch is recorded once per fetch request (RecordFollowerFetch); Read
 //     only reads.
+//   - Consumers read below the high watermark of the replica they read: a follower
+//     serves them (fetch from the closest replica, KIP-392: Read with FromFollower) only
+//     below its own, which is at most what its leader had committed at its last answer.
+//     The leader names that follower (PreferredReadReplica, selector.go) only while it
+//     is in the ISR and holds the consumer's offset.
 //   - Every write to a log (a leader's append, a follower's append, a truncation) holds
 //     the partition's leaderIsrLock for reading and checks the role, so no write lands
 //     after a role change it did not see.
