@@ -85,12 +85,15 @@ func (sel *readReplicaSelection) redirect(fp *fetchPart, rp *kmsg.FetchResponseT
 
 // readablePartition is the replica a consumer's fetch of tp reads: the one this node
 // leads (leaderPartition, which also checks this node's lease), or with fromFollower
-// (Fetch v11+) one it follows.
+// (Fetch v11+) one it follows. A follower needs no lease: what it serves is below a high
+// watermark its leader had reached, committed whatever happened since.
 func (s *Server) readablePartition(tp metadata.TopicPartition, fromFollower bool) (*replica.Partition, error) {
-	if fromFollower {
-		if p, err := s.replicas.Partition(tp); err == nil && !p.IsLeader() {
-			return p, nil
-		}
+	if !fromFollower {
+		return s.leaderPartition(tp)
 	}
-	return s.leaderPartition(tp)
+	p, err := s.replicas.Partition(tp)
+	if err == nil && p.IsLeader() && s.lease != nil && !s.lease() {
+		return nil, replica.ErrNotLeader // as leaderPartition
+	}
+	return p, err
 }
