@@ -312,7 +312,7 @@ func rackPython(t *testing.T) string {
 type rackScript struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	lines  chan string   // its output, line by line; closed at its end
+	lines  chan string     // its output, line by line; closed at its end
 	out    strings.Builder // every line read so far, for failure messages
 	exited chan error
 }
