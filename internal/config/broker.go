@@ -88,6 +88,11 @@ type Broker struct {
 	GroupMinSessionTimeoutMs      int32 `config:"group.min.session.timeout.ms"`     // 6000
 	GroupMaxSessionTimeoutMs      int32 `config:"group.max.session.timeout.ms"`     // 1800000
 	GroupMaxSize                  int32 `config:"group.max.size"`                   // Int.MAX
+	// KIP-848 consumer groups.
+	GroupConsumerSessionTimeoutMs    int32  `config:"group.consumer.session.timeout.ms"`    // 45000
+	GroupConsumerHeartbeatIntervalMs int32  `config:"group.consumer.heartbeat.interval.ms"` // 5000
+	GroupConsumerAssignors           string `config:"group.consumer.assignors"`             // uniform,range
+	GroupConsumerMaxSize             int32  `config:"group.consumer.max.size"`              // Int.MAX
 	OffsetsTopicNumPartitions     int32 `config:"offsets.topic.num.partitions"`     // 50
 	OffsetsTopicReplicationFactor int16 `config:"offsets.topic.replication.factor"` // 3, capped by live nodes at creation
 	OffsetsTopicSegmentBytes      int32 `config:"offsets.topic.segment.bytes"`      // 104857600

@@ -98,7 +98,9 @@ type LeaveMember struct {
 
 // OffsetCommit is one partition of an OffsetCommit.
 type OffsetCommit struct {
-	Topic       string
+	Topic string
+	// TopicID is the topic's id; consumer groups check assignment epochs by it.
+	TopicID     [16]byte
 	Partition   int32
 	Offset      int64
 	LeaderEpoch int32
@@ -109,6 +111,9 @@ type OffsetCommit struct {
 // from outside the group protocol (admin tools, "simple" consumers), accepted only while
 // the group has no members.
 type CommitRequest struct {
+	// Version is the OffsetCommit version: a consumer group member must commit with
+	// v9+ (KIP-848), where Generation is its member epoch.
+	Version    int16
 	GroupID    string
 	MemberID   string
 	InstanceID *string
@@ -161,4 +166,12 @@ type GroupListing struct {
 	GroupID      string
 	ProtocolType string
 	State        string
+	// Type is "classic" or "consumer" (KIP-848), ListGroups v5's GroupType.
+	Type string
 }
+
+// Group types, as ListGroups v5 names them.
+const (
+	TypeClassic  = "classic"
+	TypeConsumer = "consumer"
+)

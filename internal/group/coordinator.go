@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +31,15 @@ type Config struct {
 	MaxMetadataBytes int
 	// OffsetsRetention is offsets.retention.minutes (default 7 days; negative: never).
 	OffsetsRetention time.Duration
+	// ConsumerSessionTimeout and ConsumerHeartbeatInterval are
+	// group.consumer.session.timeout.ms (45 s) and group.consumer.heartbeat.interval.ms
+	// (5 s); a group's own configs override them.
+	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
+	// ConsumerAssignors is group.consumer.assignors (uniform, range); the first is
+	// the default.
+	ConsumerAssignors []string
+	// ConsumerMaxSize is group.consumer.max.size (0: unlimited).
+	ConsumerMaxSize int
 	// AppendTimeout bounds each append to __consumer_offsets, replication included
 	// (Kafka's offsets.commit.timeout.ms; default 5 s).
 	AppendTimeout time.Duration
@@ -51,6 +61,11 @@ func ConfigFromBroker(b *config.Broker) Config {
 		InitialRebalanceDelay: time.Duration(b.GroupInitialRebalanceDelayMs) * time.Millisecond,
 		MaxGroupSize:          int(b.GroupMaxSize),
 		OffsetsRetention:      time.Duration(b.OffsetsRetentionMinutes) * time.Minute,
+
+		ConsumerSessionTimeout:    time.Duration(b.GroupConsumerSessionTimeoutMs) * time.Millisecond,
+		ConsumerHeartbeatInterval: time.Duration(b.GroupConsumerHeartbeatIntervalMs) * time.Millisecond,
+		ConsumerAssignors:         splitAssignors(b.GroupConsumerAssignors),
+		ConsumerMaxSize:           int(b.GroupConsumerMaxSize),
 	}
 }
 
@@ -124,7 +139,30 @@ func NewCoordinator(cfg Config) *Coordinator {
 	if cfg.OffsetsRetention != 0 {
 		lim.offsetsRetention = max(cfg.OffsetsRetention, 0)
 	}
+	if cfg.ConsumerSessionTimeout > 0 {
+		lim.consumerSessionTimeout = cfg.ConsumerSessionTimeout
+	}
+	if cfg.ConsumerHeartbeatInterval > 0 {
+		lim.consumerHeartbeatInterval = cfg.ConsumerHeartbeatInterval
+	}
+	if len(cfg.ConsumerAssignors) > 0 {
+		lim.consumerAssignors = cfg.ConsumerAssignors
+	}
+	if cfg.ConsumerMaxSize > 0 {
+		lim.consumerMaxSize = cfg.ConsumerMaxSize
+	}
 	return &Coordinator{cfg: cfg, lim: lim, logger: cfg.Logger.With("component", "group-coordinator"), shards: coordshard.New[*shard]()}
+}
+
+// splitAssignors parses group.consumer.assignors.
+func splitAssignors(v string) []string {
+	var out []string
+	for _, a := range strings.Split(v, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // NumPartitions is the partition count of __consumer_offsets groups are mapped over.

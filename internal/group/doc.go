@@ -1,7 +1,8 @@
 // Package group is the group coordinator of the classic consumer group protocol
-// (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) and the store of committed offsets, both
-// kept in the compacted topic __consumer_offsets in Kafka's own record formats. The new
-// KIP-848 protocol is not implemented.
+// (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), of KIP-848 consumer groups
+// (ConsumerGroupHeartbeat; see "Consumer groups" below) and the store of committed
+// offsets, all kept in the compacted topic __consumer_offsets in Kafka's own record
+// formats.
 //
 // # Who coordinates what
 //
@@ -54,6 +55,29 @@
 // acknowledges a commit only after the append is replicated to the ISR (acks=-1).
 // Replay applies records in log order, a later record replacing an earlier one with the
 // same key, as compaction would.
+//
+// # Consumer groups (KIP-848)
+//
+// A group is classic or consumer, never both (groupMetadata.consumer is nil for a
+// classic group). The first ConsumerGroupHeartbeat of an empty classic group (or of a
+// new group) makes it a consumer group; a classic JoinGroup on an empty consumer group
+// makes it classic again; either request on a group of the other kind with members is
+// refused (GROUP_ID_NOT_FOUND, resp. INCONSISTENT_GROUP_PROTOCOL): members are not
+// converted online. The broker assigns (consumer_assignor.go: uniform, range) and
+// reconciles each member through its heartbeats (consumer_reconcile.go): a member
+// revokes before a partition moves, and the coordinator hands a partition to a member
+// only once no other member holds it. Member epochs fence heartbeats
+// (FENCED_MEMBER_EPOCH) and offset commits (STALE_MEMBER_EPOCH). The group's state is
+// kept in records of types 3 and 5 to 8 (consumer_records.go) next to the offsets, in
+// the same partition, appended (acks=-1) before the heartbeat that caused them is
+// answered, and replayed on load: a coordinator failover keeps member epochs,
+// assignments and targets, members get a fresh session, and nothing moves.
+//
+//	key 3: ConsumerGroupMetadata{Group}            epoch, metadata hash
+//	key 5: ConsumerGroupMemberMetadata{Group, Member} subscription, client
+//	key 6: ConsumerGroupTargetAssignmentMetadata{Group} assignment epoch
+//	key 7: ConsumerGroupTargetAssignmentMember{Group, Member} target partitions
+//	key 8: ConsumerGroupCurrentMemberAssignment{Group, Member} epoch, state, partitions
 //
 // # Transactional offsets
 //

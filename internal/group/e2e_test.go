@@ -25,6 +25,8 @@ import (
 // test would cost more than most of these tests take.
 var shared = cluster.NewShared(cluster.Options{Nodes: 1, InProcess: true, StartTimeout: 60 * time.Second, Sets: []string{
 	"offsets.topic.num.partitions=5", "group.initial.rebalance.delay.ms=0", "group.min.session.timeout.ms=1000",
+	// KIP-848 groups (e2e_consumer_test.go): members killed are fenced after 3 s.
+	"group.consumer.session.timeout.ms=3000", "group.consumer.heartbeat.interval.ms=300",
 }})
 
 func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }

@@ -91,7 +91,13 @@ func (g *group) armTimer() {
 }
 
 func (g *group) publish() {
-	l := &GroupListing{GroupID: g.id, ProtocolType: g.md.protocolType, State: g.md.phase.String()}
+	l := &GroupListing{GroupID: g.id, ProtocolType: g.md.protocolType, State: g.md.phase.String(), Type: TypeClassic}
+	if cg := g.md.consumer; cg != nil {
+		l.Type = TypeConsumer
+		if g.md.phase != Dead {
+			l.State = cg.state()
+		}
+	}
 	if old := g.listing.Load(); old == nil || *old != *l {
 		g.listing.Store(l)
 	}

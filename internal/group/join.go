@@ -20,6 +20,14 @@ func (g *groupMetadata) join(now time.Time, req JoinRequest, reply func(JoinResu
 }
 
 func (g *groupMetadata) validateJoin(req JoinRequest) error {
+	if cg := g.consumer; cg != nil && g.phase != Dead {
+		if len(cg.members) > 0 || req.MemberID != "" {
+			// Runnel does not convert a consumer group online (KIP-848's migration):
+			// a classic member cannot join one that has members.
+			return ErrInconsistentGroupProtocol
+		}
+		g.toClassicGroup()
+	}
 	switch {
 	case g.phase == Dead:
 		return ErrCoordinatorNotAvailable

@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +19,41 @@ type loadedGroup struct {
 	offsets map[TopicPartition]offsetAndMetadata
 	// txnOffsets are the offsets of transactions with no marker yet, by producer id.
 	txnOffsets map[int64]map[TopicPartition]offsetAndMetadata
+	// consumer holds the group's consumer group records (nil: none seen).
+	consumer *loadedConsumer
+}
+
+// loadedGroupOf returns groups[id], creating it.
+func loadedGroupOf(groups map[string]*loadedGroup, id string) *loadedGroup {
+	lg := groups[id]
+	if lg == nil {
+		lg = &loadedGroup{offsets: map[TopicPartition]offsetAndMetadata{}}
+		groups[id] = lg
+	}
+	return lg
+}
+
+// replayConsumerRecord applies a consumer group record (key types 3 to 8); it reports
+// false for any other key. Types Runnel does not write (4, Kafka's deprecated
+// partition metadata) are skipped.
+func replayConsumerRecord(groups map[string]*loadedGroup, key, value []byte) (bool, error) {
+	if len(key) < 2 {
+		return false, nil
+	}
+	typ := int16(binary.BigEndian.Uint16(key))
+	switch typ {
+	case recConsumerGroupMetadata, recConsumerMemberMetadata, recTargetAssignmentMeta, recTargetAssignmentMember, recCurrentMemberAssignment:
+		return true, decodeConsumerRecord(typ, key, value, func(id string) *loadedConsumer {
+			lg := loadedGroupOf(groups, id)
+			if lg.consumer == nil {
+				lg.consumer = newLoadedConsumer()
+			}
+			return lg.consumer
+		})
+	case 4:
+		return true, nil
+	}
+	return false, nil
 }
 
 // replay applies the records of raw batches to groups, in log order: a later record
@@ -42,6 +78,12 @@ func replay(groups map[string]*loadedGroup, batches []byte) (next int64, err err
 			return next, fmt.Errorf("batch at offset %d is compressed (codec %d)", b.BaseOffset(), b.Compression())
 		}
 		err := forEachRecord(b[recordbatch.HeaderSize:], b.RecordCount(), func(key, value []byte) error {
+			if ok, err := replayConsumerRecord(groups, key, value); ok {
+				if err != nil {
+					return fmt.Errorf("batch at offset %d: %w", b.BaseOffset(), err)
+				}
+				return nil
+			}
 			r, err := decodeRecord(key, value)
 			if err != nil {
 				return fmt.Errorf("batch at offset %d: %w", b.BaseOffset(), err)
@@ -61,11 +103,7 @@ func replay(groups map[string]*loadedGroup, batches []byte) (next int64, err err
 }
 
 func applyRecord(groups map[string]*loadedGroup, r decodedRecord) {
-	lg := groups[r.group]
-	if lg == nil {
-		lg = &loadedGroup{offsets: map[TopicPartition]offsetAndMetadata{}}
-		groups[r.group] = lg
-	}
+	lg := loadedGroupOf(groups, r.group)
 	switch {
 	case r.isOffset && r.offset != nil:
 		lg.offsets[r.tp] = *r.offset
@@ -84,6 +122,11 @@ func restoreGroup(id string, lg *loadedGroup, lim limits, newMemberID func(strin
 	g.offsets = lg.offsets
 	if len(lg.txnOffsets) > 0 {
 		g.txnOffsets = lg.txnOffsets
+	}
+	if lc := lg.consumer; lc != nil && lc.epoch != nil {
+		g.consumer = restoreConsumerGroup(lc, lim, now)
+		g.protocolType = "consumer"
+		return g
 	}
 	m := lg.meta
 	if m == nil {
@@ -137,7 +180,7 @@ func (c *Coordinator) loadShard(sh *shard) {
 	sh.loadCompletions = nil
 	n := 0
 	for id, lg := range groups {
-		if lg.meta == nil && len(lg.offsets) == 0 && len(lg.txnOffsets) == 0 {
+		if lg.meta == nil && len(lg.offsets) == 0 && len(lg.txnOffsets) == 0 && (lg.consumer == nil || lg.consumer.epoch == nil) {
 			continue
 		}
 		if c.startGroup(sh, restoreGroup(id, lg, c.lim, newMemberID, time.Now())) != nil {

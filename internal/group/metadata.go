@@ -42,6 +42,14 @@ type limits struct {
 	// offsetsRetention is offsets.retention.minutes: how long an empty group keeps an
 	// offset after both the group emptied and the offset was committed (0: for ever).
 	offsetsRetention time.Duration
+
+	// Consumer groups (KIP-848): group.consumer.session.timeout.ms,
+	// group.consumer.heartbeat.interval.ms (a group's own configs override both),
+	// group.consumer.assignors (the first is the default) and group.consumer.max.size.
+	consumerSessionTimeout    time.Duration
+	consumerHeartbeatInterval time.Duration
+	consumerAssignors         []string
+	consumerMaxSize           int
 }
 
 func defaultLimits() limits {
@@ -49,7 +57,9 @@ func defaultLimits() limits {
 		minSessionTimeout: 6 * time.Second, maxSessionTimeout: 30 * time.Minute,
 		initialRebalanceDelay: 3 * time.Second, maxSize: math.MaxInt32,
 		newMemberJoinTimeout: 5 * time.Minute, maxMetadataBytes: 4096,
-		offsetsRetention: 7 * 24 * time.Hour,
+		offsetsRetention:       7 * 24 * time.Hour,
+		consumerSessionTimeout: 45 * time.Second, consumerHeartbeatInterval: 5 * time.Second,
+		consumerAssignors: []string{AssignorUniform, AssignorRange}, consumerMaxSize: math.MaxInt32,
 	}
 }
 
@@ -173,6 +183,11 @@ type groupMetadata struct {
 	persisted bool
 	// stateSince is when the group entered its phase.
 	stateSince time.Time
+
+	// consumer is the KIP-848 state of a consumer group; nil for a classic group. A
+	// group is one or the other: a consumer group has no classic members (members,
+	// pending and order stay empty) and a classic group no consumer members.
+	consumer *consumerGroup
 
 	// writes queued by the last steps, for the owner to perform in order.
 	writes []write
@@ -301,6 +316,9 @@ func joinError(memberID string, err error) JoinResult {
 func (g *groupMetadata) canBeRemoved() bool {
 	if g.phase == Dead {
 		return true
+	}
+	if g.consumer != nil {
+		return len(g.consumer.members) == 0 && len(g.offsets) == 0 && len(g.txnOffsets) == 0
 	}
 	return g.phase == Empty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 && len(g.txnOffsets) == 0
 }

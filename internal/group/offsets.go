@@ -74,6 +74,10 @@ func (g *groupMetadata) validateCommit(memberID string, instanceID *string, gene
 // commit handles an OffsetCommit: the offsets are written and, once durable, become
 // the group's committed offsets. reply gets one error per offset, in request order.
 func (g *groupMetadata) commit(now time.Time, req CommitRequest, reply func([]error)) {
+	if g.consumer != nil {
+		g.consumerCommit(now, req, reply)
+		return
+	}
 	if err := g.validateCommit(req.MemberID, req.InstanceID, req.Generation); err != nil {
 		reply(sameError(len(req.Offsets), err))
 		return
@@ -166,15 +170,19 @@ func (g *groupMetadata) deleteOffsets(partitions []TopicPartition, reply func(er
 	case g.phase == Dead:
 		reply(ErrGroupIDNotFound, nil)
 		return
-	case g.phase != Empty && g.protocolType != "consumer":
+	case g.consumer == nil && g.phase != Empty && g.protocolType != "consumer":
 		reply(ErrNonEmptyGroup, nil)
 		return
 	}
 	subscribed, known := g.subscribedTopics()
+	active := g.phase != Empty
+	if g.consumer != nil {
+		active = len(g.consumer.members) > 0
+	}
 	var records []kv
 	var eligible []TopicPartition
 	for i, tp := range partitions {
-		if g.phase != Empty && (!known || subscribed[tp.Topic]) {
+		if active && (!known || subscribed[tp.Topic]) {
 			errs[i] = ErrGroupSubscribedToTopic
 			continue
 		}
@@ -205,6 +213,18 @@ func (g *groupMetadata) deleteOffsets(partitions []TopicPartition, reply func(er
 // metadata cannot be decoded.
 func (g *groupMetadata) subscribedTopics() (topics map[string]bool, known bool) {
 	topics = map[string]bool{}
+	if g.consumer != nil {
+		// Names only: a regex subscription counts as subscribed to every topic.
+		for _, m := range g.consumer.members {
+			if m.regex != "" {
+				return nil, false
+			}
+			for _, t := range m.subscribedNames {
+				topics[t] = true
+			}
+		}
+		return topics, true
+	}
 	for _, m := range g.members {
 		var meta kmsg.ConsumerMemberMetadata
 		if err := meta.ReadFrom(m.metadataFor(g.protocol)); err != nil {
@@ -220,6 +240,25 @@ func (g *groupMetadata) subscribedTopics() (topics map[string]bool, known bool) 
 // deleteGroup handles one group of a DeleteGroups: an empty group's metadata and
 // offsets are tombstoned and the group becomes Dead.
 func (g *groupMetadata) deleteGroup(now time.Time, reply func(error)) {
+	if cg := g.consumer; cg != nil && g.phase != Dead {
+		if len(cg.members) > 0 {
+			reply(ErrNonEmptyGroup)
+			return
+		}
+		g.transition(Dead, now)
+		records := consumerGroupTombstones(g.id, cg)
+		for tp := range g.offsets {
+			records = append(records, kv{key: offsetCommitKey(g.id, tp.Topic, tp.Partition)})
+		}
+		g.issue(records, func(err error) {
+			if err == nil {
+				clear(g.offsets)
+				cg.persisted = false
+			}
+			reply(err)
+		})
+		return
+	}
 	switch g.phase {
 	case Dead:
 		reply(ErrGroupIDNotFound)
@@ -245,6 +284,9 @@ func (g *groupMetadata) deleteGroup(now time.Time, reply func(error)) {
 
 // describe is the group's DescribeGroups entry.
 func (g *groupMetadata) describe() GroupDescription {
+	if g.consumer != nil {
+		return GroupDescription{GroupID: g.id}
+	}
 	d := GroupDescription{GroupID: g.id, State: g.phase.String(), ProtocolType: g.protocolType}
 	stable := g.phase == Stable
 	if stable {
@@ -264,6 +306,15 @@ func (g *groupMetadata) describe() GroupDescription {
 // tombstoneIfPersisted queues the removal of the group's metadata record before the
 // group is dropped from memory, so that a reload does not bring it back.
 func (g *groupMetadata) tombstoneIfPersisted(now time.Time) bool {
+	if cg := g.consumer; cg != nil && cg.persisted {
+		g.transition(Dead, now)
+		g.issue(consumerGroupTombstones(g.id, cg), func(err error) {
+			if err == nil {
+				cg.persisted = false
+			}
+		})
+		return true
+	}
 	if !g.persisted {
 		return false
 	}
@@ -279,7 +330,7 @@ func (g *groupMetadata) tombstoneIfPersisted(now time.Time) bool {
 // offsetExpiry is when an offset of an empty group expires (KIP-211): retention after
 // both the group became empty and the offset was committed. Zero: never.
 func (g *groupMetadata) offsetExpiry(o offsetAndMetadata) time.Time {
-	if g.phase != Empty || g.lim.offsetsRetention <= 0 {
+	if g.phase != Empty || g.lim.offsetsRetention <= 0 || g.consumer != nil && len(g.consumer.members) > 0 {
 		return time.Time{}
 	}
 	base := g.stateSince

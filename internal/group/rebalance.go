@@ -261,6 +261,9 @@ func (g *groupMetadata) tick(now time.Time) {
 		g.onSyncDeadline(now)
 	}
 	g.tryCompleteJoin(now)
+	if g.consumer != nil {
+		g.consumerTick(now)
+	}
 	g.expireOffsets(now)
 }
 
@@ -300,5 +303,8 @@ func (g *groupMetadata) nextDeadline() time.Time {
 		consider(g.syncDeadline)
 	}
 	consider(g.nextOffsetExpiry())
+	if g.consumer != nil {
+		consider(g.consumer.nextDeadline())
+	}
 	return next
 }

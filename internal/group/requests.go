@@ -100,13 +100,35 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req CommitRequest) []er
 // -1 for none), or every committed offset when partitions is nil. An unknown group has
 // no offsets.
 func (c *Coordinator) FetchOffsets(ctx context.Context, groupID string, partitions []TopicPartition) ([]CommittedOffset, error) {
-	out, err := call(ctx, c, groupID, false, func(md *groupMetadata, _ time.Time, reply func([]CommittedOffset)) {
-		reply(md.fetchOffsets(partitions))
+	return c.FetchMemberOffsets(ctx, groupID, "", -1, partitions)
+}
+
+// FetchMemberOffsets is FetchOffsets for OffsetFetch v9+, which may name a member and
+// its epoch: in a consumer group (KIP-848) the member must exist
+// (ErrUnknownMemberID) at that epoch (ErrStaleMemberEpoch). An empty member id with
+// epoch -1 fetches as an outsider.
+func (c *Coordinator) FetchMemberOffsets(ctx context.Context, groupID, memberID string, memberEpoch int32, partitions []TopicPartition) ([]CommittedOffset, error) {
+	type result struct {
+		out []CommittedOffset
+		err error
+	}
+	r, err := call(ctx, c, groupID, false, func(md *groupMetadata, _ time.Time, reply func(result)) {
+		if err := md.validateConsumerFetch(memberID, memberEpoch); err != nil {
+			reply(result{err: err})
+			return
+		}
+		reply(result{out: md.fetchOffsets(partitions)})
 	})
 	if errors.Is(err, errNoGroup) {
+		if memberID != "" && memberEpoch >= 0 {
+			return nil, ErrUnknownMemberID
+		}
 		return (&groupMetadata{}).fetchOffsets(partitions), nil
 	}
-	return out, err
+	if err == nil {
+		err = r.err
+	}
+	return r.out, err
 }
 
 // DeleteOffsets handles an OffsetDelete: one error per partition, or a group-level
@@ -150,6 +172,11 @@ func (c *Coordinator) DescribeGroup(ctx context.Context, groupID string) (GroupD
 	})
 	if errors.Is(err, errNoGroup) {
 		return GroupDescription{GroupID: groupID, State: Dead.String()}, ErrGroupIDNotFound
+	}
+	if err == nil && d.ProtocolType == "" && d.State == "" {
+		// A consumer group (KIP-848): Kafka 4 describes it with ConsumerGroupDescribe
+		// only, and answers DescribeGroups "not a classic group".
+		return GroupDescription{GroupID: groupID, State: Dead.String()}, ErrNotClassicGroup
 	}
 	return d, err
 }

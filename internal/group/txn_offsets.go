@@ -136,6 +136,16 @@ func (c *Coordinator) CompleteTxn(ctx context.Context, partition int32, pid int6
 // validateTxnCommit is Kafka's check for transactional commits: laxer than
 // validateCommit, a commit without member id or generation is accepted in any phase.
 func (g *groupMetadata) validateTxnCommit(memberID string, instanceID *string, generation int32) error {
+	if g.consumer != nil {
+		if memberID == "" && generation < 0 {
+			return nil
+		}
+		gerr, _ := g.validateConsumerCommit(CommitRequest{MemberID: memberID, InstanceID: instanceID, Generation: generation}, true)
+		if gerr == nil && generation != g.consumer.members[memberID].epoch {
+			gerr = ErrStaleMemberEpoch // no per-partition relaxation for transactions
+		}
+		return gerr
+	}
 	switch {
 	case g.phase == Dead:
 		return ErrCoordinatorNotAvailable

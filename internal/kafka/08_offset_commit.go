@@ -9,7 +9,11 @@ package kafka
 // FENCED_INSTANCE_ID; REBALANCE_IN_PROGRESS between the join and sync phases).
 // Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION. v1's per-partition
 // timestamp and v2-4's retention time are ignored: offsets are kept while the group
-// exists. v9's KIP-848 member epochs are treated as classic generations.
+// exists. In a KIP-848 consumer group the generation is the member epoch (v9+; a
+// member committing below v9 gets UNSUPPORTED_VERSION): another epoch than the
+// member's answers STALE_MEMBER_EPOCH, except an older one for partitions the member
+// already held at it; -1 without a member commits from outside, while the group has
+// no members.
 
 import (
 	"context"
@@ -27,7 +31,7 @@ func handleOffsetCommit(ctx context.Context, s *Server, r *request) (kmsg.Respon
 	req := r.kreq.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	codes := make([][]int16, len(req.Topics))
-	cr := group.CommitRequest{GroupID: req.Group, MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation}
+	cr := group.CommitRequest{Version: req.Version, GroupID: req.Group, MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation}
 	if req.Version == 0 {
 		cr.Generation = -1
 	}
@@ -56,7 +60,7 @@ func handleOffsetCommit(ctx context.Context, s *Server, r *request) (kmsg.Respon
 				continue
 			}
 			cr.Offsets = append(cr.Offsets, group.OffsetCommit{
-				Topic: t.Topic, Partition: p.Partition, Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata,
+				Topic: t.Topic, TopicID: im.Topics[t.Topic].ID, Partition: p.Partition, Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata,
 			})
 			slots = append(slots, slot{ti, pi})
 		}

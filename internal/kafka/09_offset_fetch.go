@@ -8,8 +8,9 @@ package kafka
 // KIP-709). RequireStable (v7+, KIP-447): a partition whose group holds a pending
 // transactional offset (committed by an open transaction) answers
 // UNSTABLE_OFFSET_COMMIT, which the client retries until the transaction ends; without
-// RequireStable the last materialised offset is returned. The member id and epoch of
-// v9 (KIP-848) are ignored.
+// RequireStable the last materialised offset is returned. v9 (KIP-848): a fetch that
+// names a member of a consumer group must come at its current epoch
+// (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID); classic groups ignore the member.
 
 import (
 	"context"
@@ -39,7 +40,11 @@ func handleOffsetFetch(ctx context.Context, s *Server, r *request) (kmsg.Respons
 		for _, t := range rg.Topics {
 			parts = appendPartitions(parts, t.Topic, t.Partitions)
 		}
-		resp.Groups = append(resp.Groups, groupOffsets(ctx, s, r, rg.Group, parts, req.RequireStable))
+		memberID := ""
+		if rg.MemberID != nil {
+			memberID = *rg.MemberID
+		}
+		resp.Groups = append(resp.Groups, groupOffsets(ctx, s, r, rg.Group, memberID, rg.MemberEpoch, parts, req.RequireStable))
 	}
 	return resp, nil
 }
@@ -53,7 +58,7 @@ func offsetFetchSingle(ctx context.Context, s *Server, r *request, req *kmsg.Off
 	for _, t := range req.Topics {
 		parts = appendPartitions(parts, t.Topic, t.Partitions)
 	}
-	g := groupOffsets(ctx, s, r, req.Group, parts, req.RequireStable)
+	g := groupOffsets(ctx, s, r, req.Group, "", -1, parts, req.RequireStable)
 	if req.Version >= 2 {
 		resp.ErrorCode = g.ErrorCode
 	} else if g.ErrorCode != 0 {
@@ -85,7 +90,7 @@ func appendPartitions(parts []group.TopicPartition, topic string, partitions []i
 // partition of a topic the principal may not describe answers
 // TOPIC_AUTHORIZATION_FAILED, and a request for all of the group's offsets leaves
 // those topics out.
-func groupOffsets(ctx context.Context, s *Server, r *request, groupID string, parts []group.TopicPartition, requireStable bool) kmsg.OffsetFetchResponseGroup {
+func groupOffsets(ctx context.Context, s *Server, r *request, groupID, memberID string, memberEpoch int32, parts []group.TopicPartition, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	g := kmsg.NewOffsetFetchResponseGroup()
 	g.Group = groupID
 	if err := s.authorize(r, metadata.ACLOpDescribe, auth.Group(groupID)); err != nil {
@@ -98,7 +103,7 @@ func groupOffsets(ctx context.Context, s *Server, r *request, groupID string, pa
 		g.ErrorCode = groupErrorCode(errNoCoordinator)
 		return g
 	}
-	offsets, err := gc.FetchOffsets(ctx, groupID, parts)
+	offsets, err := gc.FetchMemberOffsets(ctx, groupID, memberID, memberEpoch, parts)
 	if err != nil {
 		g.ErrorCode = groupErrorCode(err)
 		return g

@@ -7,11 +7,14 @@ package kafka
 // unknown group is "Dead" with no error before v6 and GROUP_ID_NOT_FOUND from v6
 // (KIP-1043). Authorized operations (v3+ IncludeAuthorizedOperations) are answered for
 // each group described without error, as Kafka (authorized_ops.go); not asked, or for
-// a group in error, -2147483648.
+// a group in error, -2147483648. A KIP-848 consumer group is described by
+// ConsumerGroupDescribe only: here it answers as Kafka 4, GROUP_ID_NOT_FOUND "Group G is
+// not a classic group." (v6+; Dead before).
 
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/group"
@@ -48,6 +51,10 @@ func handleDescribeGroups(ctx context.Context, s *Server, r *request) (kmsg.Resp
 			continue
 		}
 		rg.ErrorCode, rg.ErrorMessage = groupErrorCode(err), errorMessage(err)
+		if errors.Is(err, group.ErrNotClassicGroup) {
+			msg := fmt.Sprintf("Group %s is not a classic group.", id)
+			rg.ErrorMessage = &msg
+		}
 		rg.State, rg.ProtocolType, rg.Protocol = d.State, d.ProtocolType, d.Protocol
 		for _, m := range d.Members {
 			rm := kmsg.NewDescribeGroupsResponseGroupMember()

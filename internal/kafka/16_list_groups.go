@@ -3,8 +3,8 @@ package kafka
 // ListGroups: v0-5.
 //
 // The groups this node coordinates. v4+ filters by state (case-insensitive, KIP-518);
-// v5+ filters by type: every group here is "classic" (KIP-848 groups are not
-// implemented). While a __consumer_offsets partition is loading the answer is
+// v5+ filters by type (case-insensitive): "classic" or "consumer" (KIP-848; protocol
+// type "consumer" too, states Empty, Assigning, Reconciling, Stable). While a __consumer_offsets partition is loading the answer is
 // COORDINATOR_LOAD_IN_PROGRESS with no groups, as in Kafka.
 
 import (
@@ -26,9 +26,6 @@ func handleListGroups(ctx context.Context, s *Server, r *request) (kmsg.Response
 	if gc == nil {
 		return resp, nil // no coordinator: no groups
 	}
-	if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(t string) bool { return strings.EqualFold(t, "classic") }) {
-		return resp, nil
-	}
 	groups, err := gc.ListGroups(req.StatesFilter)
 	if err != nil {
 		resp.ErrorCode = groupErrorCode(err)
@@ -38,11 +35,14 @@ func handleListGroups(ctx context.Context, s *Server, r *request) (kmsg.Response
 	// the groups the principal may DESCRIBE.
 	all := s.allowedQuiet(r, metadata.ACLOpDescribe, auth.Cluster)
 	for _, g := range groups {
+		if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(t string) bool { return strings.EqualFold(t, g.Type) }) {
+			continue
+		}
 		if !all && !s.allowedQuiet(r, metadata.ACLOpDescribe, auth.Group(g.GroupID)) {
 			continue
 		}
 		rg := kmsg.NewListGroupsResponseGroup()
-		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = g.GroupID, g.ProtocolType, g.State, "classic"
+		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = g.GroupID, g.ProtocolType, g.State, g.Type
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp, nil

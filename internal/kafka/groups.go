@@ -26,6 +26,11 @@ type GroupCoordinator interface {
 	DeleteGroup(ctx context.Context, groupID string) error
 	DescribeGroup(ctx context.Context, groupID string) (group.GroupDescription, error)
 	ListGroups(states []string) ([]group.GroupListing, error)
+	// KIP-848 consumer groups (68_consumer_group_heartbeat.go, 69_...describe.go) and
+	// OffsetFetch v9's member check.
+	ConsumerHeartbeat(ctx context.Context, req group.ConsumerHeartbeatRequest) group.ConsumerHeartbeatResult
+	DescribeConsumerGroup(ctx context.Context, groupID string) (group.ConsumerGroupDescription, error)
+	FetchMemberOffsets(ctx context.Context, groupID, memberID string, memberEpoch int32, partitions []group.TopicPartition) ([]group.CommittedOffset, error)
 }
 
 // SetGroupCoordinator installs the group coordinator; until then group APIs answer
@@ -61,6 +66,13 @@ var groupErrorTable = []struct {
 	{group.ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge},
 	{group.ErrInvalidCommitOffsetSize, kerr.InvalidCommitOffsetSize},
 	{group.ErrClosed, kerr.NotCoordinator},
+	{group.ErrFencedMemberEpoch, kerr.FencedMemberEpoch},
+	{group.ErrStaleMemberEpoch, kerr.StaleMemberEpoch},
+	{group.ErrUnreleasedInstanceID, kerr.UnreleasedInstanceID},
+	{group.ErrUnsupportedAssignor, kerr.UnsupportedAssignor},
+	{group.ErrInvalidRegularExpression, kerr.InvalidRegularExpression},
+	{group.ErrInvalidRequest, kerr.InvalidRequest},
+	{group.ErrUnsupportedVersion, kerr.UnsupportedVersion},
 	// The server is stopping while a request waits.
 	{context.Canceled, kerr.NotCoordinator},
 }
