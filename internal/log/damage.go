@@ -140,6 +140,25 @@ func (l *Log) firstBlockingDamage() (DamagedRange, bool) {
 	return DamagedRange{}, false
 }
 
+// damageFrom returns the first damaged range holding offsets that offset falls in
+// (inside) or that comes after offset, if any.
+func (l *Log) damageFrom(offset int64) (d DamagedRange, inside, ok bool) {
+	p := l.damaged.Load()
+	if p == nil {
+		return DamagedRange{}, false, false
+	}
+	for _, d := range *p {
+		switch {
+		case d.Offsets() == 0 || d.LastOffset < offset:
+		case d.FirstOffset <= offset:
+			return d, true, true
+		default:
+			return d, false, true
+		}
+	}
+	return DamagedRange{}, false, false
+}
+
 func (l *Log) damageError(d DamagedRange) error { return &DamageError{TP: l.tp, Range: d} }
 
 // refreshDamage republishes the log's list from its segments' lists. Called with

@@ -454,3 +454,70 @@ func equalEpochs(a, b []EpochEntry) bool {
 	}
 	return true
 }
+
+// A follower reading from a damaged leader gets everything past the damage
+// (ReadForReplica), so that an intact follower can catch up, rejoin the ISR and take
+// the leadership over; inside the damage it gets the storage error, as a consumer.
+func TestReadForReplicaPastDamage(t *testing.T) {
+	mem := vfs.NewMem()
+	m := newManager(t, mem, "/d")
+	tp := TopicPartition{Topic: "events"}
+	l, err := m.GetOrCreate(tp, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 120; i++ {
+		mustAppend(t, l, logtest.BatchWith(logtest.BatchOptions{Records: 1 + i%3, ValueSize: 100, Timestamp: 1000 + int64(i)}))
+	}
+	leo := l.LogEndOffset()
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var victim recordbatch.Batch
+	corruptFile(t, mem, "/d/events-0/00000000000000000000.log", func(data []byte) []byte {
+		_, victim = batchAt(t, data, 5000)
+		victim = append(recordbatch.Batch(nil), victim...)
+		copy(data[5000:], "XX")
+		return data
+	})
+	r := newManager(t, mem, "/d").Get(tp)
+	first, last := victim.BaseOffset(), victim.LastOffset()
+	for _, off := range []int64{first, last} {
+		if _, err := r.ReadForReplica(off, 1<<20, leo, true); !errors.Is(err, ErrKafkaStorage) {
+			t.Fatalf("ReadForReplica(%d) inside the damage: %v, want a storage error", off, err)
+		}
+	}
+	// Below the damage: stops before it.
+	recs := readAll(t, r, 0, first, 1<<20)
+	checkContiguous(t, recs, 0, first)
+	ri, err := r.ReadForReplica(0, 1<<30, leo, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end := ri.Position + int64(ri.Size); end > 5000 {
+		t.Fatalf("a replica read from 0 reaches byte %d, past the damage at 5000", end)
+	}
+	// Past the damage: everything to the log end.
+	var got []logtest.Record
+	for off := last + 1; off < leo; {
+		ri, err := r.ReadForReplica(off, 1<<20, leo, true)
+		if err != nil {
+			t.Fatalf("ReadForReplica(%d) past the damage: %v", off, err)
+		}
+		b, err := ri.AppendTo(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := logtest.Decode(b)
+		if err != nil || len(rs) == 0 {
+			t.Fatalf("ReadForReplica(%d): no records (%v)", off, err)
+		}
+		got = append(got, rs...)
+		off = rs[len(rs)-1].Offset + 1
+	}
+	checkContiguous(t, got, last+1, leo)
+	// Consumers still get the error past it.
+	if _, err := r.Read(last+1, 1<<20, leo, true); !errors.Is(err, ErrKafkaStorage) {
+		t.Fatalf("Read(%d) past the damage: %v, want a storage error", last+1, err)
+	}
+}

@@ -50,6 +50,20 @@ func (r ReadInfo) AppendTo(dst []byte) ([]byte, error) {
 // (ErrKafkaStorage naming the file and the offsets), never ErrOffsetOutOfRange or an
 // empty answer; a read below it ends before it.
 func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadInfo, error) {
+	return l.readChecked(offset, maxBytes, maxOffset, minOneBatch, false)
+}
+
+// ReadForReplica is Read for a follower replica fetching from this log's replica,
+// the leader. It differs only past damage: an offset inside a damaged range is a
+// *DamageError as for Read, but one after it reads on (up to the next damaged range).
+// A follower that holds the damaged range intact must still get what came after it,
+// or it could never catch up, rejoin the ISR and take the leadership over from this
+// damaged replica, which would then stay the partition's only copy in the ISR.
+func (l *Log) ReadForReplica(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadInfo, error) {
+	return l.readChecked(offset, maxBytes, maxOffset, minOneBatch, true)
+}
+
+func (l *Log) readChecked(offset int64, maxBytes int32, maxOffset int64, minOneBatch, pastDamage bool) (ReadInfo, error) {
 	if l.closed.Load() {
 		return ReadInfo{}, ErrClosed
 	}
@@ -58,8 +72,15 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 		return ReadInfo{}, fmt.Errorf("%w: offset %d, log is [%d, %d]", ErrOffsetOutOfRange, offset, l.logStart.Load(), leo)
 	}
 	maxOffset = min(maxOffset, leo)
-	if d, ok := l.firstBlockingDamage(); ok {
-		if offset >= d.FirstOffset {
+	if !pastDamage {
+		if d, ok := l.firstBlockingDamage(); ok {
+			if offset >= d.FirstOffset {
+				return ReadInfo{}, l.damageError(d)
+			}
+			maxOffset = min(maxOffset, d.FirstOffset)
+		}
+	} else if d, inside, ok := l.damageFrom(offset); ok {
+		if inside {
 			return ReadInfo{}, l.damageError(d)
 		}
 		maxOffset = min(maxOffset, d.FirstOffset)

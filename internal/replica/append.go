@@ -207,7 +207,13 @@ func (p *Partition) Read(o ReadOptions) (ReadResult, error) {
 	if o.FetchOffset >= maxOffset {
 		return res, nil
 	}
-	info, err := p.log.Read(o.FetchOffset, o.MaxBytes, maxOffset, o.MinOneBatch)
+	read := p.log.Read
+	if o.ReplicaID >= 0 {
+		// A follower reads on past a damaged range of this replica: it may hold the
+		// range intact, and must catch up to take the leadership over (log.ReadForReplica).
+		read = p.log.ReadForReplica
+	}
+	info, err := read(o.FetchOffset, o.MaxBytes, maxOffset, o.MinOneBatch)
 	if err != nil {
 		return res, err
 	}

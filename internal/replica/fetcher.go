@@ -127,6 +127,7 @@ func (f *Fetcher) run(ctx context.Context) {
 			}
 			continue
 		}
+		f.repairDamaged(parts)
 		if err := f.truncateDiverged(ctx, parts); err != nil {
 			backoff = f.backoff(err)
 			continue

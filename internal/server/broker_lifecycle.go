@@ -28,6 +28,7 @@ func (n *Node) startBrokerLifecycle(ctx context.Context) error {
 		Interval:       time.Duration(n.cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
 		SessionTimeout: time.Duration(n.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		DiskFull:       n.disk.IsFull,
+		Damaged:        n.replicas.Damaged,
 		Logger:         n.logger,
 	})
 	if err != nil {
