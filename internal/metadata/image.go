@@ -173,6 +173,8 @@ type Image struct {
 	Scram *ScramCredentials `json:"scram,omitempty"`
 	// ACLs are the access control entries (acls.go); nil when there is none.
 	ACLs *ACLs `json:"acls,omitempty"`
+	// Links are the cluster links and their mirror topics (links.go); nil when none.
+	Links *Links `json:"links,omitempty"`
 }
 
 // Empty returns the image before any record.

@@ -65,6 +65,9 @@ type Record struct {
 	Scram *ScramChange `json:"scram,omitempty"`
 	// ACL is the ACLType payload (acls.go).
 	ACL *ACLChange `json:"acl,omitempty"`
+	// Link and Mirror are the LinkType and MirrorTopicType payloads (links.go).
+	Link   *LinkChange   `json:"link,omitempty"`
+	Mirror *MirrorChange `json:"mirror,omitempty"`
 }
 
 // Encode serialises records for the Raft log.
@@ -127,6 +130,8 @@ func (im *Image) Apply(rec Record, offset uint64) *Image {
 		n.Scram = applyScram(im.Scram, rec.Scram)
 	case ACLType:
 		n.ACLs = applyACL(im.ACLs, rec.ACL)
+	case LinkType, MirrorTopicType:
+		n.Links = applyLinks(im.Links, rec)
 	case ProducerIDsType:
 		if rec.ProducerIDBlockStart == im.NextProducerID && rec.NextProducerID > im.NextProducerID {
 			n.NextProducerID = rec.NextProducerID
