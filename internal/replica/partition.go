@@ -38,6 +38,9 @@ type Partition struct {
 	// onFollowerFetch is called (no lock held) when a follower's fetch shows it may
 	// join the ISR. Set once by the Manager before the partition is shared.
 	onFollowerFetch func(p *Partition, follower metadata.NodeID)
+	// promoteEpoch is 1 + the leader epoch from which this promoted mirror partition
+	// is writable, 0 when it is not one (mirror.go). Set by the Manager on every image.
+	promoteEpoch atomic.Int32
 
 	// hw is the high watermark: consumers never see offsets at or above it. Read
 	// lock-free; written only by setHighWatermarkLocked.
@@ -151,6 +154,7 @@ func (p *Partition) applyState(st metadata.Partition, minISR int32, syncOnAppend
 		if hw, ok := leaderStartHighWatermark(checkpointHW, p.log.LogStartOffset(), p.log.LogEndOffset(), p.hw.Load()); ok {
 			p.setHighWatermarkLocked(hw, hwLeaderStart)
 		}
+		p.sealPromotedLocked()
 	}
 	p.stateMu.Unlock()
 	if p.rs.isLeader() {
