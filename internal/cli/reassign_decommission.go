@@ -150,7 +150,7 @@ func (d *decommission) start(ctx context.Context, v *clusterView) error {
 		return fmt.Errorf("plan the drain of node %d: %w", d.node, err)
 	}
 	printPlanSummary(d.out, v, plan)
-	return executePlan(ctx, d.adm, d.out, planPartitions(plan), d.throttle, false)
+	return executePlan(ctx, d.cl, d.out, planPartitions(plan), d.throttle, false)
 }
 
 // check refuses the drain if a partition on the node would be left under its

@@ -14,6 +14,11 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel-io/runnel/internal/kafka"
 )
 
 // The KIP-73 throttle configs, as kafka-reassign-partitions.sh sets them.
@@ -39,11 +44,14 @@ and name live nodes only.
 Before starting, the current assignment of the plan's partitions is printed: save it to
 roll back with 'runnel reassign execute --plan'.
 
---throttle BYTES_PER_SEC throttles the copies as kafka-reassign-partitions.sh does
-(KIP-73): leader.replication.throttled.rate and follower.replication.throttled.rate on
-every node involved, and on each topic leader.replication.throttled.replicas (the
-current replicas of the moving partitions) and follower.replication.throttled.replicas
-(the new ones). 'runnel reassign status' removes them once nothing moves.`,
+--throttle BYTES_PER_SEC throttles the copies (KIP-73: leader.replication.throttled.rate
+and follower.replication.throttled.rate, and on each topic
+leader.replication.throttled.replicas, the current replicas of the moving partitions,
+and follower.replication.throttled.replicas, the new ones). On Runnel the controller
+sets them in the same metadata change that starts the moves and removes them when the
+last move ends or is cancelled; nothing else removes them meanwhile. On another Kafka
+implementation they are set first, as kafka-reassign-partitions.sh does, and 'runnel
+reassign status' removes them once nothing moves.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if throttle < 0 {
@@ -53,9 +61,12 @@ current replicas of the moving partitions) and follower.replication.throttled.re
 			if err != nil {
 				return err
 			}
-			return withAdmin(conn, func(adm *kadm.Client) error {
-				return executePlan(cmd.Context(), adm, cmd.OutOrStdout(), plan, throttle, additional)
-			})
+			cl, err := conn.client()
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			return executePlan(cmd.Context(), cl, cmd.OutOrStdout(), plan, throttle, additional)
 		},
 	}
 	fs := cmd.Flags()
@@ -175,7 +186,8 @@ func validatePlan(v *clusterView, ps []reassignPartition) ([][]int32, error) {
 // executePlan validates the plan, refuses it while other moves are in progress
 // (unless additional), prints the rollback plan, sets the throttles and starts the
 // moves.
-func executePlan(ctx context.Context, adm *kadm.Client, out io.Writer, ps []reassignPartition, throttle int64, additional bool) error {
+func executePlan(ctx context.Context, cl *kgo.Client, out io.Writer, ps []reassignPartition, throttle int64, additional bool) error {
+	adm := kadm.NewClient(cl) // a view of cl: closing cl is the caller's
 	v, err := loadClusterView(ctx, adm)
 	if err != nil {
 		return err
@@ -202,34 +214,72 @@ func executePlan(ctx context.Context, adm *kadm.Client, out io.Writer, ps []reas
 	if err := writeReassignment(out, rollback); err != nil {
 		return err
 	}
-	if throttle > 0 {
+	runnel := throttle > 0 && isRunnel(ctx, adm)
+	if throttle > 0 && !runnel {
 		if err := setThrottles(ctx, adm, out, v, ps, olds, throttle, additional); err != nil {
 			return err
 		}
 	}
-	return startMoves(ctx, adm, out, ps, olds)
+	var owned int64
+	if runnel {
+		owned = throttle
+	}
+	if err := startMoves(ctx, cl, out, ps, olds, owned); err != nil {
+		return err
+	}
+	if runnel {
+		fmt.Fprintf(out, "Throttled the copies to %d bytes/s; the controller removes the throttles when the moves end.\n", throttle)
+	}
+	return nil
 }
 
 // startMoves sends AlterPartitionReassignments and prints each partition's result.
-func startMoves(ctx context.Context, adm *kadm.Client, out io.Writer, ps []reassignPartition, olds [][]int32) error {
-	var req kadm.AlterPartitionAssignmentsReq
+// ownedThrottle > 0 asks a Runnel controller to throttle the moves it starts with
+// throttles it owns (kafka.ReassignmentThrottleTag); 0 sends Kafka's request alone.
+func startMoves(ctx context.Context, cl *kgo.Client, out io.Writer, ps []reassignPartition, olds [][]int32, ownedThrottle int64) error {
+	req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+	req.TimeoutMillis = 60_000
 	for _, p := range ps {
-		req.Assign(p.Topic, p.Partition, p.Replicas)
+		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != p.Topic {
+			t := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+			t.Topic = p.Topic
+			req.Topics = append(req.Topics, t)
+		}
+		rp := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+		rp.Partition, rp.Replicas = p.Partition, p.Replicas
+		t := &req.Topics[len(req.Topics)-1]
+		t.Partitions = append(t.Partitions, rp)
 	}
-	resps, err := adm.AlterPartitionAssignments(ctx, req)
+	if ownedThrottle > 0 {
+		kafka.SetReassignmentThrottle(req, ownedThrottle)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err == nil && resp.ErrorCode != 0 {
+		err = withMessage(kerr.ErrorForCode(resp.ErrorCode), deref(resp.ErrorMessage))
+	}
 	if err != nil {
-		return fmt.Errorf("alter partition reassignments: %w", brokerMessage(err))
+		return fmt.Errorf("alter partition reassignments: %w", err)
+	}
+	type answer struct {
+		err error
+	}
+	answers := map[string]map[int32]answer{}
+	for _, t := range resp.Topics {
+		answers[t.Topic] = map[int32]answer{}
+		for _, p := range t.Partitions {
+			answers[t.Topic][p.Partition] = answer{withMessage(kerr.ErrorForCode(p.ErrorCode), deref(p.ErrorMessage))}
+		}
 	}
 	failed := 0
 	for i, p := range ps {
-		r, ok := resps[p.Topic][p.Partition]
+		r, ok := answers[p.Topic][p.Partition]
 		switch {
 		case !ok:
 			failed++
 			fmt.Fprintf(out, "topic %q partition %d: no answer from the cluster\n", p.Topic, p.Partition)
-		case r.Err != nil:
+		case r.err != nil:
 			failed++
-			fmt.Fprintf(out, "topic %q partition %d: %v\n", p.Topic, p.Partition, withMessage(r.Err, r.ErrMessage))
+			fmt.Fprintf(out, "topic %q partition %d: %v\n", p.Topic, p.Partition, r.err)
 		default:
 			fmt.Fprintf(out, "Started %s/%d: %s -> %s\n", p.Topic, p.Partition, joinInt32s(olds[i]), joinInt32s(p.Replicas))
 		}

@@ -230,9 +230,12 @@ added and removed, the bytes the new replicas hold and still lack (DescribeLogDi
 and an ETA from the rate between two samples --interval apart; a progress bar when the
 output is a terminal. --watch refreshes until interrupted (in place on a terminal).
 
-When nothing is in progress it says so and, as kafka-reassign-partitions.sh --verify,
-removes the reassignment throttles (the *.replication.throttled.rate of every node and
-the *.replication.throttled.replicas of every topic that has them) unless
+When nothing is in progress it says so. On Runnel it never touches the throttles: the
+controller set those of a throttled 'runnel reassign execute' with the moves and
+removes them when the last move ends, so a status run while a move starts cannot
+leave it unthrottled. On another Kafka implementation it removes them, as
+kafka-reassign-partitions.sh --verify does (the *.replication.throttled.rate of every
+node and the *.replication.throttled.replicas of every topic that has them), unless
 --preserve-throttles.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -246,12 +249,14 @@ the *.replication.throttled.replicas of every topic that has them) unless
 			// The samples pace the refreshes: each takes --interval.
 			w.interval = max(interval, time.Millisecond)
 			return withAdmin(conn, func(adm *kadm.Client) error {
+				// A reader never removes a Runnel controller's throttles.
+				clear := !preserve && !isRunnel(cmd.Context(), adm)
 				render := func(o io.Writer) error {
 					st, err := sampleStatus(cmd.Context(), adm, interval)
 					if err != nil {
 						return err
 					}
-					if !st.InProgress && !preserve {
+					if !st.InProgress && clear {
 						if st.ThrottlesRemoved, err = clearThrottles(cmd.Context(), adm); err != nil {
 							return err
 						}
@@ -268,7 +273,7 @@ the *.replication.throttled.replicas of every topic that has them) unless
 	out.add(cmd)
 	fs := cmd.Flags()
 	fs.DurationVar(&interval, "interval", time.Second, "time between the two samples the rate and ETA come from (0: no rate), and between refreshes with --watch")
-	fs.BoolVar(&preserve, "preserve-throttles", false, "leave the throttles in place when nothing is in progress")
+	fs.BoolVar(&preserve, "preserve-throttles", false, "on another Kafka implementation, leave the throttles in place when nothing is in progress (Runnel's controller removes its own)")
 	fs.BoolVarP(&w.watch, "watch", "w", false, "refresh until interrupted: in place on a terminal, one refresh after another otherwise")
 	fs.IntVar(&w.count, "watch-count", 0, "with --watch, stop after this many refreshes (0: until interrupted)")
 	return cmd
@@ -360,12 +365,13 @@ func newReassignCancel(conn *connFlags) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&preserve, "preserve-throttles", false, "leave the reassignment throttles in place")
+	cmd.Flags().BoolVar(&preserve, "preserve-throttles", false, "on another Kafka implementation, leave the reassignment throttles in place (Runnel's controller removes its own)")
 	return cmd
 }
 
 // cancelAll cancels every reassignment in progress (AlterPartitionReassignments with
-// null replicas) and clears the throttles.
+// null replicas) and, on another Kafka implementation, clears the throttles (Runnel's
+// controller removes its own with the last move).
 func cancelAll(ctx context.Context, adm *kadm.Client, out io.Writer, preserve bool) error {
 	v, err := loadClusterView(ctx, adm)
 	if err != nil {
@@ -403,7 +409,7 @@ func cancelAll(ctx context.Context, adm *kadm.Client, out io.Writer, preserve bo
 			}
 		}
 	}
-	if !preserve {
+	if !preserve && !isRunnel(ctx, adm) {
 		removed, err := clearThrottles(ctx, adm)
 		if err != nil {
 			return err

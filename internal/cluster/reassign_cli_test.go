@@ -145,8 +145,8 @@ func throttleConfigs(t *testing.T, adm *kadm.Client, topic string) (leader, foll
 }
 
 // TestReassignCLI drives the commands against four real nodes: a topic on nodes
-// 1-3 is spread onto node 4, which joined the three voters, by `reassign plan` + `execute --throttle` (the throttle
-// configs set, then removed by the `status` that finds nothing in progress), leaders
+// 1-3 is spread onto node 4, which joined the three voters, by `reassign plan` + `execute --throttle` (the controller
+// sets the throttle configs with the moves and removes them with the last one), leaders
 // go back to the preferred replicas with `cluster elect-leaders`, `cluster
 // decommission` is refused while a partition needs every node or has its only other
 // in-sync replica down, and then drains node 4, and `reassign cancel` rolls back a move throttled to 1 KiB/s half-way.
@@ -200,7 +200,7 @@ func TestReassignCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = mustCLI(t, "reassign", "execute", "-b", b, "--plan", file, "--throttle", "104857600")
-	if !strings.Contains(r.stdout, "Throttled the copies to 104857600 bytes/s on nodes 1,2,3,4") || !strings.Contains(r.stdout, "Current assignment") {
+	if !strings.Contains(r.stdout, "Throttled the copies to 104857600 bytes/s; the controller removes the throttles when the moves end.") || !strings.Contains(r.stdout, "Current assignment") {
 		t.Errorf("execute output:\n%s", r.stdout)
 	}
 	adm := c.Admin(t)
@@ -236,14 +236,15 @@ func TestReassignCLI(t *testing.T) {
 			t.Fatalf("moves still in progress after %v:\n%s", reassignTimeout, r.stdout)
 		}
 	}
-	if len(st.ThrottlesRemoved) != 2 {
-		t.Errorf("the status that found nothing in progress removed %v, want the replica lists and the rates", st.ThrottlesRemoved)
+	if len(st.ThrottlesRemoved) != 0 {
+		t.Errorf("the status that found nothing in progress removed %v: on Runnel the controller owns the throttles", st.ThrottlesRemoved)
 	}
+	// The controller removed them with the last move's completion.
 	if rate, src := brokerRate(t, adm, 4); rateDescribed && src != kmsg.ConfigSourceDefaultConfig {
-		t.Errorf("node 4's leader.replication.throttled.rate after status: %q (%v), want the default", rate, src)
+		t.Errorf("node 4's leader.replication.throttled.rate after the moves: %q (%v), want the default", rate, src)
 	}
 	if l, f := throttleConfigs(t, adm, topic); l != "" || f != "" {
-		t.Errorf("throttled replicas left after status: %q %q", l, f)
+		t.Errorf("throttled replicas left after the moves: %q %q", l, f)
 	}
 	for _, p := range plan.Partitions {
 		waitReplicas(t, c, topic, p.Partition, p.Replicas)
@@ -410,8 +411,12 @@ func cancelThrottledMove(t *testing.T, c *cluster.Cluster, topic string, old []i
 	}
 	t.Logf("status half-way:\n%s", r.stdout)
 	r = mustCLI(t, "reassign", "cancel", "-b", b)
-	if want := fmt.Sprintf("Cancelled %s/0 (adding %d", topic, spare); !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, "Removed the reassignment throttles") {
-		t.Errorf("cancel output lacks %q or the throttles removed:\n%s", want, r.stdout)
+	if want := fmt.Sprintf("Cancelled %s/0 (adding %d", topic, spare); !strings.Contains(r.stdout, want) {
+		t.Errorf("cancel output lacks %q:\n%s", want, r.stdout)
+	}
+	// The controller removed the throttles in the proposal that cancelled the moves.
+	if l, f := throttleConfigs(t, c.Admin(t), topic); l != "" || f != "" {
+		t.Errorf("throttled replicas left after the cancel: %q %q", l, f)
 	}
 	// The same replicas; their order is the move's list minus the ones added (as
 	// Kafka's KRaft controller reverts), so it is logged, not checked.
@@ -484,5 +489,105 @@ func waitTopicGone(t *testing.T, c *cluster.Cluster, topic string) {
 			t.Fatalf("topic %s still listed after %v", topic, waitTimeout)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestReassignThrottleHeldWhileWatched: a move started by `reassign execute --throttle
+// T` while `reassign status --json` runs every 200 ms, as docs/scale-out.md suggests
+// watching it, copies at the throttle (it takes at least 0.8 × D/T) and every status
+// taken before it ends lists the moving partition. Before the controller owned the
+// throttles, a status run between execute's setting of the rates and its start of the
+// moves found nothing in progress and removed the throttles: a 1 MiB/s move copied
+// 6-12 MB in a quarter of a second.
+func TestReassignThrottleHeldWhileWatched(t *testing.T) {
+	skipIfShort(t)
+	sets := append(slices.Clone(cluster.FastFailureDetection), "partition.autobalancing.mode=off")
+	c := cluster.Start(t, cluster.Options{Nodes: 3, Sets: sets, StartTimeout: startTimeout})
+	b := c.Bootstrap()
+	const topic = "watched"
+	createAssigned(t, c, topic, [][]int32{{1, 2}})
+	const record, count = 64 << 10, 64 // D: 4 MiB that do not compress
+	const rate = 512 << 10             // T: 512 KiB/s, so D/T = 8 s
+	cl := c.Client(t, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	for range count {
+		v := make([]byte, record)
+		rand.Read(v)
+		cl.Produce(context.Background(), &kgo.Record{Topic: topic, Partition: 0, Value: v}, nil)
+	}
+	if err := cl.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(file, []byte(`{"version":1,"partitions":[{"topic":"watched","partition":0,"replicas":[1,3]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// The watcher: a status every 200 ms from before the execute until the move ends.
+	type sample struct {
+		at     time.Time
+		moving bool
+	}
+	var samples []sample
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			r := runCLI("reassign", "status", "-b", b, "--json", "--interval", "200ms")
+			var st struct {
+				Partitions []struct {
+					Topic     string `json:"topic"`
+					Partition int32  `json:"partition"`
+				} `json:"partitions"`
+			}
+			if r.code != 0 || json.Unmarshal([]byte(r.stdout), &st) != nil {
+				continue
+			}
+			moving := slices.ContainsFunc(st.Partitions, func(p struct {
+				Topic     string `json:"topic"`
+				Partition int32  `json:"partition"`
+			}) bool {
+				return p.Topic == topic && p.Partition == 0
+			})
+			samples = append(samples, sample{time.Now(), moving})
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	mustCLI(t, "reassign", "execute", "-b", b, "--plan", file, "--throttle", fmt.Sprint(rate))
+	waitReplicas(t, c, topic, 0, []int32{1, 3})
+	took := time.Since(start)
+	close(stop)
+	<-watched
+
+	d := float64(record * count)
+	t.Logf("moved %.1f MiB under a %d KiB/s throttle with a status every 200 ms: %v (D/T %.1f s), %d status samples",
+		d/(1<<20), rate>>10, took.Round(time.Millisecond), d/rate, len(samples))
+	if min := time.Duration(0.8 * d / rate * float64(time.Second)); took < min {
+		t.Errorf("the watched throttled move took %v, less than 0.8 × D/T = %v: the throttle did not hold", took.Round(time.Millisecond), min.Round(time.Millisecond))
+	}
+	// Every sample taken after the execute returned and before the move ended lists it.
+	listed, missed := 0, 0
+	for _, s := range samples {
+		if s.at.Before(start.Add(time.Second)) || s.at.After(start.Add(took-time.Second)) {
+			continue // around the start and the end: either answer is right
+		}
+		if s.moving {
+			listed++
+		} else {
+			missed++
+		}
+	}
+	if listed == 0 || missed > 0 {
+		t.Errorf("status samples during the move: %d listed %s-0, %d did not", listed, topic, missed)
+	}
+	if l, f := throttleConfigs(t, c.Admin(t), topic); l != "" || f != "" {
+		t.Errorf("throttled replicas left after the move: %q %q", l, f)
 	}
 }

@@ -1,6 +1,8 @@
 package controller
 
-// The balancer's throttles. A balancer move copies at a bounded rate, so that the
+// The controller's throttles: those of the balancer's moves and of an operator's
+// reassignment started with a rate (runnel reassign execute --throttle, a Runnel
+// tagged field of AlterPartitionReassignments). Such a move copies at a bounded rate, so that the
 // leaders' disks and links keep serving producers and in-sync followers: in the
 // proposal that starts the moves, the balancer does what kafka-reassign-partitions.sh
 // --throttle does (KIP-73) —
@@ -19,8 +21,12 @@ package controller
 // it; config.ControllerStatePrefix), so that whichever controller is active when the
 // moves end — completed, or cancelled by an operator — removes exactly those list
 // items and those rates (a rate only while it still has the value the balancer set),
-// and nothing an operator set. They are removed once no reassignment is in progress,
-// before the balancer starts anything new.
+// and nothing an operator set. They are removed in the proposal that ends the last
+// reassignment in progress (its completion or cancellation: throttlesDoneRecords),
+// and by the balancer's tick if anything ends reassignments otherwise (a topic
+// deleted mid-move), before the balancer starts anything new. Never by a reader: a
+// `reassign status` that cleared them while `execute` was between setting the rates
+// and starting the moves let the copy run unthrottled.
 
 import (
 	"context"
@@ -61,20 +67,35 @@ func hasBalancerThrottles(im *metadata.Image) bool {
 
 // balancerThrottleRecords returns the config records that throttle the moves of
 // started (partitions reassigning in after, the image with the moves started; before
-// is the image they started from), and record what they add.
+// is the image they started from), and record what they add, on top of what the
+// controller's record in before holds already (moves still in progress keep their
+// throttles). A rate the controller set earlier takes the new value; one an operator
+// set by hand is left as it is (it applies to these moves too).
 func balancerThrottleRecords(before, after *metadata.Image, started []metadata.TopicPartition, rate int64) []metadata.Record {
 	if len(started) == 0 {
 		return nil
 	}
 	tr := throttleRecord{Rates: map[string]string{}, Topics: map[string]map[string][]string{}}
+	if v, ok := before.Configs[balancerThrottlesKey]; ok {
+		_ = json.Unmarshal([]byte(v), &tr) // a bad value: start afresh
+		if tr.Rates == nil {
+			tr.Rates = map[string]string{}
+		}
+		if tr.Topics == nil {
+			tr.Topics = map[string]map[string][]string{}
+		}
+	}
 	var recs []metadata.Record
 	rateValue := strconv.FormatInt(rate, 10)
 	for _, key := range []string{leaderThrottledRate, followerThrottledRate} {
-		if _, set := before.Configs[key]; set {
-			continue // an operator's rate: it applies, and is not the balancer's to remove
+		cur, set := before.Configs[key]
+		if ours, ok := tr.Rates[key]; set && !(ok && ours == cur) {
+			continue // an operator's rate: it applies, and is not the controller's to remove
 		}
 		tr.Rates[key] = rateValue
-		recs = append(recs, configRecord("", key, &rateValue))
+		if cur != rateValue {
+			recs = append(recs, configRecord("", key, &rateValue))
+		}
 	}
 	// The items per topic and side, in partition order.
 	add := map[string]map[string][]string{}
@@ -119,13 +140,13 @@ func balancerThrottleRecords(before, after *metadata.Image, started []metadata.T
 			if tr.Topics[topic] == nil {
 				tr.Topics[topic] = map[string][]string{}
 			}
-			tr.Topics[topic][key] = added
+			tr.Topics[topic][key] = append(tr.Topics[topic][key], added...)
 			v := strings.Join(items, ",")
 			recs = append(recs, configRecord(topic, key, &v))
 		}
 	}
-	if len(recs) == 0 {
-		return nil
+	if len(recs) == 0 && before.Configs[balancerThrottlesKey] != "" {
+		return nil // nothing new to throttle or to record
 	}
 	b, _ := json.Marshal(tr) // maps of strings: cannot fail
 	v := string(b)
@@ -181,6 +202,16 @@ func clearThrottleRecords(im *metadata.Image) []metadata.Record {
 		}
 	}
 	return append(recs, configRecord("", balancerThrottlesKey, nil))
+}
+
+// throttlesDoneRecords returns the records that remove the controller's throttles
+// when after, the image with a proposal's records applied, has no reassignment in
+// progress left (nil otherwise, or when there are none to remove).
+func throttlesDoneRecords(after *metadata.Image) []metadata.Record {
+	if !hasBalancerThrottles(after) || reassigning(after) {
+		return nil
+	}
+	return clearThrottleRecords(after)
 }
 
 func configRecord(topic, key string, value *string) metadata.Record {

@@ -177,9 +177,13 @@ func (c *Controller) AlterPartition(ctx context.Context, tp metadata.TopicPartit
 				"replicas", done.Replicas, "removed", p.RemovingReplicas, "leader", done.Leader)
 			next = done
 		}
-		res, err := c.proposeLocked(ctx, []metadata.Record{{
+		recs := []metadata.Record{{
 			Type: metadata.PartitionChangeType, TopicName: tp.Topic, Partition: tp.Partition, PartitionState: &next,
-		}})
+		}}
+		// The last reassignment's completion removes the throttles the controller set
+		// for the moves, in the same proposal (balance_throttle.go).
+		recs = append(recs, throttlesDoneRecords(im.Apply(recs[0], im.Offset))...)
+		res, err := c.proposeLocked(ctx, recs)
 		if err != nil {
 			return err
 		}

@@ -49,6 +49,9 @@ var ErrEligibleLeadersNotAvailable = errors.New("eligible leaders not available"
 type Reassignment struct {
 	TP     metadata.TopicPartition
 	Target []metadata.NodeID
+	// Throttle (bytes/s, 0: none) throttles the copy the change starts (KIP-73), with
+	// throttles the controller owns and removes when the moves end (balance_throttle.go).
+	Throttle int64
 }
 
 // startReassignment returns p moving to target. A reassignment already in progress
@@ -209,6 +212,8 @@ func (c *Controller) AlterPartitionReassignments(ctx context.Context, changes []
 		live := c.liveLocked(im)
 		var recs []metadata.Record
 		scratch := im
+		var throttled []metadata.TopicPartition
+		var rate int64
 		for i, ch := range changes {
 			p, ok := scratch.Partition(ch.TP)
 			if !ok {
@@ -227,13 +232,21 @@ func (c *Controller) AlterPartitionReassignments(ctx context.Context, changes []
 			rec := metadata.Record{Type: metadata.PartitionChangeType, TopicName: ch.TP.Topic, Partition: ch.TP.Partition, PartitionState: &next}
 			recs = append(recs, rec)
 			scratch = scratch.Apply(rec, scratch.Offset)
+			if ch.Throttle > 0 && next.Reassigning() {
+				throttled = append(throttled, ch.TP)
+				rate = max(rate, ch.Throttle)
+			}
 			c.log.Info("reassignment", "topic", ch.TP.Topic, "partition", ch.TP.Partition,
 				"replicas", p.Replicas, "target", ch.Target, "adding", next.AddingReplicas, "removing", next.RemovingReplicas,
-				"cancel", ch.Target == nil, "leader", next.Leader)
+				"cancel", ch.Target == nil, "leader", next.Leader, "throttle_bytes_per_sec", ch.Throttle)
 		}
 		if len(recs) == 0 {
 			return nil
 		}
+		// The throttles go in the proposal that starts the moves, so no copy runs
+		// unthrottled for a moment; the last move's end removes them.
+		recs = append(recs, balancerThrottleRecords(im, scratch, throttled, rate)...)
+		recs = append(recs, throttlesDoneRecords(scratch)...)
 		_, err := c.proposeLocked(ctx, recs)
 		return err
 	})

@@ -21,7 +21,7 @@ import (
 func (a *Admin) AlterPartitionReassignments(ctx context.Context, changes []kafka.Reassignment) []error {
 	cs := make([]controller.Reassignment, len(changes))
 	for i, ch := range changes {
-		cs[i] = controller.Reassignment{TP: ch.TP, Target: ch.Target}
+		cs[i] = controller.Reassignment{TP: ch.TP, Target: ch.Target, Throttle: ch.Throttle}
 	}
 	errs := a.ctrl.AlterPartitionReassignments(ctx, cs)
 	if len(errs) > 0 && mayForward(ctx, errs[0]) {
@@ -81,6 +81,13 @@ func (ch *Channel) alterPartitionReassignments(ctx context.Context, changes []ka
 	err := ch.do(ctx, "forward AlterPartitionReassignments", func(ctx context.Context) error {
 		req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
 		req.TimeoutMillis = timeoutMillis(ctx)
+		var rate int64
+		for _, c := range changes {
+			rate = max(rate, c.Throttle)
+		}
+		if rate > 0 {
+			kafka.SetReassignmentThrottle(req, rate)
+		}
 		for _, c := range changes {
 			if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != c.TP.Topic {
 				t := kmsg.NewAlterPartitionAssignmentsRequestTopic()

@@ -11,6 +11,7 @@ package kafka
 // 2), which tells clients to bump the epoch per transaction (EndTxn v5) and to add
 // partitions implicitly (Produce v12, TxnOffsetCommit v5). Clients that do not look
 // at features, or cap those request versions, keep transaction version 1.
+// runnel.version (supported, never finalized) tells Runnel's tools they talk to Runnel.
 //
 // Produce is advertised from v0 although v0-2 are answered UNSUPPORTED_VERSION, as
 // Kafka 4.0 does (KAFKA-18659): librdkafka before 2.10 compresses with gzip, snappy or
@@ -42,12 +43,24 @@ func apiVersionsResponse() *kmsg.ApiVersionsResponse {
 	sf := kmsg.NewApiVersionsResponseSupportedFeature()
 	sf.Name, sf.MinVersion, sf.MaxVersion = transactionVersionFeature, 0, transactionVersion
 	resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+	rf := kmsg.NewApiVersionsResponseSupportedFeature()
+	rf.Name, rf.MinVersion, rf.MaxVersion = RunnelFeature, 1, RunnelFeatureLevel
+	resp.SupportedFeatures = append(resp.SupportedFeatures, rf)
 	ff := kmsg.NewApiVersionsResponseFinalizedFeature()
 	ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = transactionVersionFeature, transactionVersion, transactionVersion
 	resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
 	resp.FinalizedFeaturesEpoch = finalizedFeaturesEpoch
 	return resp
 }
+
+// RunnelFeature is the supported feature (KIP-584, ApiVersions v3+) by which Runnel's
+// own tools tell a Runnel node from another Kafka implementation, and so whether it
+// understands Runnel's tagged fields (ReassignmentThrottleTag and the like). Clients
+// skip features they do not know. Level 1: the wave-3 tagged fields.
+const (
+	RunnelFeature      = "runnel.version"
+	RunnelFeatureLevel = 1
+)
 
 const (
 	// transactionVersionFeature is Kafka's feature flag for the transaction

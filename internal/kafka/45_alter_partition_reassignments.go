@@ -11,12 +11,21 @@ package kafka
 // a node that is not registered, or a change that would leave no in-sync leader).
 // AllowReplicationFactorChange (v1) is accepted either way: Runnel lets a reassignment
 // change the replication factor, as Kafka did before KIP-860.
+//
+// A Runnel tagged field, ReassignmentThrottleTag, asks for the moves it starts to be
+// throttled (KIP-73) by throttles the controller sets in the same metadata change and
+// removes when the last move ends (controller/balance_throttle.go), so that nothing an
+// operator runs meanwhile (kafka-reassign-partitions.sh --verify, runnel reassign
+// status) can leave a copy unthrottled. Kafka's own clients never send it.
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
 	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -33,10 +42,15 @@ func handleAlterPartitionReassignments(ctx context.Context, s *Server, r *reques
 	resp.AllowReplicationFactorChange = req.AllowReplicationFactorChange
 	ctx, cancel := withRequestTimeout(ctx, req.TimeoutMillis)
 	defer cancel()
+	throttle, err := reassignmentThrottle(req)
+	if err != nil {
+		resp.ErrorCode, resp.ErrorMessage = errorCode(err), reasonMessage(err)
+		return resp, nil
+	}
 	var changes []Reassignment
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
-			ch := Reassignment{TP: metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}}
+			ch := Reassignment{TP: metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}, Throttle: throttle}
 			if rp.Replicas != nil {
 				ch.Target = make([]metadata.NodeID, len(rp.Replicas))
 				for i, id := range rp.Replicas {
@@ -61,4 +75,38 @@ func handleAlterPartitionReassignments(ctx context.Context, s *Server, r *reques
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil
+}
+
+// ReassignmentThrottleTag is the tagged field of AlterPartitionReassignments (flexible
+// from v0) that carries a throttle for the moves the request starts, as JSON
+// {"throttle_bytes_per_sec": N}. A tag this high is never one of Kafka's.
+const ReassignmentThrottleTag = 10_002
+
+// ReassignmentThrottle is ReassignmentThrottleTag's payload.
+type ReassignmentThrottle struct {
+	BytesPerSec int64 `json:"throttle_bytes_per_sec"`
+}
+
+// SetReassignmentThrottle asks req's moves to be throttled to rate bytes/s.
+func SetReassignmentThrottle(req *kmsg.AlterPartitionAssignmentsRequest, rate int64) {
+	b, _ := json.Marshal(ReassignmentThrottle{BytesPerSec: rate}) // a struct of an int: cannot fail
+	req.UnknownTags.Set(ReassignmentThrottleTag, b)
+}
+
+// reassignmentThrottle reads req's ReassignmentThrottleTag (0 when absent).
+func reassignmentThrottle(req *kmsg.AlterPartitionAssignmentsRequest) (int64, error) {
+	var rate int64
+	var bad error
+	req.UnknownTags.Each(func(tag uint32, b []byte) {
+		if tag != ReassignmentThrottleTag {
+			return
+		}
+		var t ReassignmentThrottle
+		if err := json.Unmarshal(b, &t); err != nil || t.BytesPerSec < 0 {
+			bad = fmt.Errorf("%w: the reassignment throttle (tag %d) is not a non-negative rate: %q", kerr.InvalidRequest, ReassignmentThrottleTag, b)
+			return
+		}
+		rate = t.BytesPerSec
+	})
+	return rate, bad
 }

@@ -65,6 +65,9 @@ type Admin interface {
 type Reassignment struct {
 	TP     metadata.TopicPartition
 	Target []metadata.NodeID
+	// Throttle (bytes/s, 0: none) is the request's ReassignmentThrottleTag: the
+	// controller throttles the copy and removes the throttles when the moves end.
+	Throttle int64
 }
 
 // TopicSpec is one topic of a CreateTopics request.
