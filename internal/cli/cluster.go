@@ -29,18 +29,20 @@ func newClusterCommand() *cobra.Command {
 		RunE:  groupRunE,
 	}
 	conn := addConnFlags(cmd.PersistentFlags())
-	cmd.AddCommand(newClusterStatus(conn), newClusterConfig(conn))
+	cmd.AddCommand(newClusterStatus(conn), newClusterConfig(conn), newClusterScrub(conn))
 	cmd.AddCommand(clusterExtra(conn)...)
 	return cmd
 }
 
 // clusterStatus is `cluster status`'s output.
 type clusterStatus struct {
-	ClusterID       string             `json:"cluster_id"`
-	Controller      int32              `json:"controller"`
-	Nodes           []nodeRow          `json:"nodes"`
-	NodesDown       int                `json:"nodes_down"`
-	NodesDegraded   int                `json:"nodes_degraded"`
+	ClusterID     string    `json:"cluster_id"`
+	Controller    int32     `json:"controller"`
+	Nodes         []nodeRow `json:"nodes"`
+	NodesDown     int       `json:"nodes_down"`
+	NodesDegraded int       `json:"nodes_degraded"`
+	// NodesDamaged counts the nodes holding a damaged replica (Nodes[].Damaged).
+	NodesDamaged    int                `json:"nodes_damaged"`
 	Partitions      int                `json:"partitions"`
 	UnderReplicated int                `json:"under_replicated"`
 	UnderMinISR     int                `json:"under_min_isr"` // -1 when min.insync.replicas could not be read
@@ -84,6 +86,19 @@ type nodeRow struct {
 	// bytes, -1 (or absent) when unknown.
 	DiskTotal int64 `json:"disk_total_bytes,omitempty"`
 	DiskFree  int64 `json:"disk_free_bytes,omitempty"`
+	// Damaged are the node's replicas holding a damaged range (a batch that failed
+	// its CRC: docs/durability.md), from its DescribeLogDirs answer.
+	Damaged []damagedReplica `json:"damaged,omitempty"`
+}
+
+// damagedReplica is a damaged range of a node's replica of a partition.
+type damagedReplica struct {
+	Topic       string `json:"topic"`
+	Partition   int32  `json:"partition"`
+	FirstOffset int64  `json:"first_offset"`
+	LastOffset  int64  `json:"last_offset"`
+	File        string `json:"file"`
+	Quarantine  string `json:"quarantine,omitempty"`
 }
 
 // partitionProblem is a partition that is offline, under-replicated or under its
@@ -158,6 +173,7 @@ func loadClusterStatus(ctx context.Context, cl *kgo.Client, adm *kadm.Client, wa
 		fmt.Fprintf(warn, "runnel: warning: describe log dirs: %v; disk states of some nodes unknown\n", err)
 	}
 	st.addDisks(dirs)
+	st.addDamage(dctx, cl)
 	st.addReassignments(ctx, adm, md, warn)
 	return st, nil
 }
@@ -235,6 +251,30 @@ func (st *clusterStatus) addDisks(dirs kadm.DescribedAllLogDirs) {
 				n.DiskFull = true
 				st.NodesDegraded++
 			}
+		}
+	}
+}
+
+// addDamage fills in each live node's damaged replicas from its DescribeLogDirs
+// answer (Runnel's DamagedRangesTag; nothing from a node that does not send it).
+func (st *clusterStatus) addDamage(ctx context.Context, cl *kgo.Client) {
+	var ids []int32
+	for _, n := range st.Nodes {
+		if !n.Down {
+			ids = append(ids, n.ID)
+		}
+	}
+	for _, a := range describeNodeLogDirs(ctx, cl, ids, nil) {
+		i := slices.IndexFunc(st.Nodes, func(n nodeRow) bool { return n.ID == a.Node })
+		for _, d := range a.Damaged {
+			if d.Offsets == 0 {
+				continue // bytes between batches: no record is unreadable
+			}
+			st.Nodes[i].Damaged = append(st.Nodes[i].Damaged, damagedReplica{Topic: d.Topic, Partition: d.Partition,
+				FirstOffset: d.FirstOffset, LastOffset: d.LastOffset, File: d.File, Quarantine: d.Quarantine})
+		}
+		if len(st.Nodes[i].Damaged) > 0 {
+			st.NodesDamaged++
 		}
 	}
 }
@@ -361,6 +401,15 @@ func printClusterStatus(w io.Writer, st *clusterStatus) error {
 	if st.NodesDegraded > 0 {
 		fmt.Fprintf(w, "%d of %d nodes degraded (disk full: no writes, leaderships handed to other replicas)\n", st.NodesDegraded, len(st.Nodes))
 	}
+	if st.NodesDamaged > 0 {
+		fmt.Fprintf(w, "%d of %d nodes hold damaged replicas (batches that failed their CRC: docs/durability.md):\n", st.NodesDamaged, len(st.Nodes))
+	}
+	for _, n := range st.Nodes {
+		for _, d := range n.Damaged {
+			fmt.Fprintf(w, "node %d: %s-%d offsets %d-%d corrupt in %s (quarantined copy %s): repaired from an intact in-sync replica if there is one, else see runnel topic repair\n",
+				n.ID, d.Topic, d.Partition, d.FirstOffset, d.LastOffset, d.File, orDash(d.Quarantine))
+		}
+	}
 	underMin := "unknown"
 	if st.UnderMinISR >= 0 {
 		underMin = strconv.Itoa(st.UnderMinISR)
@@ -388,6 +437,9 @@ func printClusterStatus(w io.Writer, st *clusterStatus) error {
 // state is the STATE column of a node that is up.
 func (n nodeRow) state() string {
 	if !n.DiskFull {
+		if len(n.Damaged) > 0 {
+			return fmt.Sprintf("degraded: %d damaged replica ranges", len(n.Damaged))
+		}
 		return "up"
 	}
 	if n.DiskTotal > 0 && n.DiskFree >= 0 {

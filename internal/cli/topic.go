@@ -28,7 +28,8 @@ func newTopicCommand() *cobra.Command {
 	}
 	conn := addConnFlags(cmd.PersistentFlags())
 	cmd.AddCommand(newTopicCreate(conn), newTopicList(conn), newTopicDescribe(conn),
-		newTopicDelete(conn), newTopicAlter(conn), newTopicAddPartitions(conn), newTopicDeleteRecords(conn))
+		newTopicDelete(conn), newTopicAlter(conn), newTopicAddPartitions(conn), newTopicDeleteRecords(conn),
+		newTopicRepair(conn))
 	return cmd
 }
 

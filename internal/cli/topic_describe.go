@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -35,6 +37,20 @@ type partitionRow struct {
 	LogStartOffset  int64   `json:"log_start_offset"`
 	LogEndOffset    int64   `json:"log_end_offset"`
 	Error           string  `json:"error,omitempty"`
+	// Damaged are the replicas' damaged ranges (batches that failed their CRC:
+	// docs/durability.md), as their nodes report them.
+	Damaged []partitionDamage `json:"damaged,omitempty"`
+}
+
+// partitionDamage is one damaged range of one node's replica of a partition.
+type partitionDamage struct {
+	Node        int32  `json:"node"`
+	FirstOffset int64  `json:"first_offset"`
+	LastOffset  int64  `json:"last_offset"`
+	Offsets     int64  `json:"offsets"`
+	File        string `json:"file"`
+	Position    int64  `json:"position"`
+	Quarantine  string `json:"quarantine,omitempty"`
 }
 
 func newTopicDescribe(conn *connFlags) *cobra.Command {
@@ -58,17 +74,22 @@ for several.`,
 			if err != nil {
 				return err
 			}
-			return withAdmin(conn, func(adm *kadm.Client) error {
-				ds := make([]*topicDescription, 0, len(args))
-				for _, topic := range args {
-					d, err := describeTopic(cmd.Context(), adm, topic, all)
-					if err != nil {
-						return err
-					}
-					ds = append(ds, d)
+			cl, err := conn.client()
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			adm := kadm.NewClient(cl)
+			ds := make([]*topicDescription, 0, len(args))
+			for _, topic := range args {
+				d, err := describeTopic(cmd.Context(), adm, topic, all)
+				if err != nil {
+					return err
 				}
-				return printTopicDescriptions(cmd.OutOrStdout(), ds, asJSON)
-			})
+				ds = append(ds, d)
+			}
+			addTopicDamage(cmd.Context(), cl, adm, ds)
+			return printTopicDescriptions(cmd.OutOrStdout(), ds, asJSON)
 		},
 	}
 	out.add(cmd)
@@ -135,6 +156,37 @@ func describeTopic(ctx context.Context, adm *kadm.Client, topic string, all bool
 		d.Partitions = append(d.Partitions, partitionRowOf(p, starts, ends))
 	}
 	return d, nil
+}
+
+// addTopicDamage adds the damaged ranges the live nodes report (DescribeLogDirs with
+// Runnel's DamagedRangesTag) to the partitions of ds. Best effort: a node that does
+// not answer in time adds nothing.
+func addTopicDamage(ctx context.Context, cl *kgo.Client, adm *kadm.Client, ds []*topicDescription) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	nodes, err := liveNodes(ctx, adm)
+	if err != nil {
+		return
+	}
+	for _, a := range describeNodeLogDirs(ctx, cl, nodes, nil) {
+		for _, dmg := range a.Damaged {
+			if dmg.Offsets == 0 {
+				continue // bytes between batches: no record is unreadable
+			}
+			for _, d := range ds {
+				if d.Topic != dmg.Topic {
+					continue
+				}
+				for i := range d.Partitions {
+					if p := &d.Partitions[i]; p.Partition == dmg.Partition {
+						p.Damaged = append(p.Damaged, partitionDamage{Node: a.Node, FirstOffset: dmg.FirstOffset,
+							LastOffset: dmg.LastOffset, Offsets: dmg.Offsets, File: dmg.File, Position: dmg.Position,
+							Quarantine: dmg.Quarantine})
+					}
+				}
+			}
+		}
+	}
 }
 
 func partitionRowOf(p kadm.PartitionDetail, starts, ends kadm.ListedOffsets) partitionRow {
@@ -220,7 +272,20 @@ func printPartitionTable(w io.Writer, d *topicDescription) error {
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", p.Partition, dash(int64(p.Leader)), p.LeaderEpoch,
 			joinInt32s(p.Replicas), joinInt32s(p.ISR), dash(p.LogStartOffset), dash(p.LogEndOffset), p.Error)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, p := range d.Partitions {
+		for _, dmg := range p.Damaged {
+			q := "no quarantined copy"
+			if dmg.Quarantine != "" {
+				q = "quarantined copy " + dmg.Quarantine
+			}
+			fmt.Fprintf(w, "Damaged: partition %d on node %d: offsets %d-%d (%d offsets) corrupt in %s at byte %d; %s\n",
+				p.Partition, dmg.Node, dmg.FirstOffset, dmg.LastOffset, dmg.Offsets, dmg.File, dmg.Position, q)
+		}
+	}
+	return nil
 }
 
 // topicID renders a topic ID as Kafka does (URL-safe base64, no padding).

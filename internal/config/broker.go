@@ -112,6 +112,11 @@ type Broker struct {
 	LogCleanerIoMaxBytesPerSecond      float64 `config:"log.cleaner.io.max.bytes.per.second"`     // Double.MAX
 	LogCleanerBackoffMs                int64   `config:"log.cleaner.backoff.ms"`                  // 15000
 	NumRecoveryThreadsPerDataDir       int     `config:"num.recovery.threads.per.data.dir"`       // 2
+	// LogScrubEnable, LogScrubIntervalMs (-1: at start-up only) and
+	// LogScrubBytesPerSecond (-1: no limit) configure the scrubber (log/scrub.go).
+	LogScrubEnable         bool  `config:"log.scrub.enable"`           // true
+	LogScrubIntervalMs     int64 `config:"log.scrub.interval.ms"`      // 604800000
+	LogScrubBytesPerSecond int64 `config:"log.scrub.bytes.per.second"` // 10485760
 	// LogPageCacheTailBytes is Runnel's own: the durable bytes at the end of each log
 	// kept in the page cache; older ones are dropped from it. -1: the OS decides.
 	LogPageCacheTailBytes int64 `config:"log.page.cache.tail.bytes"`

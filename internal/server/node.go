@@ -52,8 +52,11 @@ type Node struct {
 	cfg    *config.Broker
 	logger *slog.Logger
 
-	ctrl     *controller.Controller
-	logs     *log.Manager
+	ctrl *controller.Controller
+	logs *log.Manager
+	// scrubber verifies the cold segments in the background (log.scrub.*); nil when
+	// log.scrub.enable is false.
+	scrubber *log.Scrubber
 	replicas *replica.Manager
 	kafka    *kafka.Server
 	http     *httpd.Server
@@ -173,6 +176,13 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 		return fmt.Errorf("open logs in %s: %w", cfg.DataDir, err)
 	}
 	n.logs.Start()
+	if cfg.LogScrubEnable {
+		n.scrubber = log.NewScrubber(n.logs, log.ScrubOptions{
+			Interval:       time.Duration(cfg.LogScrubIntervalMs) * time.Millisecond, // -1: at start-up only
+			BytesPerSecond: cfg.LogScrubBytesPerSecond,                               // -1: unpaced
+		})
+		n.scrubber.Start()
+	}
 	n.admin = controlplane.NewAdmin(controlplane.AdminConfig{Controller: n.ctrl, Probe: n.probe,
 		SessionTimeout: time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond, Logger: n.logger, PeerClient: n.peerClient})
 	n.replicas, err = replica.NewManager(replica.Options{
@@ -367,6 +377,9 @@ func (n *Node) close(logged bool) error {
 		}
 		if n.replicas != nil {
 			errs = append(errs, n.replicas.Close(context.Background()))
+		}
+		if n.scrubber != nil {
+			n.scrubber.Close() // before the logs: a pass reads them
 		}
 		if n.logs != nil {
 			errs = append(errs, n.logs.Close())
