@@ -60,6 +60,9 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 		if denial == nil {
 			denial = s.authorize(r, metadata.ACLOpWrite, auth.Topic(rt.Topic))
 		}
+		if denial == nil {
+			denial = s.mirrorDenial(rt.Topic) // links.go: read-only until promoted
+		}
 		for pi := range rt.Partitions {
 			sp := &st.Partitions[pi]
 			*sp = kmsg.NewProduceResponseTopicPartition()

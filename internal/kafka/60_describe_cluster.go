@@ -6,6 +6,7 @@ package kafka
 // the fenced ones, IsFenced set (a node that died, stopped or is not yet unfenced).
 // IncludeClusterAuthorizedOperations answers the cluster operations the principal may
 // perform (0 without DESCRIBE on the cluster), else -2147483648 (authorized_ops.go).
+// A request carrying the Runnel tagged field LinkOpTag is a link command (links.go).
 
 import (
 	"context"
@@ -18,6 +19,9 @@ func init() { regKey(60, 0, 2, handleDescribeCluster) }
 
 func handleDescribeCluster(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeClusterRequest)
+	if resp, ok := s.linkOp(ctx, r, req); ok { // links.go: a link command
+		return resp, nil
+	}
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	if req.Version >= 1 && req.EndpointType != 1 {
 		resp.ErrorCode = kerr.UnsupportedEndpointType.Code

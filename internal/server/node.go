@@ -62,6 +62,7 @@ type Node struct {
 	http     *httpd.Server
 	admin    *controlplane.Admin
 	groups   *group.Coordinator
+	links    *linkWiring // cluster links (links.go)
 	txns     *txnWiring // transaction coordinator (txn.go)
 	txnAbort time.Duration
 	// network is Options.Network (nil: the host's).
@@ -210,6 +211,7 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 	if err != nil {
 		return err
 	}
+	n.links = n.newLinks(reg)
 	n.unsub = n.ctrl.Subscribe(n.applyImage)
 	n.serving.Store(true)
 	reg.MustRegister(newPartitionCollector(n.replicas), newDiskFullGauge(n.disk), newIntegrityCollector(n.logs, n.replicas))
@@ -219,6 +221,7 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 	n.kafka.SetGroupCoordinator(n.groupCoordinator())
 	n.kafka.SetTxnCoordinator(n.txnCoordinator())
 	n.kafka.SetControllerAPI(controlplane.LocalAPI(n.ctrl))
+	n.kafka.SetLinkAdmin(n.links.admin)
 	reg.MustRegister(newControllerCollector(n.ctrl))
 	// Bind before registering, so that a listener on port 0 (tests) is advertised with
 	// the port it got; serve before registering, since other nodes' registrations may
@@ -283,6 +286,7 @@ func (n *Node) applyImage(_, cur *metadata.Image) {
 	if err := n.replicas.ApplyImage(cur); err != nil {
 		n.logger.Error("applying metadata", "offset", cur.Offset, "err", err)
 	}
+	n.links.apply(cur)
 	n.admin.SetApplied(cur)
 	// Report the new offset to the controller now rather than at the next interval:
 	// an admin change is acknowledged only once every live node has reported it.
@@ -375,6 +379,7 @@ func (n *Node) close(logged bool) error {
 		if n.unsub != nil {
 			n.unsub()
 		}
+		n.links.close()
 		if n.replicas != nil {
 			errs = append(errs, n.replicas.Close(context.Background()))
 		}

@@ -1,0 +1,241 @@
+package link
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/replica"
+)
+
+// Manager runs, on one node, the fetching of every mirror partition this node leads:
+// one session (a kgo client of the source) per link with such partitions, and in it
+// one fetcher goroutine per source broker leading some of them. It follows the
+// metadata (ApplyImage, after the replicas applied the same image): a leadership that
+// moves here starts a partition's fetching, one that moves away, a pause, a promote or
+// a failure stops it.
+type Manager struct {
+	node     metadata.NodeID
+	replicas *replica.Manager
+	logger   *slog.Logger
+	// report sends an operation to the active controller (Admin.Do): a failed mirror.
+	report func(ctx context.Context, r Request) Response
+	// bytes counts what each link copied (runnel_link_bytes_total{link}).
+	bytes sync.Map // link name -> *atomic.Int64
+
+	// mu guards sessions and closed. Never held across network I/O or a session's
+	// own lock.
+	mu       sync.Mutex
+	sessions map[string]*session
+	closed   bool
+}
+
+// NewManager returns a manager with no session; ApplyImage starts them.
+func NewManager(node metadata.NodeID, replicas *replica.Manager, logger *slog.Logger) *Manager {
+	return &Manager{node: node, replicas: replicas, logger: logger.With("component", "link"),
+		sessions: map[string]*session{}}
+}
+
+// SetReporter installs how the manager reaches the active controller. Call it
+// before the first ApplyImage.
+func (m *Manager) SetReporter(fn func(ctx context.Context, r Request) Response) { m.report = fn }
+
+func (m *Manager) bytesOf(link string) *atomic.Int64 {
+	v, _ := m.bytes.LoadOrStore(link, new(atomic.Int64))
+	return v.(*atomic.Int64)
+}
+
+// wanted is a partition a session must fetch: its local replica and the destination
+// leader epoch the appends are made in.
+type wanted struct {
+	dest          *replica.Partition
+	destEpoch     int32
+	sourceTopicID [16]byte
+}
+
+// ApplyImage starts and stops fetching to match im. Images come in order, on the
+// image-applying goroutine.
+func (m *Manager) ApplyImage(im *metadata.Image) {
+	want := map[string]map[metadata.TopicPartition]wanted{}
+	for _, name := range im.LinkNames() {
+		link := im.Link(name)
+		for _, mt := range im.MirrorsOf(name) {
+			if link.Paused || mt.State != metadata.MirrorMirroring {
+				continue
+			}
+			t := im.Topics[mt.Topic]
+			for i := range t.Partitions {
+				tp := metadata.TopicPartition{Topic: mt.Topic, Partition: int32(i)}
+				if t.Partitions[i].Leader != m.node {
+					continue
+				}
+				p, err := m.replicas.Partition(tp)
+				if err != nil {
+					continue
+				}
+				epoch, leading, _, _, _ := p.MirrorEnds()
+				if !leading {
+					continue
+				}
+				if want[name] == nil {
+					want[name] = map[metadata.TopicPartition]wanted{}
+				}
+				want[name][tp] = wanted{dest: p, destEpoch: epoch, sourceTopicID: mt.SourceTopicID}
+			}
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	for name, s := range m.sessions {
+		link := im.Link(name)
+		if len(want[name]) == 0 || link == nil || !sameLink(link, s.link) {
+			s.close()
+			delete(m.sessions, name)
+		}
+	}
+	for name, parts := range want {
+		s := m.sessions[name]
+		if s == nil {
+			var err error
+			if s, err = newSession(m, im.Link(name)); err != nil {
+				m.logger.Error("cannot start link", "link", name, "err", err)
+				continue
+			}
+			m.sessions[name] = s
+		}
+		s.setParts(parts)
+	}
+}
+
+func sameLink(a, b *metadata.Link) bool {
+	return a.Source == b.Source && maps.Equal(a.SourceProps, b.SourceProps) && reflect.DeepEqual(a.Topics, b.Topics)
+}
+
+// Close stops every session and waits for their goroutines.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	m.closed = true
+	ss := m.sessions
+	m.sessions = map[string]*session{}
+	m.mu.Unlock()
+	for _, s := range ss {
+		s.close()
+	}
+}
+
+// stats returns the live state of the partitions this node fetches, by partition.
+func (m *Manager) stats() map[metadata.TopicPartition]partStats {
+	m.mu.Lock()
+	ss := make([]*session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		ss = append(ss, s)
+	}
+	m.mu.Unlock()
+	out := map[metadata.TopicPartition]partStats{}
+	now := time.Now()
+	for _, s := range ss {
+		s.mu.Lock()
+		for tp, p := range s.parts {
+			st := p.stats(now)
+			st.link = s.link.Name
+			out[tp] = st
+		}
+		s.mu.Unlock()
+	}
+	return out
+}
+
+// session is one link's fetching on this node.
+type session struct {
+	m    *Manager
+	link *metadata.Link
+	cl   *kgo.Client
+	// bytes is the link's copied-bytes counter (shared across sessions of the link).
+	bytes *atomic.Int64
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	// refresh wakes the router: some partition needs its source leader looked up.
+	refresh chan struct{}
+
+	// mu guards parts and fetchers, and every mpart's routing fields.
+	mu       sync.Mutex
+	parts    map[metadata.TopicPartition]*mpart
+	fetchers map[int32]*fetcher // by source broker id
+}
+
+func newSession(m *Manager, link *metadata.Link) (*session, error) {
+	opts, err := sourceOptions(link)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{m: m, link: link, cl: cl, bytes: m.bytesOf(link.Name), refresh: make(chan struct{}, 1),
+		parts: map[metadata.TopicPartition]*mpart{}, fetchers: map[int32]*fetcher{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.route()
+	}()
+	return s, nil
+}
+
+// setParts makes the session fetch exactly parts. A partition whose destination
+// epoch changed starts over (its old fetch state belonged to another leadership).
+func (s *session) setParts(parts map[metadata.TopicPartition]wanted) {
+	s.mu.Lock()
+	for tp, p := range s.parts {
+		w, ok := parts[tp]
+		if !ok || w.dest != p.dest || w.destEpoch != p.destEpoch {
+			s.dropLocked(p)
+		}
+	}
+	added := false
+	for tp, w := range parts {
+		if s.parts[tp] == nil {
+			s.parts[tp] = newMpart(tp, w)
+			added = true
+		}
+	}
+	s.mu.Unlock()
+	if added {
+		s.wakeRouter()
+	}
+}
+
+// dropLocked stops fetching p. Caller holds s.mu.
+func (s *session) dropLocked(p *mpart) {
+	p.removed.Store(true)
+	if f := s.fetchers[p.sourceLeader]; f != nil {
+		f.remove(p.tp)
+	}
+	delete(s.parts, p.tp)
+}
+
+func (s *session) wakeRouter() {
+	select {
+	case s.refresh <- struct{}{}:
+	default:
+	}
+}
+
+func (s *session) close() {
+	s.cancel()
+	s.wg.Wait()
+	s.cl.Close()
+}
