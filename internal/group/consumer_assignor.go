@@ -124,7 +124,8 @@ func assignUniform(members []assignMember, topics []assignTopic, previous map[st
 			}
 		}
 	}
-	least := func(t topicID, below int, except string) string {
+	// least is the least loaded member subscribed to t other than except ("" if none).
+	least := func(t topicID, except string) string {
 		best := ""
 		for _, m := range members {
 			if m.id == except || !m.subscribed[t] {
@@ -134,13 +135,10 @@ func assignUniform(members []assignMember, topics []assignTopic, previous map[st
 				best = m.id
 			}
 		}
-		if best != "" && below >= 0 && count[best] > below {
-			return ""
-		}
 		return best
 	}
 	for _, k := range unowned {
-		if id := least(k.t, -1, ""); id != "" {
+		if id := least(k.t, ""); id != "" {
 			owner[k] = id
 			count[id]++
 		}
@@ -165,7 +163,7 @@ func assignUniform(members []assignMember, topics []assignTopic, previous map[st
 		for i := len(order) - 1; i >= 0; i-- {
 			k := order[i]
 			from := owner[k]
-			if to := least(k.t, count[from]-2, from); to != "" {
+			if to := least(k.t, from); to != "" && count[to] <= count[from]-2 {
 				owner[k] = to
 				count[from]--
 				count[to]++

@@ -384,5 +384,6 @@ func restoreConsumerGroup(lc *loadedConsumer, lim limits, now time.Time) *consum
 			cg.target[id] = t
 		}
 	}
+	cg.assignor = cg.preferredAssignor(lim.consumerAssignors)
 	return cg
 }

@@ -115,6 +115,7 @@ func TestConsumerProtocolMembersShareJoinLeaveKill(t *testing.T) {
 			b.poll(ctx, &wg)
 			waitAssignment(t, 6, a, b)
 			waitConsumedAll(t, 60, a, b)
+			checkConsumerGroup(t, group, topic, 2)
 
 			// c joins, then leaves (epoch -1): a and b take its partitions back.
 			c := consumerMember(t, own, "c", group, topic, bal.b)
@@ -161,5 +162,49 @@ func TestConsumerProtocolMembersShareJoinLeaveKill(t *testing.T) {
 			dwg.Wait()
 			d.cl.Close()
 		})
+	}
+}
+
+// checkConsumerGroup checks with ConsumerGroupDescribe and ListGroups v5 that group is
+// a KIP-848 consumer group, stable with n members, each in the group's assignment epoch
+// and holding its target, the members together holding every partition once.
+func checkConsumerGroup(t *testing.T, group, topic string, n int) {
+	t.Helper()
+	adm := newAdmin(t)
+	eventually(t, 30*time.Second, "a stable consumer group", func() error {
+		ds, err := adm.DescribeConsumerGroups(context.Background(), group)
+		if err != nil {
+			return err
+		}
+		d := ds[group]
+		if d.Err != nil {
+			return d.Err
+		}
+		if d.State != "Stable" || len(d.Members) != n {
+			return fmt.Errorf("state %s with %d members", d.State, len(d.Members))
+		}
+		seen := map[int32]bool{}
+		for _, m := range d.Members {
+			if m.MemberEpoch != d.AssignmentEpoch {
+				return fmt.Errorf("member %s at epoch %d, group assignment epoch %d", m.MemberID, m.MemberEpoch, d.AssignmentEpoch)
+			}
+			for p := range m.Assignment[topic] {
+				if seen[p] {
+					return fmt.Errorf("partition %d held twice", p)
+				}
+				seen[p] = true
+			}
+		}
+		if len(seen) != 6 {
+			return fmt.Errorf("%d partitions held", len(seen))
+		}
+		return nil
+	})
+	ls, err := adm.ListGroupsByType(context.Background(), []string{"consumer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := ls[group]; !ok || l.ProtocolType != "consumer" {
+		t.Fatalf("ListGroups of type consumer: %+v", ls)
 	}
 }
