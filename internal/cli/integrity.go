@@ -174,7 +174,10 @@ truncates to the damage and fetches the range again); the command waits up to
 --wait for those repairs. Prints per node the batches checked, the damaged ranges
 found, those repaired since the pass began, and the partitions with no intact copy
 (unrepairable: see runnel topic describe and runnel topic repair --accept-loss).
-Exits non-zero when a node could not scrub or damage remains unrepairable.
+Exits non-zero when a node could not scrub or damage remains unrepairable. A
+node's pass must end within 15 minutes (the client's read timeout; unpaced, a
+pass reads at the disk's speed): scrub the topics of a larger node in turns with
+--topic.
 
 --output json (or --json) prints {"nodes":[{"node","batches_checked","corrupt",
 "repaired","unrepairable"}]}.`,
@@ -187,9 +190,9 @@ Exits non-zero when a node could not scrub or damage remains unrepairable.
 			if wait < 0 {
 				return usageErrorf("bad --wait %v: want a duration of 0 or more", wait)
 			}
-			// A pass reads every cold segment before the node answers: no request
-			// timeout but the caller's (interrupt with ^C).
-			cl, err := conn.client(kgo.RequestTimeoutOverhead(24 * time.Hour))
+			// A pass reads every cold segment before the node answers: franz-go's
+			// longest read timeout (15 minutes; --topic narrows a longer pass).
+			cl, err := conn.client(kgo.RequestTimeoutOverhead(15 * time.Minute))
 			if err != nil {
 				return err
 			}
