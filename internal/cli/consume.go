@@ -24,6 +24,7 @@ const commitTimeout = 10 * time.Second
 // consumeFlags are `runnel consume`'s flags.
 type consumeFlags struct {
 	group         string
+	groupProtocol string
 	partition     int32
 	offset        string
 	fromBeginning bool
@@ -48,7 +49,9 @@ Without --group, every partition (or only --partition P) is read from --offset:
 N, earliest, latest, -N (N records before the end) or @TIMESTAMP (milliseconds
 since the epoch, or RFC 3339). The default is latest, or earliest with
 --from-beginning. With --group G the topic is consumed as a member of group G,
-which commits the offsets of the records printed.
+which commits the offsets of the records printed. --group-protocol consumer joins
+with KIP-848's consumer group protocol (the broker assigns, uniform assignor);
+classic (the default) with JoinGroup/SyncGroup (cooperative-sticky).
 
 --format takes kcat's tokens: %t topic, %p partition, %o offset, %k key, %s value,
 %T timestamp (ms), %h headers (k=v,k=v), %K key length, %S value length, %% and
@@ -59,6 +62,7 @@ the escapes \n \t \r \\.`,
 	cmd.RunE = func(cmd *cobra.Command, args []string) error { return runConsume(cmd, conn, f, args) }
 	fs := cmd.Flags()
 	fs.StringVarP(&f.group, "group", "g", "", "consume as a member of this consumer group, committing offsets")
+	fs.StringVar(&f.groupProtocol, "group-protocol", "classic", "with --group: classic or consumer (KIP-848)")
 	fs.Int32Var(&f.partition, "partition", -1, "read only this partition (default: all)")
 	fs.StringVar(&f.offset, "offset", "", "where to start: N, earliest, latest, -N or @TIMESTAMP (default latest)")
 	fs.BoolVar(&f.fromBeginning, "from-beginning", false, "start at the earliest offset (with --group: when the group has no commit)")
@@ -81,6 +85,9 @@ type consumePlan struct {
 func (f *consumeFlags) plan() (*consumePlan, error) {
 	if f.group != "" && (f.partition >= 0 || f.offset != "") {
 		return nil, usageErrorf("--partition and --offset cannot be used with --group")
+	}
+	if f.groupProtocol != "classic" && f.groupProtocol != "consumer" {
+		return nil, usageErrorf("--group-protocol must be classic or consumer, not %q", f.groupProtocol)
 	}
 	if f.offset != "" && f.fromBeginning {
 		return nil, usageErrorf("--offset and --from-beginning cannot be used together")
@@ -198,6 +205,11 @@ func consumeOpts(ctx context.Context, conn *connFlags, f *consumeFlags, plan *co
 		opts := []kgo.Opt{kgo.ConsumerGroup(f.group), subscribe, kgo.ConsumeResetOffset(reset), kgo.AutoCommitMarks()}
 		if patterns != nil {
 			opts = append(opts, kgo.ConsumeRegex())
+		}
+		if f.groupProtocol == "consumer" {
+			// franz-go's opt-in: the first balancer names the server assignor
+			// (cooperative-sticky: uniform).
+			opts = append(opts, kgo.ServerSideBalancer(), kgo.Balancers(kgo.CooperativeStickyBalancer()))
 		}
 		return opts, topics, nil
 	}

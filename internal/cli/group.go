@@ -34,8 +34,10 @@ func newGroupCommand() *cobra.Command {
 
 // groupRow is one group in `group list`.
 type groupRow struct {
-	Group        string `json:"group"`
-	State        string `json:"state"`
+	Group string `json:"group"`
+	State string `json:"state"`
+	// Protocol is the group's type: classic, or consumer (KIP-848).
+	Protocol     string `json:"protocol"`
 	ProtocolType string `json:"protocol_type"`
 	Coordinator  int32  `json:"coordinator"`
 }
@@ -58,7 +60,7 @@ func newGroupList(conn *connFlags) *cobra.Command {
 				}
 				rows := []groupRow{}
 				for _, g := range listed.Sorted() {
-					rows = append(rows, groupRow{g.Group, g.State, g.ProtocolType, g.Coordinator})
+					rows = append(rows, groupRow{g.Group, g.State, groupProtocol(g.GroupType), g.ProtocolType, g.Coordinator})
 				}
 				return printGroupList(cmd.OutOrStdout(), rows, asJSON)
 			})
@@ -73,9 +75,9 @@ func printGroupList(w io.Writer, rows []groupRow, asJSON bool) error {
 		return writeJSON(w, rows)
 	}
 	tw := newTable(w)
-	fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL-TYPE\tCOORDINATOR")
+	fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL\tPROTOCOL-TYPE\tCOORDINATOR")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", r.Group, r.State, r.ProtocolType, r.Coordinator)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", r.Group, r.State, r.Protocol, orDash(r.ProtocolType), r.Coordinator)
 	}
 	return tw.Flush()
 }
@@ -107,11 +109,18 @@ func newGroupDelete(conn *connFlags) *cobra.Command {
 
 // groupDescription is `group describe`'s output.
 type groupDescription struct {
-	Group        string           `json:"group"`
-	State        string           `json:"state"`
-	ProtocolType string           `json:"protocol_type"`
-	Protocol     string           `json:"protocol"`
-	Coordinator  int32            `json:"coordinator"`
+	Group string `json:"group"`
+	State string `json:"state"`
+	// Protocol is the group's type: classic, or consumer (KIP-848).
+	Protocol     string `json:"protocol"`
+	ProtocolType string `json:"protocol_type"`
+	// Assignor is a classic group's selected assignment protocol (range, ...) or a
+	// consumer group's server-side assignor (uniform, range).
+	Assignor string `json:"assignor"`
+	// GroupEpoch and AssignmentEpoch are a consumer group's (0 for classic groups).
+	GroupEpoch      int32            `json:"group_epoch,omitempty"`
+	AssignmentEpoch int32            `json:"assignment_epoch,omitempty"`
+	Coordinator     int32            `json:"coordinator"`
 	Members      []groupMember    `json:"members"`
 	Partitions   []groupPartition `json:"partitions"`
 	TotalLag     int64            `json:"total_lag"`
@@ -123,6 +132,10 @@ type groupMember struct {
 	ClientID   string             `json:"client_id"`
 	Host       string             `json:"host"`
 	Assignment map[string][]int32 `json:"assignment"`
+	// MemberEpoch and TargetAssignment are a consumer group member's (KIP-848): the
+	// target is what the broker reconciles the member towards.
+	MemberEpoch      *int32             `json:"member_epoch,omitempty"`
+	TargetAssignment map[string][]int32 `json:"target_assignment,omitempty"`
 }
 
 // groupPartition is the group's position in one partition. Offsets and lag are -1
@@ -229,6 +242,9 @@ func printGroupDescriptions(w io.Writer, ds []*groupDescription, asJSON, one boo
 }
 
 func describeGroup(ctx context.Context, adm *kadm.Client, group string) (*groupDescription, error) {
+	if d, ok, err := describeConsumerGroup(ctx, adm, group); ok || err != nil {
+		return d, err
+	}
 	lags, err := adm.Lag(ctx, group)
 	if err != nil {
 		return nil, fmt.Errorf("describe group %q: %w", group, err)
@@ -240,8 +256,8 @@ func describeGroup(ctx context.Context, adm *kadm.Client, group string) (*groupD
 	if err := l.Error(); err != nil {
 		return nil, fmt.Errorf("describe group %q: %w", group, err)
 	}
-	d := &groupDescription{Group: group, State: l.State, ProtocolType: l.ProtocolType,
-		Protocol: l.Protocol, Coordinator: l.Coordinator.NodeID, Members: []groupMember{},
+	d := &groupDescription{Group: group, State: l.State, Protocol: "classic", ProtocolType: l.ProtocolType,
+		Assignor: l.Protocol, Coordinator: l.Coordinator.NodeID, Members: []groupMember{},
 		Partitions: []groupPartition{}, TotalLag: l.Lag.Total()}
 	for _, m := range l.Members {
 		d.Members = append(d.Members, memberOf(m))
@@ -284,14 +300,20 @@ func partitionLagOf(pl kadm.GroupMemberLag) groupPartition {
 }
 
 func printGroupDescription(w io.Writer, d *groupDescription) error {
-	protocol := d.ProtocolType
-	if d.Protocol != "" {
-		protocol += "/" + d.Protocol
+	epochs := ""
+	if d.Protocol == "consumer" {
+		epochs = fmt.Sprintf("  Group epoch: %d  Assignment epoch: %d", d.GroupEpoch, d.AssignmentEpoch)
 	}
-	fmt.Fprintf(w, "Group: %s  State: %s  Protocol: %s  Coordinator: %d  Members: %d  Total lag: %d\n",
-		d.Group, d.State, orDash(protocol), d.Coordinator, len(d.Members), d.TotalLag)
+	fmt.Fprintf(w, "Group: %s  State: %s  Protocol: %s  Assignor: %s%s  Coordinator: %d  Members: %d  Total lag: %d\n",
+		d.Group, d.State, d.Protocol, orDash(d.Assignor), epochs, d.Coordinator, len(d.Members), d.TotalLag)
 	tw := newTable(w)
-	if len(d.Members) > 0 {
+	if len(d.Members) > 0 && d.Protocol == "consumer" {
+		fmt.Fprintln(tw, "\nMEMBER-ID\tCLIENT-ID\tHOST\tEPOCH\tASSIGNMENT\tTARGET")
+		for _, m := range d.Members {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", m.MemberID, m.ClientID, m.Host, *m.MemberEpoch,
+				assignmentString(m.Assignment), assignmentString(m.TargetAssignment))
+		}
+	} else if len(d.Members) > 0 {
 		fmt.Fprintln(tw, "\nMEMBER-ID\tCLIENT-ID\tHOST\tASSIGNMENT")
 		for _, m := range d.Members {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.MemberID, m.ClientID, m.Host, assignmentString(m.Assignment))
