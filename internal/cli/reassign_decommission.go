@@ -39,8 +39,13 @@ replication factor (not enough other live nodes) or under its topic's
 min.insync.replicas (too few other nodes, or the partition's other replicas are not in
 sync now).
 
-A drained node is then unregistered (UnregisterBroker) once its process is stopped,
-where the cluster serves that API; the command says what is left where it does not.
+A drained node that is a voter of the metadata quorum then leaves the voters; when
+that would leave fewer than three, a live broker that has caught up with the metadata
+is promoted in its place first (and the command refuses, before moving anything, when
+there is none). It then asks you to stop the node's process, waits for it to stop, and
+unregisters it (UnregisterBroker), so that the node is out of the cluster with this one
+command; with --no-wait it returns after starting the moves, and a later run goes on.
+Against a cluster that does not serve those APIs it says what is left.
 Interrupted, it can be run again: it waits for the moves in progress, then goes on.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -111,7 +116,7 @@ func (d *decommission) run(ctx context.Context, wait bool) error {
 		}
 		if len(ms) == 0 && !v.holds(d.node) {
 			fmt.Fprintf(d.out, "Node %d holds no replica.\n", d.node)
-			return d.unregister(ctx, v)
+			return d.finish(ctx, v, wait)
 		}
 		if round > maxDrainRounds {
 			return fmt.Errorf("node %d still holds replicas after %d rounds of moves (are partitions being created on it?)", d.node, maxDrainRounds)
@@ -139,6 +144,9 @@ func (d *decommission) start(ctx context.Context, v *clusterView) error {
 		}
 	}
 	if err := d.check(ctx, v, others); err != nil {
+		return err
+	}
+	if err := d.checkVoters(ctx, v); err != nil {
 		return err
 	}
 	req, err := v.planRequest(others, d.node, nil, d.noRacks)
@@ -225,6 +233,9 @@ func (d *decommission) waitMoves(ctx context.Context) error {
 			return err
 		}
 		if !st.InProgress {
+			if isRunnel(ctx, d.adm) {
+				return nil // the controller removed the throttles it set with the last move
+			}
 			removed, err := clearThrottles(ctx, d.adm)
 			if err != nil {
 				return err
@@ -297,7 +308,7 @@ func (d *decommission) unregisterStopped(ctx context.Context, v *clusterView) er
 		return fmt.Errorf("node %d is not a node of the cluster (live: %s)", d.node, joinInt32s(v.liveIDs()))
 	}
 	fmt.Fprintf(d.out, "Node %d holds no replica and is not running.\n", d.node)
-	return d.unregister(ctx, v)
+	return d.finish(ctx, v, false)
 }
 
 // brokersServe reports whether every live node that answered ApiVersions lists key.

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -298,35 +299,20 @@ func TestReassignCLI(t *testing.T) {
 		c.WaitISR(t, topic, p, 2, waitTimeout)
 	}
 
-	r = mustCLI(t, "cluster", "decommission", "-b", b, "4", "--interval", "100ms", "--throttle", "104857600")
-	for _, want := range []string{"Started", "Node 4 holds no replica.", "Left to do:"} {
+	// One command: it drains node 4, asks for its process to be stopped, waits, and
+	// unregisters it. The test plays the operator: it stops node 4 once drained.
+	r = decommissionStopping(t, c, 4, "--interval", "100ms", "--throttle", "104857600")
+	for _, want := range []string{"Started", "Node 4 holds no replica.", "stop its process now", "Unregistered node 4"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("decommission output lacks %q:\n%s", want, r.stdout)
 		}
 	}
 	t.Logf("decommission output:\n%s", r.stdout)
-	unregistered := false
-	if strings.Contains(r.stdout, "stop node 4's process, then run 'runnel cluster decommission 4' again") {
-		// The cluster serves UnregisterBroker: the controller was asked and said why
-		// not yet; once stopped, a second run removes it.
-		if !strings.Contains(r.stdout, "The controller says: invalid request: node 4 is still registered as alive (last heartbeat ") {
-			t.Errorf("decommission of a running node does not pass on the controller's answer:\n%s", r.stdout)
-		}
-		if err := c.Stop(4); err != nil {
-			t.Fatalf("stop node 4: %v", err)
-		}
-		c.WaitBrokers(t, []int32{1, 2, 3}, waitTimeout)
-		r = mustCLI(t, "cluster", "decommission", "-b", b, "4")
-		if !strings.Contains(r.stdout, "Node 4 holds no replica and is not running.\nUnregistered node 4") {
-			t.Errorf("second decommission of the stopped node:\n%s", r.stdout)
-		}
-		unregistered = true
-		r = runCLI("cluster", "decommission", "-b", b, "4")
-		if r.code != 1 || !strings.Contains(r.stderr, "node 4 is not a node of the cluster (live: 1,2,3)") {
-			t.Errorf("decommission of an unregistered node: exit %d, stderr %q", r.code, r.stderr)
-		}
-	} else if !strings.Contains(r.stdout, "Left to do: unregistering node 4 from the cluster. This cluster does not serve UnregisterBroker") {
-		t.Errorf("decommission output does not say what is left:\n%s", r.stdout)
+	c.WaitBrokers(t, []int32{1, 2, 3}, waitTimeout)
+	unregistered := true
+	r = runCLI("cluster", "decommission", "-b", b, "4")
+	if r.code != 1 || !strings.Contains(r.stderr, "node 4 is not a node of the cluster (live: 1,2,3)") {
+		t.Errorf("decommission of an unregistered node: exit %d, stderr %q", r.code, r.stderr)
 	}
 	t.Logf("node 4 unregistered: %v", unregistered)
 	drained := assignment(t, c, topic, parts)
@@ -589,5 +575,152 @@ func TestReassignThrottleHeldWhileWatched(t *testing.T) {
 	}
 	if l, f := throttleConfigs(t, c.Admin(t), topic); l != "" || f != "" {
 		t.Errorf("throttled replicas left after the move: %q %q", l, f)
+	}
+}
+
+// decommissionStopping runs `runnel cluster decommission ID ARGS...` and plays the
+// operator it asks to stop the node: once the command says to stop the node's
+// process, it stops it. It returns the command's result, failing the test unless it
+// exits 0.
+func decommissionStopping(t *testing.T, c *cluster.Cluster, id int32, args ...string) cliResult {
+	t.Helper()
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.MainIO(append([]string{"cluster", "decommission", "-b", c.Bootstrap(), fmt.Sprint(id)}, args...),
+			strings.NewReader(""), &out, &errb)
+	}()
+	deadline := time.Now().Add(2 * reassignTimeout)
+	for !strings.Contains(out.String(), "stop its process now") {
+		select {
+		case code := <-done:
+			t.Fatalf("decommission %d returned before asking for the node to be stopped: exit %d\n%s%s", id, code, out.String(), errb.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("decommission %d did not ask for the node to be stopped within %v:\n%s", id, 2*reassignTimeout, out.String())
+		}
+	}
+	if holdsReplicas(t, c, id) || isVoter(t, c, id) {
+		t.Errorf("decommission %d asked for the node to be stopped while it still holds replicas or votes", id)
+	}
+	if err := c.Stop(int(id)); err != nil {
+		t.Fatalf("stopping node %d: %v", id, err)
+	}
+	select {
+	case code := <-done:
+		r := cliResult{code, out.String(), errb.String()}
+		if r.code != 0 {
+			t.Fatalf("decommission %d: exit %d\n%s%s", id, r.code, r.stdout, r.stderr)
+		}
+		return r
+	case <-time.After(reassignTimeout):
+		t.Fatalf("decommission %d did not end within %v of the node's stop:\n%s", id, reassignTimeout, out.String())
+	}
+	return cliResult{}
+}
+
+// syncBuffer is a bytes.Buffer that a command writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// holdsReplicas reports whether any partition lists node id as a replica.
+func holdsReplicas(t *testing.T, c *cluster.Cluster, id int32) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	md, err := c.Admin(t).Metadata(ctx)
+	if err != nil {
+		return true
+	}
+	for _, td := range md.Topics {
+		for _, p := range td.Partitions {
+			if slices.Contains(p.Replicas, id) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isVoter reports whether node id is a voter of the metadata quorum.
+func isVoter(t *testing.T, c *cluster.Cluster, id int32) bool {
+	t.Helper()
+	r := runCLI("cluster", "quorum", "-b", c.Bootstrap(), "--json")
+	var st struct {
+		Voters []struct {
+			ID int32 `json:"id"`
+		} `json:"voters"`
+	}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &st) != nil {
+		return true
+	}
+	return slices.ContainsFunc(st.Voters, func(v struct {
+		ID int32 `json:"id"`
+	}) bool {
+		return v.ID == id
+	})
+}
+
+// TestDecommissionVoter: `runnel cluster decommission 1` on three voters and a broker
+// (node 4) takes voter 1 out of the cluster with that one command: it drains node 1,
+// promotes node 4 into the voters in its place (the quorum stays at three), removes
+// node 1 from the voters, waits for its process to stop and unregisters it. Before,
+// the command drained node 1 and exited 0 with node 1 still a voter and a broker.
+func TestDecommissionVoter(t *testing.T) {
+	skipIfShort(t)
+	sets := append(slices.Clone(cluster.FastFailureDetection), "partition.autobalancing.mode=off")
+	c := cluster.Start(t, cluster.Options{Nodes: 3, Sets: sets, StartTimeout: startTimeout})
+	c.AddNode(t)
+	c.WaitBrokers(t, []int32{1, 2, 3, 4}, waitTimeout)
+	createAssigned(t, c, "held", [][]int32{{1, 2}, {2, 1}, {1, 3}})
+	r := decommissionStopping(t, c, 1, "--interval", "100ms")
+	for _, want := range []string{"Node 1 holds no replica.", "Node 4 joined the metadata voters in node 1's place.",
+		"Node 1 left the metadata voters", "Unregistered node 1"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("decommission output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	t.Logf("decommission output:\n%s", r.stdout)
+	c.WaitBrokers(t, []int32{2, 3, 4}, waitTimeout)
+	q := mustCLI(t, "cluster", "quorum", "-b", c.Bootstrap(), "--json")
+	var st struct {
+		Voters []struct {
+			ID int32 `json:"id"`
+		} `json:"voters"`
+	}
+	if err := json.Unmarshal([]byte(q.stdout), &st); err != nil {
+		t.Fatal(err)
+	}
+	var voters []int32
+	for _, v := range st.Voters {
+		voters = append(voters, v.ID)
+	}
+	slices.Sort(voters)
+	if !slices.Equal(voters, []int32{2, 3, 4}) {
+		t.Errorf("voters after decommissioning node 1: %v, want [2 3 4]", voters)
+	}
+	// A cluster of three voters and no spare broker: decommissioning a voter is refused
+	// before anything moves.
+	r2 := runCLI("cluster", "decommission", "-b", c.Bootstrap(), "2")
+	if r2.code != 1 || !strings.Contains(r2.stderr, "node 2 is a metadata voter (voters 2,3,4)") {
+		t.Errorf("decommission of a voter with no spare: exit %d\n%s%s", r2.code, r2.stdout, r2.stderr)
+	}
+	if !holdsReplicas(t, c, 2) {
+		t.Errorf("the refused decommission moved node 2's replicas")
 	}
 }

@@ -51,10 +51,38 @@ type Channel struct {
 	brokerEpoch atomic.Int64
 
 	mu sync.Mutex // guards the fields below
-	// addr is the Kafka address client talks to; client is nil until the first remote call.
-	addr   string
-	client *kgo.Client
-	closed bool
+	// addr is the Kafka address the clients talk to; a lane's client is nil until its
+	// first remote call.
+	addr    string
+	clients [numLanes]*kgo.Client
+	closed  bool
+}
+
+// A lane is one connection to the active controller, as Kafka's broker keeps one
+// channel manager per purpose. The controller serves a connection's requests one at a
+// time in the order sent (Kafka's per-connection order), so a request that waits on
+// another node must not share a connection with what that wait depends on: a
+// forwarded admin request answers once every live node has applied its change, which
+// the nodes report in their heartbeats, so a heartbeat queued behind it on one
+// connection would hold it up until the node was fenced.
+type lane int
+
+const (
+	laneLifecycle lane = iota // BrokerRegistration, BrokerHeartbeat
+	lanePartition             // AlterPartition, AllocateProducerIds: this node's own state
+	laneForward               // admin requests forwarded for clients (KIP-590)
+	numLanes
+)
+
+// laneOf is the lane of a request.
+func laneOf(req kmsg.Request) lane {
+	switch req.Key() {
+	case 62, 63:
+		return laneLifecycle
+	case 56, 67:
+		return lanePartition
+	}
+	return laneForward
 }
 
 func NewChannel(c *controller.Controller, self metadata.NodeID, logger *slog.Logger) *Channel {
@@ -75,9 +103,11 @@ func (ch *Channel) Close() {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	ch.closed = true
-	if ch.client != nil {
-		ch.client.Close()
-		ch.client = nil
+	for i, cl := range ch.clients {
+		if cl != nil {
+			cl.Close()
+			ch.clients[i] = nil
+		}
 	}
 }
 
@@ -95,7 +125,8 @@ func (ch *Channel) send(ctx context.Context, req kmsg.Request) (kmsg.Response, e
 		// forward the request again, so wait for the new leader instead.
 		return nil, fmt.Errorf("%w: this node is between leaderships", kerr.NotController)
 	}
-	cl, err := ch.clientFor(addr)
+	l := laneOf(req)
+	cl, err := ch.clientFor(addr, l)
 	if err != nil {
 		return nil, err
 	}
@@ -105,23 +136,29 @@ func (ch *Channel) send(ctx context.Context, req kmsg.Request) (kmsg.Response, e
 	}
 	resp, err := seeds[0].Request(ctx, req)
 	if err != nil && ctx.Err() == nil {
-		ch.drop(cl) // a dead connection: dial afresh next time
+		ch.drop(l, cl) // a dead connection: dial afresh next time
 	}
 	return resp, err
 }
 
-// clientFor returns the client for addr, replacing one for another address.
-func (ch *Channel) clientFor(addr string) (*kgo.Client, error) {
+// clientFor returns lane l's client for addr; a new address replaces every lane's.
+func (ch *Channel) clientFor(addr string, l lane) (*kgo.Client, error) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	if ch.closed {
 		return nil, errChannelClosed
 	}
-	if ch.client != nil && ch.addr == addr {
-		return ch.client, nil
+	if ch.addr != addr {
+		for i, cl := range ch.clients {
+			if cl != nil {
+				cl.Close()
+				ch.clients[i] = nil
+			}
+		}
+		ch.addr = addr
 	}
-	if ch.client != nil {
-		ch.client.Close()
+	if cl := ch.clients[l]; cl != nil {
+		return cl, nil
 	}
 	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID("runnel-node-" + strconv.Itoa(int(ch.self))),
 		kgo.DialTimeout(channelDialTimeout), kgo.RequestRetries(0)}
@@ -134,16 +171,16 @@ func (ch *Channel) clientFor(addr string) (*kgo.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller channel to %s: %w", addr, err)
 	}
-	ch.client, ch.addr = cl, addr
+	ch.clients[l] = cl
 	return cl, nil
 }
 
-func (ch *Channel) drop(cl *kgo.Client) {
+func (ch *Channel) drop(l lane, cl *kgo.Client) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	if ch.client == cl {
-		ch.client.Close()
-		ch.client, ch.addr = nil, ""
+	if ch.clients[l] == cl {
+		cl.Close()
+		ch.clients[l] = nil
 	}
 }
 
