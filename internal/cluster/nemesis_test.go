@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -185,6 +186,18 @@ var faults = []*faultKind{
 	// A partition move (issue 14): the node's replica of a partition is reassigned
 	// away (the replication factor drops to 2), and back when the fault is undone, so
 	// that the node copies the partition again from scratch while other faults go on.
+	// Bit rot on a stopped node's disk (issue 29): the node stops cleanly, two bytes
+	// of one of its partition files flip at a random place (the head, the middle or
+	// the tail of a segment, or of an offset or time index), and it starts again when
+	// the fault is undone. Nothing acknowledged may be lost: a damaged replica is kept
+	// out of the ISR and repaired from an intact one, an index is rebuilt. A clean
+	// stop, not a kill: after a crash, damage above the recovery point looks like a
+	// torn tail, which recovery cuts (the known limit, docs/durability.md), and an
+	// acknowledgement counts on the other replicas' copies, which a kill of another
+	// node in a double fault would also take down.
+	{name: "corrupt", mayBeLong: true, healLast: true,
+		inject: func(n *nemesis, i int) { n.corrupt(i) },
+		heal:   func(n *nemesis, i int) { n.c.Restart(i) }},
 	{name: "move a replica off", partitionOnly: true,
 		inject: func(n *nemesis, i int) { n.moveOff(int32(i)) },
 		heal:   func(n *nemesis, i int) { n.moveBack(int32(i)) }},
@@ -925,4 +938,59 @@ func (r *readAlong) caughtUp(hw map[int32]int64) bool {
 		}
 	}
 	return true
+}
+
+// corrupt stops node i cleanly and flips two bytes of one of its files of a random
+// partition (a segment or an index; at its head, middle or tail): the "corrupt"
+// fault. Restart undoes it.
+func (n *nemesis) corrupt(i int) {
+	if err := n.c.Stop(i); err != nil {
+		n.t.Errorf("nemesis: stopping node %d to corrupt its files: %v", i, err)
+	}
+	p := int32(n.rng.IntN(nemesisParts))
+	dir := n.c.Node(i).PartitionDir(n.topic, p)
+	var files []string
+	for _, ext := range []string{"*.log", "*.index", "*.timeindex"} {
+		m, _ := filepath.Glob(filepath.Join(dir, ext))
+		files = append(files, m...)
+	}
+	slices.Sort(files)
+	if len(files) == 0 {
+		n.logf("node %d holds no files of %s-%d: nothing corrupted", i, n.topic, p)
+		return
+	}
+	path := files[n.rng.IntN(len(files))]
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		n.t.Errorf("nemesis: corrupting %s: %v", path, err)
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() < 2 {
+		n.logf("node %d: %s is empty: nothing corrupted", i, path)
+		return
+	}
+	size := fi.Size()
+	where := []string{"head", "middle", "tail"}[n.rng.IntN(3)]
+	var pos int64
+	switch span := min(size-1, 200); where {
+	case "head":
+		pos = n.rng.Int64N(span)
+	case "middle":
+		pos = size / 2
+	case "tail":
+		pos = size - 2 - n.rng.Int64N(span)
+	}
+	b := make([]byte, 2)
+	if _, err := f.ReadAt(b, pos); err != nil {
+		n.t.Errorf("nemesis: reading %s at %d: %v", path, pos, err)
+		return
+	}
+	b[0], b[1] = ^b[0], ^b[1]
+	if _, err := f.WriteAt(b, pos); err != nil {
+		n.t.Errorf("nemesis: corrupting %s at %d: %v", path, pos, err)
+		return
+	}
+	n.logf("flipped 2 bytes at byte %d of %d (%s) of node %d's %s", pos, size, where, i, path)
 }
