@@ -8,8 +8,9 @@ package kafka
 // otherwise). A change is checked, as Kafka's GroupConfig.validate, on the group's
 // whole resulting set: unknown names, types, the broker's bounds and each session
 // timeout above its heartbeat interval are INVALID_CONFIG with Kafka's message.
-// Runnel's group coordinator speaks the classic protocol only, which these configs do
-// not govern: they are stored and described, and act on nothing yet.
+// consumer.session.timeout.ms and consumer.heartbeat.interval.ms govern KIP-848
+// consumer groups (68_consumer_group_heartbeat.go); the share.* configs are stored and
+// described, and act on nothing yet.
 
 import (
 	"context"
