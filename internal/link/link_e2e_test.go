@@ -1,0 +1,459 @@
+package link_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel-io/runnel/internal/cli"
+	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/recordbatch"
+	"github.com/runnel-io/runnel/internal/testutil"
+)
+
+// startNode starts a single-node Runnel cluster in this process.
+func startNode(t *testing.T) *cluster.Cluster {
+	t.Helper()
+	return cluster.Start(t, cluster.Options{Nodes: 1, InProcess: true, StartTimeout: 30 * time.Second,
+		Sets: []string{"num.partitions=1", "default.replication.factor=1", "transaction.state.log.replication.factor=1",
+			"offsets.topic.replication.factor=1", "transaction.state.log.min.isr=1"}})
+}
+
+// runCLI runs `runnel ARGS...` and returns its stdout; a non-zero exit fails the test.
+func runCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := cli.MainIO(args, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("runnel %s: exit %d: %s%s", strings.Join(args, " "), code, errb.String(), out.String())
+	}
+	return out.String()
+}
+
+// produceMix writes n records of every kind the issue names to topic's partitions:
+// keys, headers, null values, compressed batches (a plain producer, zstd, and an
+// idempotent one, lz4), and a transactional producer whose transactions alternate
+// between committed and aborted.
+func produceMix(t *testing.T, seeds []kgo.Opt, topic string, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rec := func(i int) *kgo.Record {
+		r := &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "k%d", i%97), Value: fmt.Appendf(nil, "value-%d-%s", i, strings.Repeat("x", i%50))}
+		if i%7 == 0 {
+			r.Value = nil
+		}
+		if i%5 == 0 {
+			r.Headers = []kgo.RecordHeader{{Key: "h", Value: fmt.Appendf(nil, "%d", i)}, {Key: "empty"}}
+		}
+		return r
+	}
+	producers := [][]kgo.Opt{
+		{kgo.DisableIdempotentWrite(), kgo.ProducerBatchCompression(kgo.ZstdCompression())},
+		{kgo.ProducerBatchCompression(kgo.Lz4Compression()), kgo.ProducerLinger(5 * time.Millisecond)},
+	}
+	per := n / 3
+	for pi, opts := range producers {
+		cl, err := kgo.NewClient(append(append([]kgo.Opt{}, seeds...), opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range per {
+			cl.Produce(ctx, rec(pi*per+i), func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Errorf("produce: %v", err)
+				}
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cl.Close()
+	}
+	txn, err := kgo.NewClient(append(append([]kgo.Opt{}, seeds...), kgo.TransactionalID("link-test-txn"),
+		kgo.ProducerBatchCompression(kgo.SnappyCompression(), kgo.NoCompression()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	for batch := 0; batch*500 < per; batch++ {
+		if err := txn.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 500 {
+			txn.Produce(ctx, rec(2*per+batch*500+i), nil)
+		}
+		if err := txn.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		commit := kgo.TryCommit
+		if batch%3 == 1 {
+			commit = kgo.TryAbort
+		}
+		if err := txn.EndTransaction(ctx, commit); err != nil {
+			t.Fatalf("end transaction %d: %v", batch, err)
+		}
+	}
+}
+
+// batches reads every batch of topic-partition from the cluster cl talks to, with a
+// raw consumer Fetch at read_uncommitted, as stored (offset order).
+func batches(t *testing.T, cl *kgo.Client, topic string, partition int32) []recordbatch.Batch {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id [16]byte
+	for _, mt := range meta.Topics {
+		if mt.Topic != nil && *mt.Topic == topic {
+			id = mt.TopicID
+		}
+	}
+	var out []recordbatch.Batch
+	for off := int64(0); ; {
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID, req.MaxWaitMillis, req.MaxBytes, req.SessionEpoch = -1, 10, 8<<20, -1
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic, ft.TopicID = topic, id
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch, fp.LogStartOffset = partition, off, 4<<20, -1, -1
+		ft.Partitions = append(ft.Partitions, fp)
+		req.Topics = append(req.Topics, ft)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rp := resp.Topics[0].Partitions[0]
+		if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+			t.Fatalf("fetch %s-%d at %d: %v", topic, partition, off, err)
+		}
+		buf := rp.RecordBatches
+		got := 0
+		for len(buf) >= recordbatch.HeaderSize {
+			size := recordbatch.LengthPrefixSize + int(recordbatch.Batch(buf).BatchLength())
+			if size > len(buf) {
+				break
+			}
+			b := recordbatch.Batch(append([]byte(nil), buf[:size]...))
+			buf = buf[size:]
+			if b.NextOffset() <= off {
+				continue
+			}
+			out = append(out, b)
+			off = b.NextOffset()
+			got++
+		}
+		if off >= rp.HighWatermark || got == 0 {
+			if got == 0 && off < rp.HighWatermark {
+				t.Fatalf("fetch %s-%d at %d: no batch below the high watermark %d", topic, partition, off, rp.HighWatermark)
+			}
+			return out
+		}
+	}
+}
+
+// sameBatches checks that dst holds src's batches: the same offsets, CRCs and bytes,
+// except the partition leader epoch field (bytes 12-15, outside the CRC), which the
+// destination stamps with its own epoch (INTERFACE.md).
+func sameBatches(t *testing.T, what string, src, dst []recordbatch.Batch) {
+	t.Helper()
+	if len(src) != len(dst) {
+		t.Fatalf("%s: %d batches on the source, %d on the destination", what, len(src), len(dst))
+	}
+	for i := range src {
+		a, b := recordbatch.Batch(bytes.Clone(src[i])), recordbatch.Batch(bytes.Clone(dst[i]))
+		a.SetPartitionLeaderEpoch(0)
+		b.SetPartitionLeaderEpoch(0)
+		if src[i].BaseOffset() != dst[i].BaseOffset() || src[i].CRC() != dst[i].CRC() || !bytes.Equal(a, b) {
+			t.Fatalf("%s: batch %d differs: source offset %d crc %08x (%d bytes), destination offset %d crc %08x (%d bytes)",
+				what, i, src[i].BaseOffset(), src[i].CRC(), len(src[i]), dst[i].BaseOffset(), dst[i].CRC(), len(dst[i]))
+		}
+	}
+}
+
+// offsets returns ListOffsets earliest and latest of every partition of topic.
+func offsets(t *testing.T, adm *kadm.Client, topic string) (start, end map[int32]int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, end = map[int32]int64{}, map[int32]int64{}
+	s.Each(func(o kadm.ListedOffset) { start[o.Partition] = o.Offset })
+	e.Each(func(o kadm.ListedOffset) { end[o.Partition] = o.Offset })
+	return start, end
+}
+
+// committedValues reads topic at read_committed until a poll finds nothing new for a
+// second (everything was written before) and returns every record's partition,
+// offset, key and value, sorted.
+func committedValues(t *testing.T, opts []kgo.Opt, topic string) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(append(append([]kgo.Opt{}, opts...), kgo.ConsumeTopics(topic),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var out []string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		fs.EachError(func(tp string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("read_committed consume of %s-%d: %v", tp, p, err)
+			}
+		})
+		if fs.NumRecords() == 0 && len(out) > 0 {
+			break
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			out = append(out, fmt.Sprintf("%d/%d/%s/%q", r.Partition, r.Offset, r.Key, r.Value))
+		})
+	}
+	slices.Sort(out) // partitions interleave in any order
+	return out
+}
+
+// awaitCaughtUp waits until the destination's end of every partition of topic is the
+// source's.
+func awaitCaughtUp(t *testing.T, src, dst *kadm.Client, topic string) {
+	t.Helper()
+	testutil.Eventually(t, 20*time.Second, func() error {
+		_, se := offsets(t, src, topic)
+		_, de := offsets(t, dst, topic)
+		for p, e := range se {
+			if de[p] != e {
+				return fmt.Errorf("partition %d: destination end %d, source end %d", p, de[p], e)
+			}
+		}
+		return nil
+	})
+}
+
+func TestLinkByteEqualityFromRunnel(t *testing.T) {
+	src, dst := startNode(t), startNode(t)
+	const topic = "orders"
+	ctx := context.Background()
+	sadm, dadm := src.Admin(t), dst.Admin(t)
+	if _, err := sadm.CreateTopic(ctx, 3, 1, map[string]*string{"retention.ms": kmsg.StringPtr("86400000")}, topic); err != nil {
+		t.Fatal(err)
+	}
+	produceMix(t, src.ClientDefaults(), topic, 21_000)
+
+	out := runCLI(t, "link", "create", "dr", "--source", src.Bootstrap(), "--topics", "ord.*", "-b", dst.Bootstrap())
+	if !strings.Contains(out, "1 mirror topics: orders") {
+		t.Fatalf("link create: %s", out)
+	}
+	awaitCaughtUp(t, sadm, dadm, topic)
+
+	scl, dcl := src.Client(t), dst.Client(t)
+	for p := int32(0); p < 3; p++ {
+		sameBatches(t, fmt.Sprintf("%s-%d", topic, p), batches(t, scl, topic, p), batches(t, dcl, topic, p))
+	}
+	ss, se := offsets(t, sadm, topic)
+	ds, de := offsets(t, dadm, topic)
+	if fmt.Sprint(ss, se) != fmt.Sprint(ds, de) {
+		t.Fatalf("ListOffsets: source start %v end %v, destination start %v end %v", ss, se, ds, de)
+	}
+	sv, dv := committedValues(t, src.ClientDefaults(), topic), committedValues(t, dst.ClientDefaults(), topic)
+	if len(sv) < 14_000 || strings.Join(sv, "\n") != strings.Join(dv, "\n") {
+		t.Fatalf("read_committed: %d records on the source, %d on the destination (or they differ)", len(sv), len(dv))
+	}
+	dc, err := dadm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := dc[0].Configs, 0; !strings.Contains(fmt.Sprint(v), "retention.ms") {
+		t.Errorf("the source's retention.ms was not copied: %v", v)
+	}
+
+	// The mirror topic is read-only, with a message naming the link.
+	err = dst.Client(t, kgo.RecordRetries(1)).ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("no")}).FirstErr()
+	if !errors.Is(err, kerr.InvalidRequest) {
+		t.Fatalf("produce to a mirror topic: %v, want INVALID_REQUEST", err)
+	}
+	// The message (kgo does not show it: a raw Produce) names the link.
+	bld := recordbatch.NewBuilder(64)
+	bld.Add(nil, []byte("no"), nil, time.Now().UnixMilli())
+	preq := kmsg.NewPtrProduceRequest()
+	preq.Acks, preq.TimeoutMillis = -1, 5000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = topic
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = bld.Build()
+	pt.Partitions = append(pt.Partitions, pp)
+	preq.Topics = append(preq.Topics, pt)
+	presp, err := preq.RequestWith(ctx, dcl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp := presp.Topics[0].Partitions[0]; rp.ErrorCode != kerr.InvalidRequest.Code || rp.ErrorMessage == nil ||
+		!strings.Contains(*rp.ErrorMessage, "mirror topic of link dr; promote it first") {
+		t.Fatalf("raw produce to a mirror topic: code %d message %v", rp.ErrorCode, rp.ErrorMessage)
+	}
+
+	var st struct {
+		Link       string `json:"link"`
+		Partitions []struct {
+			Topic      string `json:"topic"`
+			SourceEnd  int64  `json:"source_end"`
+			End        int64  `json:"end"`
+			LagRecords int64  `json:"lag_records"`
+			State      string `json:"state"`
+		} `json:"partitions"`
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if err := json.Unmarshal([]byte(runCLI(t, "link", "status", "dr", "--json", "-b", dst.Bootstrap())), &st); err != nil {
+			return err
+		}
+		if len(st.Partitions) != 3 {
+			return fmt.Errorf("status has %d partitions", len(st.Partitions))
+		}
+		for _, p := range st.Partitions {
+			if p.State != "mirroring" || p.LagRecords != 0 || p.SourceEnd != p.End {
+				return fmt.Errorf("status: %+v", p)
+			}
+		}
+		return nil
+	})
+}
+
+func TestLinkFromKfakeSource(t *testing.T) {
+	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	seeds := []kgo.Opt{kgo.SeedBrokers(src.ListenAddrs()...)}
+	produceMix(t, seeds, "events", 6_000)
+	dst := startNode(t)
+	runCLI(t, "link", "create", "k", "--source", strings.Join(src.ListenAddrs(), ","), "-b", dst.Bootstrap())
+	scl, err := kgo.NewClient(seeds...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer scl.Close()
+	sadm, dadm := kadm.NewClient(scl), dst.Admin(t)
+	awaitCaughtUp(t, sadm, dadm, "events")
+	dcl := dst.Client(t)
+	for p := int32(0); p < 2; p++ {
+		sameBatches(t, fmt.Sprintf("events-%d", p), batches(t, scl, "events", p), batches(t, dcl, "events", p))
+	}
+	sv, dv := committedValues(t, seeds, "events"), committedValues(t, dst.ClientDefaults(), "events")
+	if len(sv) == 0 || strings.Join(sv, "\n") != strings.Join(dv, "\n") {
+		t.Fatalf("read_committed: %d records on the source, %d on the destination (or they differ)", len(sv), len(dv))
+	}
+}
+
+func TestLinkPromoteWithSourceDown(t *testing.T) {
+	src, dst := startNode(t), startNode(t)
+	const topic, group = "payments", "billing"
+	ctx := context.Background()
+	sadm, dadm := src.Admin(t), dst.Admin(t)
+	if _, err := sadm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	p := src.Client(t)
+	for i := range 1000 {
+		p.Produce(ctx, &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "r%d", i)}, nil)
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A consumer group reads 600 records on the source and commits.
+	c := src.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumerGroup(group), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var read []*kgo.Record
+	for len(read) < 600 {
+		fs := c.PollRecords(ctx, 600-len(read))
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		read = append(read, fs.Records()...)
+	}
+	if err := c.CommitRecords(ctx, read...); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	// A transaction left open on the source at the failover: its records are copied
+	// (read_uncommitted) and must not survive the promote.
+	txn := src.Client(t, kgo.TransactionalID("open-at-failover"))
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("half")}, &kgo.Record{Topic: topic, Value: []byte("txn")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	runCLI(t, "link", "create", "dr", "--source", src.Bootstrap(), "--topics", topic, "-b", dst.Bootstrap())
+	awaitCaughtUp(t, sadm, dadm, topic)
+	// Group offsets are not synced yet (a later step): commit the group's position on
+	// the destination by hand, as the sync will.
+	committed, err := sadm.FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dadm.CommitAllOffsets(ctx, group, committed.Offsets()); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := src.Stop(1); err != nil {
+		t.Logf("stopping the source: %v", err)
+	}
+	start := time.Now()
+	var res struct {
+		Partitions []struct {
+			Topic        string `json:"topic"`
+			Partition    int32  `json:"partition"`
+			WritableFrom int64  `json:"writable_from"`
+			TruncatedTo  int64  `json:"truncated_to"`
+		} `json:"partitions"`
+	}
+	if err := json.Unmarshal([]byte(runCLI(t, "link", "promote", "dr", "--all", "--json", "-b", dst.Bootstrap())), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Partitions) != 1 || res.Partitions[0].WritableFrom != 1000 {
+		t.Fatalf("promote: %+v, want partition 0 writable from 1000 (the open transaction cut)", res.Partitions)
+	}
+	w := dst.Client(t)
+	r, err := w.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("after")}).First()
+	if err != nil {
+		t.Fatalf("produce after promote: %v", err)
+	}
+	if r.Offset != 1000 {
+		t.Fatalf("first write after promote at offset %d, want 1000", r.Offset)
+	}
+	t.Logf("writable %v after the promote started", time.Since(start))
+
+	c2 := dst.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumerGroup(group), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	fs := c2.PollRecords(ctx, 1)
+	if err := fs.Err0(); err != nil {
+		t.Fatal(err)
+	}
+	got := fs.Records()[0]
+	if got.Offset != 600 || string(got.Value) != "r600" {
+		t.Fatalf("the group resumed at offset %d (%q), want 600 (r600)", got.Offset, got.Value)
+	}
+}
