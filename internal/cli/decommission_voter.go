@@ -159,7 +159,7 @@ func (d *decommission) finish(ctx context.Context, v *clusterView, wait bool) er
 	_, live := v.live[d.node]
 	if served, err := brokersServe(ctx, d.adm, unregisterBrokerKey); err != nil {
 		return err
-	} else if wait && live && served {
+	} else if wait && d.waitStop && live && served {
 		return d.awaitStopAndUnregister(ctx)
 	}
 	return d.unregister(ctx, v)

@@ -25,7 +25,7 @@ const unregisterBrokerKey = 64
 func newDecommission(conn *connFlags) *cobra.Command {
 	var throttle int64
 	var interval time.Duration
-	var noWait, noRacks bool
+	var noWait, noWaitStop, noRacks bool
 	cmd := &cobra.Command{
 		Use:   "decommission ID",
 		Short: "Move every replica off node ID (throttled), then remove it from the cluster",
@@ -67,6 +67,7 @@ Interrupted, it can be run again: it waits for the moves in progress, then goes 
 			}
 			defer cl.Close()
 			d.cl, d.adm = cl, kadm.NewClient(cl)
+			d.waitStop = !noWaitStop
 			return d.run(cmd.Context(), !noWait)
 		},
 	}
@@ -74,6 +75,7 @@ Interrupted, it can be run again: it waits for the moves in progress, then goes 
 	fs.Int64Var(&throttle, "throttle", 0, "throttle the copies to this many bytes/s per node (0: no throttle)")
 	fs.DurationVar(&interval, "interval", 2*time.Second, "time between progress samples")
 	fs.BoolVar(&noWait, "no-wait", false, "start the moves and return; 'runnel reassign status' follows them")
+	fs.BoolVar(&noWaitStop, "no-wait-stop", false, "once the node is drained (and out of the voters), return instead of waiting for its process to stop; run the command again after stopping it to unregister it")
 	fs.BoolVar(&noRacks, "disable-rack-aware", false, "ignore broker.rack when planning")
 	return cmd
 }
@@ -85,6 +87,7 @@ type decommission struct {
 	node     int32
 	throttle int64
 	interval time.Duration
+	waitStop bool // wait for the drained node's process to stop, then unregister it
 	noRacks  bool
 	out      io.Writer
 	term     bool // out is a terminal: progress redrawn in place, with bars

@@ -239,12 +239,12 @@ func (n *nemesis) startLeave() bool {
 	return true
 }
 
-// followDrain runs `runnel cluster decommission ID` in the background: it waits for
-// the moves, clears the throttles, and says the node is to be stopped.
+// followDrain runs `runnel cluster decommission ID --no-wait-stop` in the background:
+// it waits for the moves and says the node is to be stopped (finishLeave stops it).
 func (n *nemesis) followDrain(m *member) {
 	ctx, cancel := context.WithCancel(context.Background())
 	m.wait, m.cancel, m.out = make(chan error, 1), cancel, &bytes.Buffer{}
-	args := []string{"cluster", "decommission", fmt.Sprint(m.id), "-b", n.c.Bootstrap(), "--interval", "500ms"}
+	args := []string{"cluster", "decommission", fmt.Sprint(m.id), "-b", n.c.Bootstrap(), "--interval", "500ms", "--no-wait-stop"}
 	go func(wait chan error, out *bytes.Buffer) {
 		o, err := n.runCLI(ctx, args...)
 		out.WriteString(o)
