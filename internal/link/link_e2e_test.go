@@ -285,8 +285,10 @@ func TestLinkByteEqualityFromRunnel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := dc[0].Configs, 0; !strings.Contains(fmt.Sprint(v), "retention.ms") {
-		t.Errorf("the source's retention.ms was not copied: %v", v)
+	if v, err := dc.On(topic, nil); err != nil || !slices.ContainsFunc(v.Configs, func(c kadm.Config) bool {
+		return c.Key == "retention.ms" && c.Value != nil && *c.Value == "86400000"
+	}) {
+		t.Errorf("the source's retention.ms=86400000 was not copied: %+v %v", v.Configs, err)
 	}
 
 	// The mirror topic is read-only, with a message naming the link.
@@ -335,6 +337,86 @@ func TestLinkByteEqualityFromRunnel(t *testing.T) {
 			if p.State != "mirroring" || p.LagRecords != 0 || p.SourceEnd != p.End {
 				return fmt.Errorf("status: %+v", p)
 			}
+		}
+		return nil
+	})
+}
+
+// linkStatus is `link status --json`.
+type linkStatus struct {
+	Link       string `json:"link"`
+	Partitions []struct {
+		Topic      string  `json:"topic"`
+		Partition  int32   `json:"partition"`
+		SourceEnd  int64   `json:"source_end"`
+		End        int64   `json:"end"`
+		LagRecords int64   `json:"lag_records"`
+		LagSeconds float64 `json:"lag_seconds"`
+		State      string  `json:"state"`
+		Error      string  `json:"error"`
+	} `json:"partitions"`
+}
+
+func status(t *testing.T, boot, link string) linkStatus {
+	t.Helper()
+	var st linkStatus
+	if err := json.Unmarshal([]byte(runCLI(t, "link", "status", link, "--json", "-b", boot)), &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestLinkPauseLag: a paused link copies nothing; resumed, it catches up and the lag
+// is 0; with the source down, lag_seconds grows from the last successful fetch and
+// the error names the failure, source_end staying the last known.
+func TestLinkPauseLag(t *testing.T) {
+	src, dst := startNode(t), startNode(t)
+	ctx := context.Background()
+	if _, err := src.Admin(t).CreateTopic(ctx, 1, 1, nil, "lagging"); err != nil {
+		t.Fatal(err)
+	}
+	p := src.Client(t)
+	if err := p.ProduceSync(ctx, &kgo.Record{Topic: "lagging", Value: []byte("first")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	runCLI(t, "link", "create", "slow", "--source", src.Bootstrap(), "-b", dst.Bootstrap())
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if st := status(t, dst.Bootstrap(), "slow"); len(st.Partitions) != 1 || st.Partitions[0].End != 1 || st.Partitions[0].SourceEnd != 1 {
+			return fmt.Errorf("not caught up: %+v", st.Partitions)
+		}
+		return nil
+	})
+	// A paused partition is not fetched (its source end is not followed): the pause
+	// is checked by what it keeps, nothing more is copied.
+	runCLI(t, "link", "pause", "slow", "-b", dst.Bootstrap())
+	for i := range 10 {
+		if err := p.ProduceSync(ctx, &kgo.Record{Topic: "lagging", Value: fmt.Appendf(nil, "r%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if st := status(t, dst.Bootstrap(), "slow"); st.Partitions[0].State != "paused" || st.Partitions[0].End != 1 {
+			return fmt.Errorf("paused link: %+v", st.Partitions)
+		}
+		return nil
+	})
+	runCLI(t, "link", "resume", "slow", "-b", dst.Bootstrap())
+	testutil.Eventually(t, 10*time.Second, func() error {
+		st := status(t, dst.Bootstrap(), "slow")
+		if q := st.Partitions[0]; q.State != "mirroring" || q.End != 11 || q.LagRecords != 0 || q.LagSeconds != 0 {
+			return fmt.Errorf("resumed link: %+v", st.Partitions)
+		}
+		return nil
+	})
+	// The source goes away: lag_seconds is at least the time since the last
+	// successful fetch, and the error says why.
+	if err := src.Stop(1); err != nil {
+		t.Logf("stopping the source: %v", err)
+	}
+	testutil.Eventually(t, 15*time.Second, func() error {
+		st := status(t, dst.Bootstrap(), "slow")
+		if q := st.Partitions[0]; q.LagSeconds < 1 || q.Error == "" || q.SourceEnd != 11 {
+			return fmt.Errorf("source down: %+v", st.Partitions)
 		}
 		return nil
 	})
