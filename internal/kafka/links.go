@@ -16,8 +16,7 @@ package kafka
 //     producer fails at once with the message, which names the link and says to
 //     promote first, instead of retrying until its delivery timeout; a topic
 //     authorization failure would send the user hunting for a missing ACL. (Confluent
-//     answers a produce to a mirror topic with INVALID_REQUEST too, "Cannot append
-//     records to read-only mirror topic".)
+//     documents only that a produce to a mirror topic fails, not its code.)
 
 import (
 	"context"
