@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -86,6 +87,12 @@ func TestSingleCopyCorruption(t *testing.T) {
 	text := mustRun(t, "", "topic", "describe", topic, "-b", b).stdout
 	if !strings.Contains(text, "Damaged: partition 0 on node 1") || !strings.Contains(text, dmg.Quarantine) {
 		t.Fatalf("topic describe's text does not name the damage:\n%s", text)
+	}
+
+	// The console's API names it too, on the node's entry (the metadata's record of
+	// what the node reported in its heartbeats).
+	if !consoleShowsDamage(t, c.Node(1).HTTPAddr, topic) {
+		t.Fatalf("GET /api/v1/nodes does not list node 1's damaged replica of %s-0", topic)
 	}
 
 	// The records before the damage are served; a fetch at it answers
@@ -241,4 +248,37 @@ func consumeError(t *testing.T, addr, topic string, offset int64) error {
 		}
 	}
 	return nil
+}
+
+// consoleShowsDamage reports whether the console's /api/v1/nodes lists a damaged
+// replica of topic-0 on node 1, waiting a few seconds for the heartbeat that reports
+// it to reach the metadata.
+func consoleShowsDamage(t *testing.T, httpAddr, topic string) bool {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get("http://" + httpAddr + "/api/v1/nodes")
+		if err == nil {
+			var nodes struct {
+				Nodes []struct {
+					ID      int32 `json:"id"`
+					Damaged []struct {
+						Topic     string `json:"topic"`
+						Partition int32  `json:"partition"`
+					} `json:"damaged"`
+				} `json:"nodes"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&nodes)
+			resp.Body.Close()
+			for _, n := range nodes.Nodes {
+				for _, d := range n.Damaged {
+					if err == nil && n.ID == 1 && d.Topic == topic && d.Partition == 0 {
+						return true
+					}
+				}
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return false
 }

@@ -103,6 +103,9 @@ type Node struct {
 	State    string `json:"state"`
 	Fenced   bool   `json:"fenced"`
 	DiskFull bool   `json:"disk_full,omitempty"`
+	// Damaged are the node's replicas with a range that failed its CRC (bit rot), as
+	// the node reports them to the controller (docs/durability.md).
+	Damaged []DamagedReplica `json:"damaged,omitempty"`
 	// FencedAt is when the controller fenced it, when known.
 	FencedAt *time.Time `json:"fenced_at,omitempty"`
 	// Controller: the active controller. Self: the node that answered.
@@ -111,6 +114,15 @@ type Node struct {
 	// Replicas and Leaders count the partitions it holds and leads.
 	Replicas int `json:"replicas"`
 	Leaders  int `json:"leaders"`
+}
+
+// DamagedReplica is one damaged range of a node's replica.
+type DamagedReplica struct {
+	Topic       string `json:"topic"`
+	Partition   int32  `json:"partition"`
+	FirstOffset int64  `json:"first_offset"`
+	LastOffset  int64  `json:"last_offset"`
+	File        string `json:"file"`
 }
 
 // Node states.

@@ -189,6 +189,10 @@ func (s *consoleSource) nodes(v *consoleView) []httpd.Node {
 	for id, b := range v.im.Brokers {
 		nd := &httpd.Node{ID: int32(id), Host: b.Host, Port: b.Port, Rack: b.Rack, Registered: true, State: httpd.NodeUp,
 			Fenced: b.Fenced, DiskFull: b.DiskFull}
+		for _, d := range b.Damaged {
+			nd.Damaged = append(nd.Damaged, httpd.DamagedReplica{Topic: d.Topic, Partition: d.Partition,
+				FirstOffset: d.FirstOffset, LastOffset: d.LastOffset, File: d.File})
+		}
 		if b.Fenced {
 			nd.State = httpd.NodeDown
 			if b.FencedAtMs > 0 {
