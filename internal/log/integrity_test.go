@@ -521,3 +521,70 @@ func TestReadForReplicaPastDamage(t *testing.T) {
 		t.Fatalf("Read(%d) past the damage: %v, want a storage error", last+1, err)
 	}
 }
+
+// A read of an inactive segment checks its batches the first time (verify on read):
+// a flipped byte under the running log is never handed to a reader as if valid, and is
+// recorded as damage (quarantined, counted) on that read; an intact range is checked
+// once, and read again for free.
+func TestVerifyOnRead(t *testing.T) {
+	env := memEnv()
+	cfg := testConfigs()["tiny"]
+	l := openLog(t, env, cfg)
+	leo := appendRecords(t, l, 60, 4, 30)
+	l.Close()
+	r := openLog(t, env, cfg, withRecoveryPoint(leo))
+	segs := r.SegmentBaseOffsets()
+	if len(segs) < 3 {
+		t.Fatalf("want at least 3 segments, have %v", segs)
+	}
+	// An intact range: checked on the first read only.
+	before := ReadVerifiedBytes.Load()
+	ri, err := r.Read(segs[0], 1<<20, leo, true)
+	if err != nil || ri.Size == 0 {
+		t.Fatalf("Read(%d): %+v, %v", segs[0], ri, err)
+	}
+	first := ReadVerifiedBytes.Load() - before
+	if first != int64(ri.Size) {
+		t.Fatalf("the first read of [%d, +%d) verified %d bytes", ri.Position, ri.Size, first)
+	}
+	if _, err := r.Read(segs[0], 1<<20, leo, true); err != nil || ReadVerifiedBytes.Load()-before != first {
+		t.Fatalf("the second read of the same range verified it again (%d bytes), %v", ReadVerifiedBytes.Load()-before-first, err)
+	}
+
+	// A flip in segment 1 under the running log: the first read there finds it.
+	path := MakeFilename(env.dir, FileTypeSegment, segs[1])
+	data, _ := vfs.ReadFile(env.fs, path)
+	_, victim := batchAt(t, data, len(data)/2)
+	victim = append(recordbatch.Batch(nil), victim...)
+	f, err := env.fs.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte{data[len(data)/2] ^ 0x40}, int64(len(data)/2))
+	f.Close()
+	for off := segs[1]; off < victim.BaseOffset(); {
+		ri, err := r.Read(off, 1<<20, leo, true)
+		if err != nil {
+			t.Fatalf("Read(%d) before the damage: %v", off, err)
+		}
+		if end := ri.Position + int64(ri.Size); ri.Size > 0 && ri.FirstOffset < segs[1] || end > int64(len(data)/2) {
+			t.Fatalf("Read(%d) hands out [%d, %d) of segment %d, past the flipped byte at %d", off, ri.Position, end, segs[1], len(data)/2)
+		}
+		b, _ := ri.AppendTo(nil)
+		recs, err := logtest.Decode(b)
+		if err != nil || len(recs) == 0 {
+			t.Fatalf("Read(%d): %d records, %v", off, len(recs), err)
+		}
+		off = recs[len(recs)-1].Offset + 1
+	}
+	if _, err := r.Read(victim.BaseOffset(), 1<<20, leo, true); !errors.Is(err, ErrKafkaStorage) {
+		t.Fatalf("Read at the flipped batch: %v, want the storage error", err)
+	}
+	ds := r.Damaged()
+	if len(ds) != 1 || ds[0].FirstOffset != victim.BaseOffset() || ds[0].Quarantine == "" {
+		t.Fatalf("damage recorded by the read: %+v, want it at offset %d, quarantined", ds, victim.BaseOffset())
+	}
+	if st := r.IntegrityStats(); st.CorruptBatches != 1 {
+		t.Fatalf("integrity stats %+v", st)
+	}
+}

@@ -50,7 +50,7 @@ func (r ReadInfo) AppendTo(dst []byte) ([]byte, error) {
 // (ErrKafkaStorage naming the file and the offsets), never ErrOffsetOutOfRange or an
 // empty answer; a read below it ends before it.
 func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadInfo, error) {
-	return l.readChecked(offset, maxBytes, maxOffset, minOneBatch, false)
+	return l.readChecked(offset, maxBytes, maxOffset, minOneBatch, false, false)
 }
 
 // ReadForReplica is Read for a follower replica fetching from this log's replica,
@@ -60,10 +60,10 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 // or it could never catch up, rejoin the ISR and take the leadership over from this
 // damaged replica, which would then stay the partition's only copy in the ISR.
 func (l *Log) ReadForReplica(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadInfo, error) {
-	return l.readChecked(offset, maxBytes, maxOffset, minOneBatch, true)
+	return l.readChecked(offset, maxBytes, maxOffset, minOneBatch, true, false)
 }
 
-func (l *Log) readChecked(offset int64, maxBytes int32, maxOffset int64, minOneBatch, pastDamage bool) (ReadInfo, error) {
+func (l *Log) readChecked(offset int64, maxBytes int32, maxOffset int64, minOneBatch, pastDamage, retried bool) (ReadInfo, error) {
 	if l.closed.Load() {
 		return ReadInfo{}, ErrClosed
 	}
@@ -89,6 +89,13 @@ func (l *Log) readChecked(offset int64, maxBytes int32, maxOffset int64, minOneB
 		return ReadInfo{FirstOffset: -1}, nil
 	}
 	ri, err := l.read(offset, maxBytes, maxOffset, minOneBatch)
+	if errors.Is(err, errReadFoundDamage) && !retried {
+		// The damage the read found is recorded now: read again, meeting it.
+		return l.readChecked(offset, maxBytes, maxOffset, minOneBatch, pastDamage, true)
+	}
+	if errors.Is(err, errReadFoundDamage) {
+		return ReadInfo{}, fmt.Errorf("%w: %s-%d: the batches at offset %d fail their checks", ErrKafkaStorage, l.tp.Topic, l.tp.Partition, offset)
+	}
 	if err != nil && offset < l.logStart.Load() {
 		// Retention deleted the segment while we read it.
 		return ReadInfo{}, fmt.Errorf("%w: offset %d is below the log start %d", ErrOffsetOutOfRange, offset, l.logStart.Load())
@@ -124,7 +131,12 @@ func (l *Log) read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 		if hdr.base >= maxOffset {
 			return ReadInfo{FirstOffset: -1}, nil
 		}
-		return l.readRange(seg, pos, hdr, limit, maxBytes, maxOffset, minOneBatch, h)
+		ri, err := l.readRange(seg, pos, hdr, limit, maxBytes, maxOffset, minOneBatch, h)
+		if err == nil && ri.Size > 0 && i < len(ss)-1 {
+			// An inactive segment: checked on its first read (verify_read.go).
+			err = l.verifyRead(seg, ri.Position, ri.Position+int64(ri.Size))
+		}
+		return ri, err
 	}
 	return ReadInfo{FirstOffset: -1}, nil
 }

@@ -46,6 +46,9 @@ type Segment struct {
 	// (or before the segment is published). Header walks (translate) step over them;
 	// no byte range handed to a reader includes them.
 	damage atomic.Pointer[[]DamagedRange]
+	// verified are the byte ranges a read has checked since this process opened the
+	// segment (verify_read.go).
+	verified verifiedSpans
 
 	// indexesLoaded is true once the indexes are in memory. Segments below the
 	// recovery point load (or rebuild) them on first use, under loadMu.

@@ -1,0 +1,103 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/runnel-io/runnel/internal/recordbatch"
+)
+
+// ReadVerifiedBytes counts the bytes verify-on-read checked, process-wide (tests and
+// benchmarks read it).
+var ReadVerifiedBytes atomic.Int64
+
+// Verify on read. A batch's CRC-32C was checked when it was appended, but the bytes a
+// reader gets later may come from the disk, not the page cache, and a disk flips bits.
+// So the first time a range of an inactive segment is handed to a reader (a consumer
+// or a follower) in this process, its batches are read and checked; the range is then
+// remembered as verified and later reads of it cost nothing more. A range that fails
+// is reported as damage (the segment is scanned as Verify does: quarantined, logged,
+// counted, and reported to the controller through the node's heartbeats), and the
+// read is answered as any read of a damaged log: it stops before the damage, or fails
+// with the storage error. No corrupt batch is ever sent as if valid. The active
+// segment is exempt: it was written by this process and is read from the page cache
+// (a reader of its older part meets it in a later segment, verified then, once it has
+// rolled). The scrubber (scrub.go) checks the ranges nobody reads.
+
+// verifiedSpans are the byte ranges of a segment checked since this process opened it.
+type verifiedSpans struct {
+	mu    sync.Mutex
+	spans [][2]int64 // sorted, disjoint, not adjacent: [start, end)
+}
+
+// covers reports whether [from, to) was verified.
+func (v *verifiedSpans) covers(from, to int64) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, s := range v.spans {
+		if s[0] <= from && to <= s[1] {
+			return true
+		}
+		if s[0] > from {
+			break
+		}
+	}
+	return false
+}
+
+// add records [from, to) as verified, merging it with the spans it touches.
+func (v *verifiedSpans) add(from, to int64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := v.spans[:0:0]
+	for _, s := range v.spans {
+		if s[1] < from || s[0] > to {
+			out = append(out, s)
+			continue
+		}
+		from, to = min(from, s[0]), max(to, s[1])
+	}
+	out = append(out, [2]int64{from, to})
+	slices.SortFunc(out, func(a, b [2]int64) int {
+		switch {
+		case a[0] < b[0]:
+			return -1
+		case a[0] > b[0]:
+			return 1
+		}
+		return 0
+	})
+	v.spans = out
+}
+
+// errReadFoundDamage: verifying a read's range found damage, now recorded; the read
+// is tried again and meets it as recorded damage.
+var errReadFoundDamage = errors.New("verifying a read found damage")
+
+// verifyRead checks the batches of [pos, limit) of seg unless done before. Damage is
+// recorded (verifySegment) and errReadFoundDamage returned; a failed read of the file
+// is returned as it is.
+func (l *Log) verifyRead(seg *Segment, pos, limit int64) error {
+	if limit <= pos || seg.verified.covers(pos, limit) {
+		return nil
+	}
+	_, err := scanBatches(seg.file, pos, limit, true, func(recordbatch.Batch, int64) error { return nil })
+	if err == nil {
+		seg.verified.add(pos, limit)
+		ReadVerifiedBytes.Add(limit - pos)
+		return nil
+	}
+	if !isDataError(err) {
+		return err
+	}
+	l.logger.Warn("a read found a batch failing its checks: scanning the segment for damage",
+		"segment", seg.path, "position", pos, "err", err)
+	var r VerifyResult
+	if verr := l.verifySegment(context.Background(), seg, nil, &r); verr != nil {
+		return verr
+	}
+	return errReadFoundDamage
+}
