@@ -97,7 +97,7 @@ func newBenchProduceCommand() *cobra.Command {
 		Short: "Produce --records records as fast as allowed; report throughput and produce latency",
 		Args:  noArgs,
 	}
-	conn := addConnFlags(cmd.Flags())
+	conn := addConnFlagsAs(cmd.Flags(), benchClientID, true)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		return withGCFloor(f, func() error { return runBenchProduce(cmd, conn, f) })
 	}
@@ -115,7 +115,7 @@ func newBenchConsumeCommand() *cobra.Command {
 		Short: "Consume a topic bench produce filled, check every record arrived; report throughput",
 		Args:  noArgs,
 	}
-	conn := addConnFlags(cmd.Flags())
+	conn := addConnFlagsAs(cmd.Flags(), benchClientID, true)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		return withGCFloor(f, func() error { return runBenchConsume(cmd, conn, f) })
 	}
@@ -131,7 +131,7 @@ func newBenchE2ECommand() *cobra.Command {
 		Short: "Produce at --rate for --duration while consuming; report end-to-end latency",
 		Args:  noArgs,
 	}
-	conn := addConnFlags(cmd.Flags())
+	conn := addConnFlagsAs(cmd.Flags(), benchClientID, true)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		return withGCFloor(f, func() error { return runBenchE2E(cmd, conn, f) })
 	}
@@ -170,7 +170,7 @@ func (f *benchFlags) validate(producing bool) error {
 
 // producerOpts turns the producer flags into kgo options.
 func (f *benchFlags) producerOpts() ([]kgo.Opt, error) {
-	opts := []kgo.Opt{kgo.ClientID("runnel-bench"), kgo.ProducerLinger(f.linger),
+	opts := []kgo.Opt{kgo.ProducerLinger(f.linger),
 		kgo.ProducerBatchMaxBytes(f.batchMaxBytes), kgo.RecordDeliveryTimeout(f.timeout)}
 	if idempotent := (f.acks == "all" || f.acks == "-1") && f.idempotence; !idempotent {
 		// As many requests in flight as an idempotent producer has, for a fair comparison.
@@ -200,10 +200,13 @@ func (f *benchFlags) producerRate() float64 {
 
 // consumerOpts are the kgo options of the bench consumer: large fetches.
 func consumerOpts() []kgo.Opt {
-	return []kgo.Opt{kgo.ClientID("runnel-bench"), kgo.FetchMaxBytes(64 << 20),
+	return []kgo.Opt{kgo.FetchMaxBytes(64 << 20),
 		kgo.FetchMaxPartitionBytes(16 << 20), kgo.BrokerMaxReadBytes(128 << 20),
 		kgo.FetchMaxWait(500 * time.Millisecond)}
 }
+
+// benchClientID is runnel bench's client id without --client-id.
+const benchClientID = "runnel-bench"
 
 // randomTopic is the default --topic: a fresh name per run.
 func randomTopic() string {

@@ -104,7 +104,7 @@ func (t *seqTracker) checkTotal(expected int64) error {
 		lost = short
 	}
 	if lost > 0 {
-		return fmt.Errorf("%w: %d of %d records never consumed%s", errLostRecords, lost, max(expected, t.total()+lost), first)
+		return fmt.Errorf("%w: %d of %s never consumed%s", errLostRecords, lost, plural(max(expected, t.total()+lost), "record", "records"), first)
 	}
 	return nil
 }
@@ -131,18 +131,18 @@ func (t *seqTracker) checkAcked(acked, sent []int64) error {
 	}
 	for p := len(acked); p < len(t.distinct); p++ {
 		if t.distinct[p] > 0 {
-			return fmt.Errorf("%w: %d records from producer %d, which this run does not have", errForeignRecords, t.distinct[p], p)
+			return fmt.Errorf("%w: %s from producer %d, which this run does not have", errForeignRecords, plural(t.distinct[p], "record", "records"), p)
 		}
 	}
 	if lost > 0 {
-		return fmt.Errorf("%w: %d of %d acknowledged records never consumed", errLostRecords, lost, want)
+		return fmt.Errorf("%w: %d of %s never consumed", errLostRecords, lost, plural(want, "acknowledged record", "acknowledged records"))
 	}
 	return nil
 }
 
 func (t *seqTracker) checkForeign() error {
 	if t.foreign > 0 {
-		return fmt.Errorf("%w: %d records without a bench header; use a fresh --topic", errForeignRecords, t.foreign)
+		return fmt.Errorf("%w: %s without a bench header; use a fresh --topic", errForeignRecords, plural(t.foreign, "record", "records"))
 	}
 	return nil
 }
@@ -159,8 +159,8 @@ type partitionCount struct {
 func checkPartitions(parts map[int32]*partitionCount) error {
 	for p, pc := range parts {
 		if want := pc.end - pc.start; pc.count < want {
-			return fmt.Errorf("%w: partition %d served %d records for offsets %d..%d (%d missing)",
-				errLostRecords, p, pc.count, pc.start, pc.end, want-pc.count)
+			return fmt.Errorf("%w: partition %d served %s for offsets %d..%d (%d missing)",
+				errLostRecords, p, plural(pc.count, "record", "records"), pc.start, pc.end, want-pc.count)
 		}
 	}
 	return nil

@@ -253,7 +253,7 @@ func runBenchProduce(cmd *cobra.Command, conn *connFlags, f *benchFlags) error {
 	acked := g.acked.Load()
 	rep.SetRate(acked, acked*int64(f.recordSize), took)
 	if f.acks != "0" && acked+rep.Dropped < f.records {
-		return fmt.Errorf("%w: only %d of %d records acknowledged", errLostRecords, acked, f.records)
+		return fmt.Errorf("%w: only %d of %s acknowledged", errLostRecords, acked, plural(f.records, "record", "records"))
 	}
 	return rep.Write(cmd.OutOrStdout(), f.json)
 }

@@ -267,7 +267,7 @@ func printQuorum(w io.Writer, st *quorumStatus, now time.Time) error {
 	if st.MaxFollowerLagMs >= 0 {
 		lagTime = fmt.Sprintf("%d ms", st.MaxFollowerLagMs)
 	}
-	fmt.Fprintf(tw, "Max follower lag:\t%d offsets, %s\n", st.MaxFollowerLag, lagTime)
+	fmt.Fprintf(tw, "Max follower lag:\t%s, %s\n", plural(st.MaxFollowerLag, "offset", "offsets"), lagTime)
 	fmt.Fprintf(tw, "Voters:\t%s\n", memberList(st.Voters))
 	fmt.Fprintf(tw, "Observers:\t%s\n", memberList(st.Observers))
 	if err := tw.Flush(); err != nil {

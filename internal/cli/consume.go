@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -134,7 +135,7 @@ func runConsume(cmd *cobra.Command, conn *connFlags, f *consumeFlags, args []str
 			patterns = append(patterns, re)
 		}
 	}
-	opts, topics, err := consumeOpts(cmd.Context(), conn, f, plan, args, patterns)
+	opts, topics, err := consumeOpts(cmd.Context(), conn, f, plan, args, patterns, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
@@ -166,7 +167,7 @@ func quotedList(names []string) string {
 // consumeOpts checks the topics (and partition, and an exact offset) against the
 // cluster and returns the kgo options that consume them, and the topics (the ones
 // the patterns match, with --regex).
-func consumeOpts(ctx context.Context, conn *connFlags, f *consumeFlags, plan *consumePlan, args []string, patterns []*regexp.Regexp) ([]kgo.Opt, []string, error) {
+func consumeOpts(ctx context.Context, conn *connFlags, f *consumeFlags, plan *consumePlan, args []string, patterns []*regexp.Regexp, warn io.Writer) ([]kgo.Opt, []string, error) {
 	adm, err := conn.admin()
 	if err != nil {
 		return nil, nil, err
@@ -190,6 +191,11 @@ func consumeOpts(ctx context.Context, conn *connFlags, f *consumeFlags, plan *co
 		tds = append(tds, td)
 	}
 	if f.group != "" {
+		note, err := groupStartNote(ctx, adm, f.group, tds, f.fromBeginning)
+		if err != nil {
+			return nil, nil, err
+		}
+		fmt.Fprintln(warn, note)
 		reset := kgo.NewOffset().AtEnd()
 		if f.fromBeginning {
 			reset = kgo.NewOffset().AtStart()
@@ -224,6 +230,48 @@ func consumeOpts(ctx context.Context, conn *connFlags, f *consumeFlags, plan *co
 		}
 	}
 	return []kgo.Opt{kgo.ConsumePartitions(assign), kgo.ConsumeResetOffset(kgo.NoResetOffset())}, topics, nil
+}
+
+// groupStartNote says where a group consumer starts, for stderr: a new group starts
+// at the end of the log (Kafka's auto.offset.reset=latest) and, without a hint,
+// `consume --group NEW -n 1` on a quiet topic would wait for ever with no word;
+// --from-beginning starts it at the earliest offset, as kcat -o beginning -G and
+// kafka-console-consumer --from-beginning do. A group with commits resumes from them.
+// An authorization error is returned (it is the command's, said in full by report);
+// any other failure to read the commits only leaves the note vaguer.
+func groupStartNote(ctx context.Context, adm *kadm.Client, group string, tds []kadm.TopicDetail, fromBeginning bool) (string, error) {
+	committed, err := adm.FetchOffsets(ctx, group)
+	if err == nil {
+		err = committed.Error()
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) && authzResource[ke.Code] != "" {
+		return "", fmt.Errorf("committed offsets of group %q: %w", group, err)
+	}
+	start := "the end of the log (records produced from now on; --from-beginning starts a new group at the earliest offset)"
+	if fromBeginning {
+		start = "the earliest offset"
+	}
+	if err != nil {
+		return fmt.Sprintf("runnel: group %q: partitions without a committed offset start at %s", group, start), nil
+	}
+	total, none := 0, 0
+	for _, td := range tds {
+		for _, p := range td.Partitions.Numbers() {
+			total++
+			if o, ok := committed.Lookup(td.Topic, p); !ok || o.At < 0 {
+				none++
+			}
+		}
+	}
+	switch {
+	case none == total:
+		return fmt.Sprintf("runnel: group %q has no committed offset: it starts at %s", group, start), nil
+	case none == 0:
+		return fmt.Sprintf("runnel: group %q resumes from its committed offsets", group), nil
+	}
+	return fmt.Sprintf("runnel: group %q resumes from its committed offsets; %s at %s",
+		group, plural(none, "partition without one starts", "partitions without one start"), start), nil
 }
 
 // matchTopics lists the cluster's topics (not the internal ones) that a pattern
@@ -389,6 +437,11 @@ func (c *consumer) fetchError(fetches kgo.Fetches) error {
 			// kgo has already reset the partition; the records are gone either way.
 			fmt.Fprintf(c.warn, "runnel: warning: topic %q partition %d: %v\n", fe.Topic, fe.Partition, fe.Err)
 			continue
+		}
+		if fe.Topic == "" {
+			// Not a partition's error: the group's (kgo reports a group session's
+			// failure as a fetch of no topic).
+			return fmt.Errorf("consume as a member of group %q: %w", c.group, fe.Err)
 		}
 		return fmt.Errorf("consume topic %q partition %d: %w", fe.Topic, fe.Partition, fe.Err)
 	}

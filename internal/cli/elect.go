@@ -172,7 +172,7 @@ func electFailures(rows []electRow) error {
 		}
 	}
 	if n > 0 {
-		return fmt.Errorf("%d of %d partitions could not elect their preferred leader", n, len(rows))
+		return fmt.Errorf("%d of %s could not elect their preferred leader", n, plural(len(rows), "partition", "partitions"))
 	}
 	return nil
 }

@@ -224,7 +224,7 @@ func resetOffsets(cmd *cobra.Command, adm *kadm.Client, group string, f *resetFl
 	if err := commitReset(ctx, adm, group, rows); err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "Committed %d offsets for group %q.\n", len(rows), group)
+	fmt.Fprintf(cmd.ErrOrStderr(), "Committed %s for group %q.\n", plural(len(rows), "offset", "offsets"), group)
 	return nil
 }
 
@@ -242,8 +242,8 @@ func checkGroupEmpty(ctx context.Context, adm *kadm.Client, group string) error 
 		return fmt.Errorf("describe group %q: %w", group, withMessage(d.Err, d.ErrMessage))
 	}
 	if len(d.Members) > 0 || (d.State != "Empty" && d.State != "Dead") {
-		return fmt.Errorf("reset offsets: group %q %w (state %s, %d members); stop its consumers first",
-			group, errGroupNotEmpty, d.State, len(d.Members))
+		return fmt.Errorf("reset offsets: group %q %w (state %s, %s); stop its consumers first",
+			group, errGroupNotEmpty, d.State, plural(len(d.Members), "member", "members"))
 	}
 	return nil
 }

@@ -467,14 +467,14 @@ func (p *lineProducer) err() error {
 // report prints the dropped-record count (always) and, when verbose, a summary.
 func (p *lineProducer) report(w io.Writer, took time.Duration, verbose bool) {
 	if d := p.prod.Stats().Dropped; d > 0 {
-		fmt.Fprintf(w, "runnel: dropped %d of %d records: the producer buffer was full (--on-full drop)\n",
-			d, p.sent.Load())
+		fmt.Fprintf(w, "runnel: dropped %d of %s: the producer buffer was full (--on-full drop)\n",
+			d, plural(p.sent.Load(), "record", "records"))
 	}
 	if !verbose {
 		return
 	}
 	acked := p.acked.Load()
 	rate := float64(acked) / max(took.Seconds(), 1e-9)
-	fmt.Fprintf(w, "produced %d records (%d bytes) to %q in %v (%.0f records/s)\n",
-		acked, p.bytes.Load(), p.topic, took.Round(time.Millisecond), rate)
+	fmt.Fprintf(w, "produced %s (%s) to %q in %v (%.0f records/s)\n",
+		plural(acked, "record", "records"), plural(p.bytes.Load(), "byte", "bytes"), p.topic, took.Round(time.Millisecond), rate)
 }

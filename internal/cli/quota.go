@@ -34,7 +34,7 @@ func newQuotaCommand() *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 		RunE:  groupRunE,
 	}
-	conn := addConnFlags(cmd.PersistentFlags())
+	conn := addConnFlagsAs(cmd.PersistentFlags(), defaultClientID, false)
 	cmd.AddCommand(newQuotaDescribe(conn), newQuotaAlter(conn))
 	return cmd
 }

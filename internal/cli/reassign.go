@@ -291,7 +291,7 @@ func printPlanSummary(w io.Writer, v *clusterView, plan *balance.Plan) {
 	for _, id := range sorted {
 		if _, target := plan.After[id]; !target && plan.Before[id].Replicas > 0 {
 			if _, live := v.live[id]; !live {
-				fmt.Fprintf(w, "warning: node %d is not live (down or fenced) and holds %d replicas: the plan moves them off it.\n", id, plan.Before[id].Replicas)
+				fmt.Fprintf(w, "warning: node %d is not live (down or fenced) and holds %s: the plan moves them off it.\n", id, plural(plan.Before[id].Replicas, "replica", "replicas"))
 			}
 		}
 	}
@@ -299,16 +299,17 @@ func printPlanSummary(w io.Writer, v *clusterView, plan *balance.Plan) {
 		fmt.Fprintln(w, "The assignment is already balanced: nothing to move.")
 		return
 	}
-	fmt.Fprintf(w, "%d replicas move (the excess over the even share is %d), %d partitions change, %d preferred leaders change.\n",
-		plan.Moves, plan.Excess, len(plan.Changes), plan.LeaderChanges)
+	fmt.Fprintf(w, "%s (the excess over the even share is %d), %s, %s.\n",
+		plural(plan.Moves, "replica moves", "replicas move"), plan.Excess, plural(len(plan.Changes), "partition changes", "partitions change"),
+		plural(plan.LeaderChanges, "preferred leader changes", "preferred leaders change"))
 	if plan.Chains > 0 {
-		fmt.Fprintf(w, "%d of the moves make room: a replica leaving a drained node had only full nodes to go to.\n", plan.Chains)
+		fmt.Fprintf(w, "%s room: a replica leaving a drained node had only full nodes to go to.\n", plural(plan.Chains, "of the moves makes", "of the moves make"))
 	}
 	if plan.RackRepairs > 0 {
-		fmt.Fprintf(w, "%d of the moves spread partitions over more racks.\n", plan.RackRepairs)
+		fmt.Fprintf(w, "%s partitions over more racks.\n", plural(plan.RackRepairs, "of the moves spreads", "of the moves spread"))
 	}
 	if plan.RackViolations > 0 {
-		fmt.Fprintf(w, "warning: %d replicas share a rack with another replica of their partition beyond an even spread (racks of unequal sizes).\n", plan.RackViolations)
+		fmt.Fprintf(w, "warning: %s a rack with another replica of their partition beyond an even spread (racks of unequal sizes).\n", plural(plan.RackViolations, "replica shares", "replicas share"))
 	}
 	if !plan.LeadersBalanced {
 		fmt.Fprintln(w, "warning: the replica sets do not allow every node an even share of preferred leaders (mixed replication factors).")

@@ -122,10 +122,10 @@ func (d *decommission) run(ctx context.Context, wait bool) error {
 			return d.finish(ctx, v, wait)
 		}
 		if round > maxDrainRounds {
-			return fmt.Errorf("node %d still holds replicas after %d rounds of moves (are partitions being created on it?)", d.node, maxDrainRounds)
+			return fmt.Errorf("node %d still holds replicas after %s of moves (are partitions being created on it?)", d.node, plural(maxDrainRounds, "round", "rounds"))
 		}
 		if len(ms) > 0 {
-			fmt.Fprintf(d.out, "%d reassignments are in progress (%s); waiting for them before planning.\n", len(ms), describeMoving(ms))
+			fmt.Fprintf(d.out, "%s in progress (%s); waiting for them before planning.\n", plural(len(ms), "reassignment is", "reassignments are"), describeMoving(ms))
 		} else if err := d.start(ctx, v); err != nil {
 			return err
 		}
@@ -183,8 +183,8 @@ func (d *decommission) check(ctx context.Context, v *clusterView, others []int32
 			continue
 		}
 		if len(p.Replicas) > len(others) {
-			problems = append(problems, fmt.Sprintf("topic %q partition %d has %d replicas and only %d other live nodes (%s) could hold them",
-				p.Topic, p.Partition, len(p.Replicas), len(others), joinInt32s(others)))
+			problems = append(problems, fmt.Sprintf("topic %q partition %d has %s and only %s (%s) could hold them",
+				p.Topic, p.Partition, plural(len(p.Replicas), "replica", "replicas"), plural(len(others), "other live node", "other live nodes"), joinInt32s(others)))
 			continue
 		}
 		// The node's replica leaves only once its replacement is in sync, so the

@@ -202,8 +202,8 @@ func executePlan(ctx context.Context, cl *kgo.Client, out io.Writer, ps []reassi
 			return err
 		}
 		if len(moving) > 0 {
-			return fmt.Errorf("%d reassignments are in progress (%s): wait for them ('runnel reassign status'), cancel them, or pass --additional",
-				len(moving), describeMoving(moving))
+			return fmt.Errorf("%s in progress (%s): wait for them ('runnel reassign status'), cancel them, or pass --additional",
+				plural(len(moving), "reassignment is", "reassignments are"), describeMoving(moving))
 		}
 	}
 	rollback := make([]reassignPartition, len(ps))
@@ -285,9 +285,9 @@ func startMoves(ctx context.Context, cl *kgo.Client, out io.Writer, ps []reassig
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d reassignments were refused (see above)", failed, len(ps))
+		return fmt.Errorf("%d of %s refused (see above)", failed, plural(len(ps), "reassignment was", "reassignments were"))
 	}
-	fmt.Fprintf(out, "Started %d reassignments; follow them with 'runnel reassign status'.\n", len(ps))
+	fmt.Fprintf(out, "Started %s; follow them with 'runnel reassign status'.\n", plural(len(ps), "reassignment", "reassignments"))
 	return nil
 }
 

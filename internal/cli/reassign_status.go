@@ -304,7 +304,7 @@ func printReassignStatus(w io.Writer, st *reassignStatus, bar bool) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n%d partitions moving: %s copied, %s left, %s, ETA %s\n", len(st.Partitions),
+	fmt.Fprintf(w, "\n%s moving: %s copied, %s left, %s, ETA %s\n", plural(len(st.Partitions), "partition", "partitions"),
 		bytesOrDash(st.Copied), bytesOrDash(st.Left), rateOrDash(st.Rate), etaOrDash(st.ETA))
 	for _, warn := range slices.Compact(slices.Clone(st.Warnings)) {
 		fmt.Fprintf(w, "warning: %s\n", warn)
@@ -419,7 +419,7 @@ func cancelAll(ctx context.Context, adm *kadm.Client, out io.Writer, preserve bo
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d cancellations failed (see above)", failed, len(ms))
+		return fmt.Errorf("%d of %s failed (see above)", failed, plural(len(ms), "cancellation", "cancellations"))
 	}
 	return nil
 }

@@ -132,7 +132,7 @@ func TestReassignStatusMeasure(t *testing.T) {
 	if err := printReassignStatus(&term, st, true); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"600 B", "400 B", "200 B/s", "2s", "1 partitions moving: 600 B copied, 400 B left, 200 B/s, ETA 2s"} {
+	for _, want := range []string{"600 B", "400 B", "200 B/s", "2s", "1 partition moving: 600 B copied, 400 B left, 200 B/s, ETA 2s"} {
 		if !strings.Contains(plain.String(), want) {
 			t.Errorf("status lacks %q:\n%s", want, plain.String())
 		}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 
+	"github.com/runnel-io/runnel/internal/config"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -98,6 +99,12 @@ func isUsage(err error) bool {
 	if errors.As(err, &ue) {
 		return true
 	}
+	// A property given on the command line (runnel server --set KEY=VALUE) that is
+	// malformed, unknown or invalid is bad usage, as a bad flag is; a bad line of a
+	// --config file is not (exit 1).
+	if ce := (*config.Error)(nil); errors.As(err, &ce) && (ce.Origin == "--set" || ce.Key == "--set") {
+		return true
+	}
 	for _, p := range cobraUsagePrefixes {
 		if strings.HasPrefix(err.Error(), p) {
 			return true
@@ -111,6 +118,7 @@ func report(stderr io.Writer, cmd *cobra.Command, err error) int {
 	if err == nil {
 		return exitOK
 	}
+	err = explainDenial(cmd, err)
 	msg := oneLine(err.Error())
 	if isUsage(err) {
 		path := "runnel"
@@ -230,11 +238,23 @@ const defaultBootstrap = "localhost:9092"
 type connFlags struct {
 	bootstrap string         // -b: HOST:PORT[,HOST:PORT...]
 	security  *securityFlags // -X KEY=VALUE, --command-config FILE (security.go); nil: plaintext
+	clientID  string         // --client-id; "" is defaultClientID
+	local     localAddr      // the local address of the first connection, for denials (denial.go)
 }
 
-func addConnFlags(fs *pflag.FlagSet) *connFlags {
-	c := &connFlags{}
-	fs.StringVarP(&c.bootstrap, "bootstrap", "b", defaultBootstrap, "Kafka listeners to bootstrap from, HOST:PORT[,HOST:PORT...]")
+// defaultClientID is the client id of the CLI's requests without --client-id.
+const defaultClientID = "runnel-cli"
+
+func addConnFlags(fs *pflag.FlagSet) *connFlags { return addConnFlagsAs(fs, defaultClientID, true) }
+
+// addConnFlagsAs is addConnFlags with the client id id by default, and without the
+// --client-id flag unless withFlag (runnel quota's --client-id names a quota entity).
+func addConnFlagsAs(fs *pflag.FlagSet, id string, withFlag bool) *connFlags {
+	c := &connFlags{bootstrap: defaultBootstrap, clientID: id}
+	fs.VarP(&bootstrapValue{c}, "bootstrap", "b", "Kafka listeners to bootstrap from, HOST:PORT[,HOST:PORT...]")
+	if withFlag {
+		fs.StringVar(&c.clientID, "client-id", id, "the client `ID` of the requests (client-id quotas, the node's logs and group members show it)")
+	}
 	c.security = addSecurityFlags(fs, "", "")
 	return c
 }
@@ -251,7 +271,11 @@ func (c *connFlags) baseOpts() ([]kgo.Opt, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("runnel-cli")}, sec...), nil
+	id := c.clientID
+	if id == "" {
+		id = defaultClientID
+	}
+	return append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID(id), kgo.WithHooks(&c.local)}, sec...), nil
 }
 
 // seeds splits and checks --bootstrap.

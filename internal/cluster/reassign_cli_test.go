@@ -384,7 +384,7 @@ func cancelThrottledMove(t *testing.T, c *cluster.Cluster, topic string, old []i
 	if err := os.WriteFile(more, []byte(plan), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if r := runCLI("reassign", "execute", "-b", b, "--plan", more, "--throttle", "65536"); r.code != 1 || !strings.Contains(r.stderr, "1 reassignments are in progress (orders/0)") {
+	if r := runCLI("reassign", "execute", "-b", b, "--plan", more, "--throttle", "65536"); r.code != 1 || !strings.Contains(r.stderr, "1 reassignment is in progress (orders/0)") {
 		t.Errorf("execute while a move is in progress: exit %d, stderr %q", r.code, r.stderr)
 	}
 	mustCLI(t, "reassign", "execute", "-b", b, "--plan", more, "--throttle", "65536", "--additional")

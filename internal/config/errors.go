@@ -24,6 +24,9 @@ type Error struct {
 	Value  string // the rejected value ("" for an unknown name)
 	Reason string // why, phrased to follow the quoted value: `is not an integer`
 	Origin string // where it came from: a file name or "--set"; "" if not from input
+	// Suggestion is the known name an unknown one most likely meant ("" if none is
+	// close): suggest.go.
+	Suggestion string
 
 	unknown bool // the name itself is unknown (ErrUnknownConfig)
 }
@@ -51,6 +54,9 @@ func (e *Error) Error() string {
 	if e.Origin != "" {
 		s += " (in " + e.Origin + ")"
 	}
+	if _, hinted := hints[e.Key]; e.unknown && !hinted && e.Suggestion != "" {
+		s += fmt.Sprintf("; did you mean %q?", e.Suggestion)
+	}
 	return s
 }
 
@@ -63,11 +69,11 @@ func (e *Error) Unwrap() error {
 }
 
 func unknownProperty(key string) *Error {
-	return &Error{Key: key, Reason: "unknown property", unknown: true}
+	return &Error{Key: key, Reason: "unknown property", unknown: true, Suggestion: suggestBroker(key)}
 }
 
 func unknownTopicConfig(key string) *Error {
-	return &Error{Key: key, Reason: "unknown topic config", unknown: true}
+	return &Error{Key: key, Reason: "unknown topic config", unknown: true, Suggestion: suggestTopic(key)}
 }
 
 func invalid(key, value, reason string) *Error {

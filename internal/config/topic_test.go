@@ -214,7 +214,7 @@ func TestValidateTopicConfig(t *testing.T) {
 		}
 	}
 	err := ValidateTopicConfig("segment.byte", "1")
-	if !errors.Is(err, ErrUnknownConfig) || err.Error() != `config: unknown topic config "segment.byte"` {
+	if !errors.Is(err, ErrUnknownConfig) || err.Error() != `config: unknown topic config "segment.byte"; did you mean "segment.bytes"?` {
 		t.Errorf("unknown key: got %v", err)
 	}
 	if IsTopicConfig("log.retention.ms") || !IsTopicConfig("retention.ms") || !IsTopicConfig("min.insync.replicas") {

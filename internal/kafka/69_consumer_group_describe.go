@@ -44,6 +44,9 @@ func handleConsumerGroupDescribe(ctx context.Context, s *Server, r *request) (km
 			if errors.Is(err, group.ErrGroupIDNotFound) {
 				msg := fmt.Sprintf("Group %s not found.", id)
 				rg.ErrorMessage = &msg
+			} else {
+				// A denial names principal, host, operation and group (authorize.go).
+				rg.ErrorMessage = reasonMessage(err)
 			}
 			resp.Groups = append(resp.Groups, rg)
 			continue

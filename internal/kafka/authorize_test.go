@@ -259,6 +259,18 @@ func TestACLsEnforcedOnOneNode(t *testing.T) {
 	if msg := found[1].ErrorMessage; msg == nil || !strings.Contains(*msg, "Group:other") || !strings.Contains(*msg, anonymous) {
 		t.Errorf("FindCoordinator's denial of other does not name the group and principal: %v", msg)
 	}
+	// ConsumerGroupDescribe (KIP-848) carries a message per group: the denial's.
+	cgdReq := kmsg.NewPtrConsumerGroupDescribeRequest()
+	cgdReq.Groups = []string{"other"}
+	cgdResp, err := cl.SeedBrokers()[0].Request(ctx, cgdReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gs := cgdResp.(*kmsg.ConsumerGroupDescribeResponse).Groups; len(gs) != 1 ||
+		gs[0].ErrorCode != kerr.GroupAuthorizationFailed.Code || gs[0].ErrorMessage == nil ||
+		!strings.Contains(*gs[0].ErrorMessage, "DESCRIBE Group:other") || !strings.Contains(*gs[0].ErrorMessage, anonymous) {
+		t.Errorf("ConsumerGroupDescribe's denial of other does not name the principal, operation and group: %+v", gs)
+	}
 	for _, tc := range []struct {
 		id   string
 		want error

@@ -30,7 +30,7 @@ func TestCLIErrorMessagesFromNode(t *testing.T) {
 		{[]string{"topic", "create", "t2", "-c", "retention.ms=abc"},
 			`runnel: create topic "t2": invalid config: retention.ms: "abc" is not an integer (INVALID_CONFIG)`},
 		{[]string{"topic", "create", "t2", "-c", "retention.mss=1"},
-			`runnel: create topic "t2": invalid config: unknown topic config "retention.mss" (INVALID_CONFIG)`},
+			`runnel: create topic "t2": invalid config: unknown topic config "retention.mss"; did you mean "retention.ms"? (INVALID_CONFIG)`},
 		{[]string{"topic", "alter", "t1", "-c", "retention.ms=abc"},
 			`runnel: alter topic "t1": invalid config: retention.ms: "abc" is not an integer (INVALID_CONFIG)`},
 		{[]string{"topic", "create", "has space"},
