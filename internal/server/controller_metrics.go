@@ -14,6 +14,7 @@ var raftStates = []string{"Follower", "Candidate", "Leader", "Shutdown"}
 type controllerCollector struct {
 	ctrl                               *controller.Controller
 	active, fenced, offline, raftState *prometheus.Desc
+	activeOffline                      *prometheus.Desc
 }
 
 func newControllerCollector(c *controller.Controller) *controllerCollector {
@@ -22,6 +23,8 @@ func newControllerCollector(c *controller.Controller) *controllerCollector {
 		active:  prometheus.NewDesc("runnel_controller_active", "1 on the active controller (the metadata quorum's Raft leader), else 0.", nil, nil),
 		fenced:  prometheus.NewDesc("runnel_controller_fenced_brokers", "Registered brokers that are fenced, in this node's metadata.", nil, nil),
 		offline: prometheus.NewDesc("runnel_controller_offline_partitions", "Partitions without a leader, in this node's metadata.", nil, nil),
+		activeOffline: prometheus.NewDesc("runnel_offline_partitions",
+			"Partitions without a leader, on the active controller (0 on every other node, so that a sum over the cluster counts each once), as Kafka's OfflinePartitionsCount.", nil, nil),
 		raftState: prometheus.NewDesc("runnel_controller_raft_state", "1 for this node's Raft state (a non-voter is a Follower).",
 			[]string{"state"}, nil),
 	}
@@ -31,6 +34,7 @@ func (c *controllerCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.active
 	ch <- c.fenced
 	ch <- c.offline
+	ch <- c.activeOffline
 	ch <- c.raftState
 }
 
@@ -43,6 +47,7 @@ func (c *controllerCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, active)
 	ch <- prometheus.MustNewConstMetric(c.fenced, prometheus.GaugeValue, float64(st.FencedBrokers))
 	ch <- prometheus.MustNewConstMetric(c.offline, prometheus.GaugeValue, float64(st.OfflinePartitions))
+	ch <- prometheus.MustNewConstMetric(c.activeOffline, prometheus.GaugeValue, active*float64(st.OfflinePartitions))
 	for _, s := range raftStates {
 		v := 0.0
 		if s == st.RaftState {

@@ -64,7 +64,7 @@ type partitionCollector struct {
 	replicas                  *replica.Manager
 	logEnd, logStart, hw, isr *prometheus.Desc
 	underReplicated           *prometheus.Desc
-	underMinISR               *prometheus.Desc
+	underMinISR, atMinISR     *prometheus.Desc
 	followerLag               *prometheus.Desc
 	isrShrinks, isrExpands    *prometheus.Desc
 	// Reassignment and replication throttles (issue 14).
@@ -82,6 +82,8 @@ func newPartitionCollector(r *replica.Manager) *partitionCollector {
 		isr:             prometheus.NewDesc("runnel_isr_size", "In-sync replicas of each partition this node leads.", labels, nil),
 		underReplicated: prometheus.NewDesc("runnel_under_replicated_partitions", "Partitions led here whose ISR is smaller than their replica set.", nil, nil),
 		underMinISR:     prometheus.NewDesc("runnel_under_min_isr_partitions", "Partitions led here whose ISR is smaller than min.insync.replicas (acks=all produce fails).", nil, nil),
+		atMinISR: prometheus.NewDesc("runnel_at_min_isr_partitions",
+			"Partitions led here whose ISR is exactly min.insync.replicas: one more replica out and acks=all produce fails (Kafka's AtMinIsrPartitionCount).", nil, nil),
 		followerLag: prometheus.NewDesc("runnel_follower_lag_offsets", "On the leader: offsets each follower is behind the log end, as of its last fetch.",
 			[]string{"topic", "partition", "follower"}, nil),
 		isrShrinks: prometheus.NewDesc("runnel_isr_shrinks_total", "ISR shrinks this node proposed as leader.", nil, nil),
@@ -103,6 +105,7 @@ func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.isr
 	ch <- c.underReplicated
 	ch <- c.underMinISR
+	ch <- c.atMinISR
 	ch <- c.followerLag
 	ch <- c.isrShrinks
 	ch <- c.isrExpands
@@ -113,7 +116,7 @@ func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
-	under, underMin := 0, 0
+	under, underMin, atMin := 0, 0, 0
 	var remaining int64
 	moving := 0
 	for _, p := range c.replicas.Partitions() {
@@ -135,6 +138,9 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 			if int32(len(st.ISR)) < st.MinISR {
 				underMin++
 			}
+			if int32(len(st.ISR)) == st.MinISR {
+				atMin++
+			}
 			for id, lag := range st.FollowerLag {
 				ch <- prometheus.MustNewConstMetric(c.followerLag, prometheus.GaugeValue, float64(lag), tp.Topic, part, fmt.Sprint(id))
 			}
@@ -142,6 +148,7 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.underReplicated, prometheus.GaugeValue, float64(under))
 	ch <- prometheus.MustNewConstMetric(c.underMinISR, prometheus.GaugeValue, float64(underMin))
+	ch <- prometheus.MustNewConstMetric(c.atMinISR, prometheus.GaugeValue, float64(atMin))
 	stats := c.replicas.Stats()
 	ch <- prometheus.MustNewConstMetric(c.isrShrinks, prometheus.CounterValue, float64(stats.IsrShrinks))
 	ch <- prometheus.MustNewConstMetric(c.isrExpands, prometheus.CounterValue, float64(stats.IsrExpands))

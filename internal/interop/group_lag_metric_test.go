@@ -1,0 +1,100 @@
+package interop_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/runnel-io/runnel/internal/testutil"
+)
+
+// TestConsumerGroupLagMetric: runnel_consumer_group_lag{group,topic,partition} on the
+// group's coordinator equals kadm's lag for a group that stopped consuming while
+// records kept coming, and follows the new records; runnel_at_min_isr_partitions and
+// runnel_offline_partitions are exported (INTERFACE.md's metrics).
+func TestConsumerGroupLagMetric(t *testing.T) {
+	n := startNode(t)
+	addr := bootstrap(n)
+	adm := newAdmin(t, addr)
+	topic := topicName(t)
+	createTopic(t, adm, topic, 1)
+	cl := newClient(t, addr, kgo.DefaultProduceTopic(topic))
+	produce := func(count int) {
+		t.Helper()
+		for i := range count {
+			cl.Produce(context.Background(), &kgo.Record{Value: []byte(fmt.Sprint(i))}, nil)
+		}
+		testutil.NoError(t, cl.Flush(ctxT(t)), "produce")
+	}
+	produce(100)
+	group := topic + "-g"
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: 40, LeaderEpoch: -1})
+	resps, err := adm.CommitOffsets(ctxT(t), group, offs)
+	testutil.NoError(t, err, "commit")
+	testutil.NoError(t, resps.Error(), "commit")
+
+	series := regexp.MustCompile(`runnel_consumer_group_lag\{group="` + regexp.QuoteMeta(group) + `",partition="0",topic="` + regexp.QuoteMeta(topic) + `"\} (\S+)`)
+	lagMetric := func() (int64, string) {
+		code, body, err := httpGet(n.HTTPAddr().String() + "/metrics")
+		if err != nil || code != 200 {
+			t.Fatalf("GET /metrics: %d %v", code, err)
+		}
+		m := series.FindStringSubmatch(body)
+		if m == nil {
+			return -1, body
+		}
+		v, _ := strconv.ParseFloat(m[1], 64)
+		return int64(v), body
+	}
+	kadmLag := func() int64 {
+		lags, err := adm.Lag(ctxT(t), group)
+		testutil.NoError(t, err, "kadm lag")
+		return lags[group].Lag.TotalByTopic()[topic].Lag
+	}
+	got, body := lagMetric()
+	if want := kadmLag(); got != want || want != 60 {
+		t.Fatalf("runnel_consumer_group_lag = %d, kadm's lag %d, want 60:\n%s", got, want, grepLines(body, "runnel_consumer_group_lag"))
+	}
+	for _, name := range []string{"runnel_at_min_isr_partitions ", "runnel_offline_partitions "} {
+		if !regexp.MustCompile(`(?m)^` + name + `\d`).MatchString(body) {
+			t.Errorf("/metrics has no %s", name)
+		}
+	}
+	// The group stopped; records keep coming: the lag follows (the metric is
+	// recomputed at most every 5 s).
+	produce(50)
+	want := kadmLag()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		got, body = lagMetric()
+		if got == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("runnel_consumer_group_lag = %d after 50 more records, kadm's lag %d:\n%s", got, want, grepLines(body, "runnel_consumer_group_lag"))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if want != 110 {
+		t.Fatalf("kadm's lag %d, want 110", want)
+	}
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out strings.Builder
+	for l := range strings.Lines(s) {
+		if strings.Contains(l, sub) {
+			out.WriteString(l)
+		}
+	}
+	return out.String()
+}
