@@ -27,6 +27,9 @@ type Broker struct {
 	ControllerListen    string // controller.listen, or the controller entry of listeners (localhost:9093)
 	HTTPListen          string `config:"http.listen"`       // http.listen (localhost:9644)
 	HTTPPprof           bool   `config:"http.pprof.enable"` // false
+	// HTTPTLSCertificate and HTTPTLSKey make the HTTP listener speak HTTPS.
+	HTTPTLSCertificate string `config:"http.tls.certificate.location"` // none
+	HTTPTLSKey         string `config:"http.tls.key.location"`         // none (the certificate's file)
 	// Controllers are the quorum's voters (controllers or controller.quorum.voters).
 	// Empty means "this node alone at ControllerListen"; see QuorumVoters.
 	Controllers []Voter
@@ -84,20 +87,27 @@ type Broker struct {
 	BrokerSessionTimeoutMs           int32 `config:"broker.session.timeout.ms"`             // 2000 (Kafka: 9000)
 	BrokerHeartbeatIntervalMs        int32 `config:"broker.heartbeat.interval.ms"`          // 500 (Kafka: 2000)
 
-	GroupInitialRebalanceDelayMs  int32 `config:"group.initial.rebalance.delay.ms"` // 3000
-	GroupMinSessionTimeoutMs      int32 `config:"group.min.session.timeout.ms"`     // 6000
-	GroupMaxSessionTimeoutMs      int32 `config:"group.max.session.timeout.ms"`     // 1800000
-	GroupMaxSize                  int32 `config:"group.max.size"`                   // Int.MAX
+	GroupInitialRebalanceDelayMs int32 `config:"group.initial.rebalance.delay.ms"` // 3000
+	GroupMinSessionTimeoutMs     int32 `config:"group.min.session.timeout.ms"`     // 6000
+	GroupMaxSessionTimeoutMs     int32 `config:"group.max.session.timeout.ms"`     // 1800000
+	GroupMaxSize                 int32 `config:"group.max.size"`                   // Int.MAX
 	// KIP-848 consumer groups.
 	GroupConsumerSessionTimeoutMs    int32  `config:"group.consumer.session.timeout.ms"`    // 45000
 	GroupConsumerHeartbeatIntervalMs int32  `config:"group.consumer.heartbeat.interval.ms"` // 5000
 	GroupConsumerAssignors           string `config:"group.consumer.assignors"`             // uniform,range
 	GroupConsumerMaxSize             int32  `config:"group.consumer.max.size"`              // Int.MAX
-	OffsetsTopicNumPartitions     int32 `config:"offsets.topic.num.partitions"`     // 50
-	OffsetsTopicReplicationFactor int16 `config:"offsets.topic.replication.factor"` // 3, capped by live nodes at creation
-	OffsetsTopicSegmentBytes      int32 `config:"offsets.topic.segment.bytes"`      // 104857600
-	OffsetsRetentionMinutes       int32 `config:"offsets.retention.minutes"`        // 10080
-	TransactionTimeoutMaxMs       int32 `config:"transaction.max.timeout.ms"`       // 900000
+	// KIP-932 share groups.
+	GroupShareSessionTimeoutMs        int32 `config:"group.share.session.timeout.ms"`         // 45000
+	GroupShareHeartbeatIntervalMs     int32 `config:"group.share.heartbeat.interval.ms"`      // 5000
+	GroupShareRecordLockDurationMs    int32 `config:"group.share.record.lock.duration.ms"`    // 30000
+	GroupShareDeliveryCountLimit      int32 `config:"group.share.delivery.count.limit"`       // 5
+	GroupSharePartitionMaxRecordLocks int32 `config:"group.share.partition.max.record.locks"` // 2000
+	GroupShareMaxSize                 int32 `config:"group.share.max.size"`                   // 200
+	OffsetsTopicNumPartitions         int32 `config:"offsets.topic.num.partitions"`           // 50
+	OffsetsTopicReplicationFactor     int16 `config:"offsets.topic.replication.factor"`       // 3, capped by live nodes at creation
+	OffsetsTopicSegmentBytes          int32 `config:"offsets.topic.segment.bytes"`            // 104857600
+	OffsetsRetentionMinutes           int32 `config:"offsets.retention.minutes"`              // 10080
+	TransactionTimeoutMaxMs           int32 `config:"transaction.max.timeout.ms"`             // 900000
 	// TransactionAbortIntervalMs is how often timed-out transactions are aborted.
 	TransactionAbortIntervalMs int32 `config:"transaction.abort.timed.out.transaction.cleanup.interval.ms"` // 10000
 
@@ -390,6 +400,8 @@ func (b *Broker) crossCheck() error {
 	case int64(b.ReplicaFetchWaitMaxMs) > b.ReplicaLagTimeMaxMs:
 		return invalid("replica.fetch.wait.max.ms", itoa(int64(b.ReplicaFetchWaitMaxMs)),
 			"must not exceed replica.lag.time.max.ms ("+itoa(b.ReplicaLagTimeMaxMs)+"), or followers would drop out of the ISR")
+	case b.HTTPTLSKey != "" && b.HTTPTLSCertificate == "":
+		return invalid("http.tls.key.location", b.HTTPTLSKey, "is set without http.tls.certificate.location: the HTTP listener needs both to serve HTTPS")
 	case b.GroupMinSessionTimeoutMs > b.GroupMaxSessionTimeoutMs:
 		return invalid("group.min.session.timeout.ms", itoa(int64(b.GroupMinSessionTimeoutMs)),
 			"must not exceed group.max.session.timeout.ms ("+itoa(int64(b.GroupMaxSessionTimeoutMs))+")")

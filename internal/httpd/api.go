@@ -367,6 +367,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrUnavailable: the node cannot answer yet, e.g. it is still starting (503).
 	ErrUnavailable = errors.New("unavailable")
+	// ErrForbidden: the signed-in principal lacks the ACL the answer needs (403);
+	// the message names the principal, operation and resource.
+	ErrForbidden = errors.New("forbidden")
 )
 
 // ConsoleSource gathers what the console shows. Implementations must not block
@@ -390,6 +393,8 @@ func statusOf(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, ErrUnavailable):
 		return http.StatusServiceUnavailable
+	case errors.Is(err, ErrForbidden), errors.Is(err, ErrCSRF):
+		return http.StatusForbidden
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout
 	}

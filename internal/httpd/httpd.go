@@ -1,11 +1,14 @@
 // Package httpd serves the node's HTTP endpoints: /metrics (Prometheus), /healthz (200
 // while the process is up), /readyz (200 once the node serves its partitions, 503
 // before), /debug/pprof/ for profiling when Options.Pprof (http.pprof.enable), and a
-// small status page at /. It never changes state.
+// small status page at /, or the web console (console.go) behind the sign-in of
+// auth.go when the node's Kafka listeners require authentication. Served over TLS
+// when Options.TLSCertFile is set.
 package httpd
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,6 +36,13 @@ type Options struct {
 	Console http.Handler
 	// Listen binds the listener; nil is net.Listen (tests give a vnet.Mem host's).
 	Listen func(network, addr string) (net.Listener, error)
+	// Login, when set, puts the console (every page and /api/v1/ call) behind a
+	// sign-in (auth.go); /metrics, /healthz and /readyz stay open.
+	Login *Login
+	// TLSCertFile and TLSKeyFile (http.tls.certificate.location,
+	// http.tls.key.location) are PEM files: set, the server speaks HTTPS only. The
+	// key may be in the certificate's file (TLSKeyFile empty or the same file).
+	TLSCertFile, TLSKeyFile string
 }
 
 // Server is the running HTTP listener.
@@ -64,9 +74,24 @@ func Start(o Options) (*Server, error) {
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	if o.Console != nil {
-		mux.Handle("/", o.Console)
+		a := newAuthn(o.Login, o.Logger)
+		a.routes(mux)
+		mux.Handle("/", a.guard(o.Console))
 	} else {
 		mux.HandleFunc("/", statusHandler(o))
+	}
+	var tlsCfg *tls.Config
+	if o.TLSCertFile != "" {
+		keyFile := o.TLSKeyFile
+		if keyFile == "" {
+			keyFile = o.TLSCertFile
+		}
+		cert, err := tls.LoadX509KeyPair(o.TLSCertFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("http listener on %s: loading http.tls.certificate.location %s and http.tls.key.location %s: %w",
+				o.Addr, o.TLSCertFile, keyFile, err)
+		}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	listen := o.Listen
 	if listen == nil {
@@ -75,6 +100,9 @@ func Start(o Options) (*Server, error) {
 	ln, err := listen("tcp", o.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("http listener on %s: %w", o.Addr, err)
+	}
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
 	}
 	s := &Server{
 		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/httpd"
 	"github.com/runnel-io/runnel/internal/metadata"
 )
@@ -35,6 +36,12 @@ import (
 //
 // What a leader or coordinator does not answer within consoleAskTimeout is shown as
 // unavailable with the error, never as an old number.
+//
+// Who sees what (console_auth.go): with a signed-in user, a topic or group it may not
+// DESCRIBE is left out of every list and its own page is refused (403, naming the
+// missing ACL, whether or not it exists), the reassignments need DESCRIBE on the
+// cluster (Kafka's ListPartitionReassignments); the nodes need nothing (Kafka's
+// DescribeCluster), their damaged replicas are those of topics the user may DESCRIBE.
 
 // consoleAskTimeout bounds the questions the console asks over Kafka, below the
 // console's own deadline (httpd.DefaultConsoleTimeout) so the page still renders
@@ -45,11 +52,30 @@ const consoleAskTimeout = 2 * time.Second
 // The HTTP listener starts before the node's other parts exist: consoleSource reads
 // them only once n.serving is set.
 func (n *Node) console() http.Handler {
-	return httpd.NewConsole(httpd.ConsoleOptions{Source: &consoleSource{n: n}, Logger: n.logger})
+	return httpd.NewConsole(httpd.ConsoleOptions{Source: &consoleSource{n: n, acl: newConsoleAuthz(n)}, Logger: n.logger})
 }
 
 // consoleSource implements httpd.ConsoleSource over a node.
-type consoleSource struct{ n *Node }
+type consoleSource struct {
+	n   *Node
+	acl consoleAuthz
+}
+
+// canDescribe reports whether the request of ctx may DESCRIBE res.
+func (s *consoleSource) canDescribe(ctx context.Context, v *consoleView, res auth.Resource) bool {
+	return s.acl.allowed(ctx, v.im, metadata.ACLOpDescribe, res)
+}
+
+// visibleTopics are sortedTopics less those the request of ctx may not DESCRIBE.
+func (s *consoleSource) visibleTopics(ctx context.Context, v *consoleView) []*metadata.Topic {
+	var out []*metadata.Topic
+	for _, t := range sortedTopics(v.im) {
+		if s.canDescribe(ctx, v, auth.Topic(t.Name)) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
 
 // view is the metadata the answers read, with the header that goes with it.
 type consoleView struct {
@@ -134,13 +160,13 @@ func sortedTopics(im *metadata.Image) []*metadata.Topic {
 	return ts
 }
 
-func (s *consoleSource) Cluster(context.Context) (*httpd.Cluster, error) {
+func (s *consoleSource) Cluster(ctx context.Context) (*httpd.Cluster, error) {
 	v, err := s.snapshot()
 	if err != nil {
 		return nil, err
 	}
 	c := &httpd.Cluster{Header: v.hdr, ClusterID: v.im.ClusterID, ControllerID: v.ctrlID, NodeReady: s.n.ready.Load(),
-		Problems: []httpd.PartitionProblem{}, Nodes: s.nodes(v)}
+		Problems: []httpd.PartitionProblem{}, Nodes: s.nodes(ctx, v)}
 	c.NodesTotal = len(c.Nodes)
 	for _, nd := range c.Nodes {
 		if nd.State == httpd.NodeDown {
@@ -148,7 +174,7 @@ func (s *consoleSource) Cluster(context.Context) (*httpd.Cluster, error) {
 		}
 	}
 	rank := map[string]int{httpd.StatusOffline: 0, httpd.StatusUnderMinISR: 1, httpd.StatusUnderReplicated: 2}
-	for _, t := range sortedTopics(v.im) {
+	for _, t := range s.visibleTopics(ctx, v) {
 		c.Topics++
 		if strings.HasPrefix(t.Name, mirrorProgressPrefix) {
 			c.Mirrors++
@@ -174,22 +200,25 @@ func (s *consoleSource) Cluster(context.Context) (*httpd.Cluster, error) {
 	return c, nil
 }
 
-func (s *consoleSource) Nodes(context.Context) (*httpd.Nodes, error) {
+func (s *consoleSource) Nodes(ctx context.Context) (*httpd.Nodes, error) {
 	v, err := s.snapshot()
 	if err != nil {
 		return nil, err
 	}
-	return &httpd.Nodes{Header: v.hdr, ControllerID: v.ctrlID, Nodes: s.nodes(v)}, nil
+	return &httpd.Nodes{Header: v.hdr, ControllerID: v.ctrlID, Nodes: s.nodes(ctx, v)}, nil
 }
 
 // nodes lists the registered brokers and the nodes that hold replicas without being
 // registered (unregistered while a replica stayed, or never joined), by id.
-func (s *consoleSource) nodes(v *consoleView) []httpd.Node {
+func (s *consoleSource) nodes(ctx context.Context, v *consoleView) []httpd.Node {
 	byID := map[metadata.NodeID]*httpd.Node{}
 	for id, b := range v.im.Brokers {
 		nd := &httpd.Node{ID: int32(id), Host: b.Host, Port: b.Port, Rack: b.Rack, Registered: true, State: httpd.NodeUp,
 			Fenced: b.Fenced, DiskFull: b.DiskFull}
 		for _, d := range b.Damaged {
+			if !s.canDescribe(ctx, v, auth.Topic(d.Topic)) {
+				continue
+			}
 			nd.Damaged = append(nd.Damaged, httpd.DamagedReplica{Topic: d.Topic, Partition: d.Partition,
 				FirstOffset: d.FirstOffset, LastOffset: d.LastOffset, File: d.File})
 		}
@@ -251,13 +280,13 @@ func (s *consoleSource) summary(v *consoleView, t *metadata.Topic) httpd.TopicSu
 	return sum
 }
 
-func (s *consoleSource) Topics(context.Context) (*httpd.Topics, error) {
+func (s *consoleSource) Topics(ctx context.Context) (*httpd.Topics, error) {
 	v, err := s.snapshot()
 	if err != nil {
 		return nil, err
 	}
 	out := &httpd.Topics{Header: v.hdr, Topics: []httpd.TopicSummary{}}
-	for _, t := range sortedTopics(v.im) {
+	for _, t := range s.visibleTopics(ctx, v) {
 		out.Topics = append(out.Topics, s.summary(v, t))
 	}
 	return out, nil
@@ -266,6 +295,10 @@ func (s *consoleSource) Topics(context.Context) (*httpd.Topics, error) {
 func (s *consoleSource) Topic(ctx context.Context, name string) (*httpd.Topic, error) {
 	v, err := s.snapshot()
 	if err != nil {
+		return nil, err
+	}
+	// Refused before the lookup, so that a refusal does not tell whether it exists.
+	if err := s.acl.check(ctx, v.im, metadata.ACLOpDescribe, auth.Topic(name)); err != nil {
 		return nil, err
 	}
 	t := v.im.Topic(name)
@@ -293,7 +326,7 @@ func (s *consoleSource) Topic(ctx context.Context, name string) (*httpd.Topic, e
 	// The offsets and the groups' lag come from other nodes: ask both at once.
 	var wg sync.WaitGroup
 	wg.Go(func() { s.fillOffsets(ctx, v, t, out.Partitions) })
-	wg.Go(func() { out.Groups, out.GroupsError = s.topicGroups(ctx, name) })
+	wg.Go(func() { out.Groups, out.GroupsError = s.topicGroups(ctx, v, name) })
 	wg.Wait()
 	return out, nil
 }
@@ -412,9 +445,13 @@ func (s *consoleSource) kafkaAdmin() (*kadm.Client, error) {
 	return kadm.NewClient(cl), nil
 }
 
-func (s *consoleSource) Reassignments(context.Context) (*httpd.Reassignments, error) {
+func (s *consoleSource) Reassignments(ctx context.Context) (*httpd.Reassignments, error) {
 	v, err := s.snapshot()
 	if err != nil {
+		return nil, err
+	}
+	// As ListPartitionReassignments: DESCRIBE on the cluster.
+	if err := s.acl.check(ctx, v.im, metadata.ACLOpDescribe, auth.Cluster); err != nil {
 		return nil, err
 	}
 	out := &httpd.Reassignments{Header: v.hdr, Reassignments: []httpd.Reassignment{}}
@@ -453,6 +490,7 @@ func (s *consoleSource) Groups(ctx context.Context) (*httpd.Groups, error) {
 	if err != nil {
 		out.Error = err.Error()
 	}
+	lags = s.visibleGroups(ctx, v, lags)
 	for _, id := range sortedKeys(lags) {
 		out.Groups = append(out.Groups, groupSummary(lags[id]))
 	}
@@ -464,7 +502,11 @@ func (s *consoleSource) Group(ctx context.Context, id string) (*httpd.Group, err
 	if err != nil {
 		return nil, err
 	}
+	if err := s.acl.check(ctx, v.im, metadata.ACLOpDescribe, auth.Group(id)); err != nil {
+		return nil, err
+	}
 	lags, err := s.groupLags(ctx, id)
+	lags = s.visibleGroups(ctx, v, lags)
 	l, ok := lags[id]
 	switch {
 	case !ok && err != nil:
@@ -477,6 +519,9 @@ func (s *consoleSource) Group(ctx context.Context, id string) (*httpd.Group, err
 		gm := httpd.GroupMember{MemberID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost, Assigned: []string{}}
 		if ca, ok := m.Assigned.AsConsumer(); ok {
 			for _, t := range ca.Topics {
+				if !s.canDescribe(ctx, v, auth.Topic(t.Topic)) {
+					continue
+				}
 				for _, p := range t.Partitions {
 					gm.Assigned = append(gm.Assigned, fmt.Sprintf("%s/%d", t.Topic, p))
 				}
@@ -541,8 +586,9 @@ func groupSummary(l kadm.DescribedGroupLag) httpd.GroupSummary {
 }
 
 // topicGroups is the lag of every group with offsets on topic, or why it is not known.
-func (s *consoleSource) topicGroups(ctx context.Context, topic string) ([]httpd.TopicGroupLag, string) {
+func (s *consoleSource) topicGroups(ctx context.Context, v *consoleView, topic string) ([]httpd.TopicGroupLag, string) {
 	lags, err := s.groupLags(ctx)
+	lags = s.visibleGroups(ctx, v, lags)
 	out := []httpd.TopicGroupLag{}
 	for _, id := range sortedKeys(lags) {
 		l := lags[id]
@@ -598,6 +644,30 @@ func (s *consoleSource) groupLags(ctx context.Context, groups ...string) (kadm.D
 	return lags, errors.Join(listErr, err)
 }
 
+// visibleGroups are lags less the groups the request of ctx may not DESCRIBE, and
+// less, in each, the topics it may not DESCRIBE (as OffsetFetch leaves them out).
+// The groups are described by the node's own client: the filter is what keeps a
+// user to its ACLs.
+func (s *consoleSource) visibleGroups(ctx context.Context, v *consoleView, lags kadm.DescribedGroupLags) kadm.DescribedGroupLags {
+	out := kadm.DescribedGroupLags{}
+	for id, l := range lags {
+		if !s.canDescribe(ctx, v, auth.Group(id)) {
+			continue
+		}
+		if l.Lag != nil {
+			lag := kadm.GroupLag{}
+			for t, ps := range l.Lag {
+				if s.canDescribe(ctx, v, auth.Topic(t)) {
+					lag[t] = ps
+				}
+			}
+			l.Lag = lag
+		}
+		out[id] = l
+	}
+	return out
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -615,6 +685,10 @@ func (s *consoleSource) Mirrors(ctx context.Context) (*httpd.Mirrors, error) {
 	prefix := mirrorProgressPrefix
 	var names []string
 	for _, name := range v.im.TopicNames() {
+		// A mirror is shown to who may DESCRIBE its progress topic.
+		if !s.canDescribe(ctx, v, auth.Topic(name)) {
+			continue
+		}
 		if mname, ok := strings.CutPrefix(name, prefix); ok && mname != "" {
 			names = append(names, mname)
 		}
