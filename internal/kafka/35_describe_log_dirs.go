@@ -30,8 +30,8 @@ import (
 	"time"
 
 	"github.com/runnel-io/runnel/internal/auth"
-	"github.com/runnel-io/runnel/internal/log"
 	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -208,7 +208,7 @@ func DecodeDamagedRanges(b []byte) ([]DamagedRange, error) {
 	return ds, err
 }
 
-func encodeDamagedRanges(ds []log.DamagedRange) []byte {
+func encodeDamagedRanges(ds []replica.DamagedRange) []byte {
 	out := make([]DamagedRange, len(ds))
 	for i, d := range ds {
 		out[i] = DamagedRange{FirstOffset: d.FirstOffset, LastOffset: d.LastOffset, Offsets: d.Offsets(),

@@ -21,6 +21,8 @@ type (
 	RecordErrors = log.RecordErrors
 	// RecordError is one refused record of RecordErrors.
 	RecordError = log.RecordError
+	// DamagedRange is a stretch of a segment that failed its checks (log/damage.go).
+	DamagedRange = log.DamagedRange
 )
 
 const (
