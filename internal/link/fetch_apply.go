@@ -25,6 +25,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*mpart) error {
 	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, int32(fetchMaxWait/time.Millisecond), 1, fetchMaxBytes
 	req.IsolationLevel, req.SessionEpoch = 0, -1
 	byTopic := map[string]int{}
+	byID := map[[16]byte]string{} // a v13+ answer names topics by id
 	ends := map[metadata.TopicPartition]int64{}
 	f.s.mu.Lock()
 	for _, p := range parts {
@@ -36,6 +37,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*mpart) error {
 		if !ok {
 			t := kmsg.NewFetchRequestTopic()
 			t.Topic, t.TopicID = p.tp.Topic, p.topicID
+			byID[p.topicID] = p.tp.Topic
 			req.Topics = append(req.Topics, t)
 			i = len(req.Topics) - 1
 			byTopic[p.tp.Topic] = i
@@ -60,10 +62,8 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*mpart) error {
 		return err
 	}
 	byKey := map[metadata.TopicPartition]*mpart{}
-	byID := map[[16]byte]string{}
 	for _, p := range parts {
 		byKey[p.tp] = p
-		byID[p.topicID] = p.tp.Topic
 	}
 	for _, t := range resp.Topics {
 		name := t.Topic
