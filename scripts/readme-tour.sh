@@ -5,7 +5,9 @@
 # the demo's kill -9: one node of the dev cluster is killed and writes must go on
 # through the others at once. It uses the README's default ports (9092-9114, 9644),
 # which must be free. Exit status 0 when everything worked; otherwise the failing step
-# and its output. internal/cli's TestReadmeTour runs it.
+# and its output. go test does not run it (it needs those ports free): run it by hand
+# or in a release check. internal/doctest runs every other command of README.md and
+# docs/*.md against a node of its own on every go test.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
