@@ -15,9 +15,12 @@ import (
 // group.consumer.* and group.share.* settings. Runnel stores them in the metadata
 // quorum's cluster-wide configs (metadata Image.Configs) under GroupScopedKey, the
 // same way per-broker configs are kept (dynamic.go), so they survive restarts and
-// every node describes the same values. Runnel's group coordinator runs the classic
-// protocol only: the consumer.* and share.* settings are stored and described, and
-// take effect nowhere yet.
+// every node describes the same values. consumer.session.timeout.ms and
+// consumer.heartbeat.interval.ms act on KIP-848 consumer groups (internal/group);
+// share.auto.offset.reset, share.record.lock.duration.ms, share.session.timeout.ms and
+// share.heartbeat.interval.ms act on share groups (internal/share);
+// share.isolation.level is stored and described, but share groups read
+// read_uncommitted whatever it says.
 
 // GroupScopePrefix starts the keys of group configs in the cluster-wide configs:
 // GroupScopePrefix + property + "/" + group id. No property name has the prefix or a

@@ -106,6 +106,9 @@ type Server struct {
 	// txns is the transaction coordinator (SetTxnCoordinator); nil answers
 	// COORDINATOR_NOT_AVAILABLE. Written before Serve, read-only after.
 	txns TxnCoordinator
+	// share is the share groups (SetShare, share.go); nil answers the share APIs
+	// COORDINATOR_NOT_AVAILABLE. Written before Serve, read-only after.
+	share *shareState
 	// lease says whether this node may answer as a partition leader now (SetLease);
 	// nil: always. Written before Serve, read-only after.
 	lease func() bool

@@ -24,6 +24,7 @@ import (
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/reach"
 	"github.com/runnel-io/runnel/internal/replica"
+	"github.com/runnel-io/runnel/internal/share"
 	"github.com/runnel-io/runnel/internal/vfs"
 	"github.com/runnel-io/runnel/internal/vnet"
 )
@@ -63,7 +64,7 @@ type Node struct {
 	admin    *controlplane.Admin
 	groups   *group.Coordinator
 	links    *linkWiring // cluster links (links.go)
-	txns     *txnWiring // transaction coordinator (txn.go)
+	txns     *txnWiring  // transaction coordinator (txn.go)
 	txnAbort time.Duration
 	// network is Options.Network (nil: the host's).
 	network vnet.Network
@@ -92,10 +93,13 @@ type Node struct {
 	// the inter-broker listener's, which n.peerClient's options speak to.
 	kafkaAddrs []net.Addr
 	kafkaAddr  net.Addr
-	ready      atomic.Bool
-	done       chan error
-	closeOnce  sync.Once
-	closeErr   error
+	// shareGroups and shareStore are the share groups (share.go).
+	shareGroups *share.Groups
+	shareStore  *share.KgoStore
+	ready       atomic.Bool
+	done        chan error
+	closeOnce   sync.Once
+	closeErr    error
 	// aborted is set by Abort before close: the node stops as a killed process
 	// would, without a controlled shutdown (abort.go).
 	aborted atomic.Bool
@@ -192,7 +196,7 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 		Node:       metadata.NodeID(cfg.NodeID), Logs: n.logs, Logger: n.logger, Resolve: n.resolveTopic,
 		Network:               n.network,
 		PeerClient:            n.peerClient,
-		OnLeadershipChange:    n.startTxns(n.startGroups()),
+		OnLeadershipChange:    n.startShare(n.startTxns(n.startGroups())),
 		ReplicaLagTimeMax:     time.Duration(cfg.ReplicaLagTimeMaxMs) * time.Millisecond,
 		FetchWait:             time.Duration(cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
 		FetchMaxBytes:         cfg.ReplicaFetchMaxBytes,
@@ -231,6 +235,7 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 		return err
 	}
 	n.kafkaAddr = n.ListenerAddr(cfg.InterBrokerListener)
+	n.wireShare()
 	go func() { n.done <- n.kafka.Serve() }()
 	return n.startBrokerLifecycle(sctx)
 }
@@ -377,6 +382,7 @@ func (n *Node) close(logged bool) error {
 			errs = append(errs, n.kafka.Close())
 		}
 		errs = append(errs, n.closeTxns(), n.closeGroups())
+		n.closeShare()
 		if n.unsub != nil {
 			n.unsub()
 		}

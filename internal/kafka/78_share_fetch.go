@@ -1,0 +1,340 @@
+package kafka
+
+// ShareFetch: v0-2 (KIP-932; v1 BatchSize and ShareAcquireMode of KIP-1206, v2
+// IsRenewAck of KIP-1222).
+//
+// Runs on each partition's leader. A share session (ShareSessionEpoch 0 opens it with
+// the request's partitions, then 1, 2, ...; -1 closes it and releases what the member
+// holds of its partitions) names the partitions fetched. Piggybacked acknowledgements
+// are applied first, each partition's result in AcknowledgeErrorCode; an ACCEPT,
+// RELEASE or REJECT is written to __share_group_state (acks=-1) before the answer.
+// Then records are acquired for the member on every session partition this node leads,
+// up to MaxRecords (500 when unset) in total: whole batches read through the replica
+// from the first acquirable offset, AcquiredRecords naming the offsets locked to the
+// member (for the group's share.record.lock.duration.ms, answered in
+// AcquisitionLockTimeoutMillis) with their delivery counts. With nothing acquired the
+// fetch waits up to MaxWaitMillis for new records, released records or an expiring
+// lock. ShareAcquireMode 1 (record limit) is honoured as MaxRecords is a hard limit
+// here anyway; BatchSize is ignored (ranges are not split). Reads are
+// read_uncommitted: share.isolation.level read_committed is not implemented.
+
+import (
+	"context"
+	"time"
+
+	"github.com/runnel-io/runnel/internal/auth"
+	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/recordbatch"
+	"github.com/runnel-io/runnel/internal/replica"
+	"github.com/runnel-io/runnel/internal/share"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { regKey(78, 0, 2, handleShareFetch) }
+
+// shareFetchMaxWait bounds MaxWaitMillis, as the request timeout would.
+const shareFetchMaxWait = 30 * time.Second
+
+func handleShareFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.ShareFetchRequest)
+	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
+	if req.GroupID == nil || req.MemberID == nil || *req.MemberID == "" || len(*req.MemberID) > 36 {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp, nil
+	}
+	group, member := *req.GroupID, *req.MemberID
+	if err := s.authorize(r, metadata.ACLOpRead, auth.Group(group)); err != nil {
+		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
+		return resp, nil
+	}
+	if s.share == nil {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp, nil
+	}
+	resp.AcquisitionLockTimeoutMillis = int32(s.shareLimits(group).LockDuration / time.Millisecond)
+	renew := req.Version >= 2 && req.IsRenewAck
+	if renew && (req.MaxBytes != 0 || req.MinBytes != 0 || req.MaxRecords != 0 || req.MaxWaitMillis != 0) {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp, nil
+	}
+	mgr := s.share.parts
+	sk := share.SessionKey{Group: group, Member: member}
+	var sess *share.Session
+	var err error
+	var reqParts []share.PartitionID
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			reqParts = append(reqParts, share.PartitionID{TopicID: t.TopicID, Partition: p.Partition})
+		}
+	}
+	switch req.ShareSessionEpoch {
+	case 0:
+		sess = mgr.OpenSession(sk, reqParts)
+	case -1:
+		var ok bool
+		if sess, ok = mgr.CloseSession(sk); !ok {
+			resp.ErrorCode = kerr.ShareSessionNotFound.Code
+			return resp, nil
+		}
+	default:
+		var forget []share.PartitionID
+		for _, f := range req.ForgottenTopicsData {
+			for _, p := range f.Partitions {
+				forget = append(forget, share.PartitionID{TopicID: f.TopicID, Partition: p})
+			}
+		}
+		if sess, err = mgr.UpdateSession(sk, req.ShareSessionEpoch, reqParts, forget); err != nil {
+			resp.ErrorCode = shareErrorCode(err)
+			return resp, nil
+		}
+	}
+	sf := &shareFetch{s: s, r: r, req: req, resp: resp, group: group, member: member, im: s.admin.Image()}
+	sf.acknowledge(ctx, renew)
+	if req.ShareSessionEpoch == -1 {
+		var keys []share.Key
+		for _, p := range sess.Partitions() {
+			keys = append(keys, shareKey(group, p.TopicID, p.Partition))
+		}
+		mgr.ReleaseMember(keys, member)
+		return resp, nil
+	}
+	if renew {
+		return resp, nil
+	}
+	if req.ShareSessionEpoch == 0 {
+		for _, p := range sess.Partitions() {
+			sf.part(p) // a new session answers every partition
+		}
+	}
+	sf.fetch(ctx, sess.Partitions())
+	return resp, nil
+}
+
+// shareFetch is one ShareFetch being answered.
+type shareFetch struct {
+	s             *Server
+	r             *request
+	req           *kmsg.ShareFetchRequest
+	resp          *kmsg.ShareFetchResponse
+	group, member string
+	im            *metadata.Image
+	endpoints     bool
+}
+
+// part returns p's answer, adding it.
+func (sf *shareFetch) part(p share.PartitionID) *kmsg.ShareFetchResponseTopicPartition {
+	ti := -1
+	for i := range sf.resp.Topics {
+		if sf.resp.Topics[i].TopicID == p.TopicID {
+			ti = i
+		}
+	}
+	if ti < 0 {
+		t := kmsg.NewShareFetchResponseTopic()
+		t.TopicID = p.TopicID
+		sf.resp.Topics = append(sf.resp.Topics, t)
+		ti = len(sf.resp.Topics) - 1
+	}
+	t := &sf.resp.Topics[ti]
+	for i := range t.Partitions {
+		if t.Partitions[i].Partition == p.Partition {
+			return &t.Partitions[i]
+		}
+	}
+	kp := kmsg.NewShareFetchResponseTopicPartition()
+	kp.Partition = p.Partition
+	t.Partitions = append(t.Partitions, kp)
+	return &t.Partitions[len(t.Partitions)-1]
+}
+
+// leader returns the local leader of p, or fills p's error (with the leader's hint).
+func (sf *shareFetch) leader(p share.PartitionID, setErr func(int16)) (*replica.Partition, share.Key, bool) {
+	tp, kerrv := shareTopicPartition(sf.im, p.TopicID, p.Partition)
+	if kerrv != nil {
+		setErr(kerrv.Code)
+		return nil, share.Key{}, false
+	}
+	if !sf.s.allowed(sf.r, metadata.ACLOpRead, auth.Topic(tp.Topic)) {
+		setErr(kerr.TopicAuthorizationFailed.Code)
+		return nil, share.Key{}, false
+	}
+	rp, err := sf.s.leaderPartition(tp)
+	if err == nil && !rp.IsLeader() {
+		err = replica.ErrNotLeader
+	}
+	if err != nil {
+		setErr(errorCode(err))
+		kp := sf.part(p)
+		if mp := sf.im.Topics[tp.Topic].Partitions[tp.Partition]; mp.Leader != metadata.NoLeader {
+			kp.CurrentLeader.LeaderID, kp.CurrentLeader.LeaderEpoch = int32(mp.Leader), mp.LeaderEpoch
+			sf.endpoints = true
+		}
+		return nil, share.Key{}, false
+	}
+	return rp, shareKey(sf.group, p.TopicID, p.Partition), true
+}
+
+// acknowledge applies the piggybacked acknowledgements.
+func (sf *shareFetch) acknowledge(ctx context.Context, renew bool) {
+	for _, t := range sf.req.Topics {
+		for _, rp := range t.Partitions {
+			if len(rp.AcknowledgementBatches) == 0 {
+				continue
+			}
+			p := share.PartitionID{TopicID: t.TopicID, Partition: rp.Partition}
+			kp := sf.part(p)
+			setErr := func(c int16) { sf.part(p).AcknowledgeErrorCode = c }
+			lp, key, ok := sf.leader(p, setErr)
+			if !ok {
+				continue
+			}
+			batches := make([]share.AckBatch, 0, len(rp.AcknowledgementBatches))
+			for _, b := range rp.AcknowledgementBatches {
+				batches = append(batches, ackBatch(b.FirstOffset, b.LastOffset, b.AcknowledgeTypes, renew))
+			}
+			kp.AcknowledgeErrorCode = shareErrorCode(sf.s.share.parts.Acknowledge(ctx, key, dataLog{lp}, sf.member, batches))
+		}
+	}
+}
+
+// ackBatch converts a wire batch; RENEW (4) is an error unless the request renews.
+func ackBatch(first, last int64, types []int8, renew bool) share.AckBatch {
+	b := share.AckBatch{First: first, Last: last}
+	for _, t := range types {
+		if t == int8(share.AckRenew) && !renew {
+			t = -1 // refused as INVALID_REQUEST by the state machine
+		}
+		b.Types = append(b.Types, share.AckType(t))
+	}
+	return b
+}
+
+// fetch acquires records on parts, waiting up to MaxWaitMillis while there are none.
+func (sf *shareFetch) fetch(ctx context.Context, parts []share.PartitionID) {
+	maxRecords := int(sf.req.MaxRecords)
+	if maxRecords <= 0 {
+		maxRecords = 500
+	}
+	maxBytes := sf.req.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = 50 << 20
+	}
+	deadline := time.Now().Add(min(time.Duration(sf.req.MaxWaitMillis)*time.Millisecond, shareFetchMaxWait))
+	type led struct {
+		id  share.PartitionID
+		p   *replica.Partition
+		key share.Key
+	}
+	var leds []led
+	for _, id := range parts {
+		lp, key, ok := sf.leader(id, func(c int16) { sf.part(id).ErrorCode = c })
+		if ok {
+			leds = append(leds, led{id, lp, key})
+		}
+	}
+	for {
+		changed := sf.s.share.parts.Changed()
+		var watch []*replica.Partition
+		for _, l := range leds {
+			watch = append(watch, l.p)
+		}
+		ch, stop := replica.Watch(watch)
+		got := 0
+		for _, l := range leds {
+			if got >= maxRecords || maxBytes <= 0 {
+				break
+			}
+			records, ranges, err := sf.s.share.parts.Acquire(ctx, l.key, dataLog{l.p}, sf.member, maxRecords-got, func(off int64) ([]byte, int64, error) {
+				return readShareBatches(l.p, off, maxBytes)
+			})
+			kp := sf.part(l.id)
+			if err != nil {
+				kp.ErrorCode = shareErrorCode(err)
+				continue
+			}
+			if len(ranges) == 0 {
+				continue
+			}
+			kp.Records = records
+			maxBytes -= int32(len(records))
+			for _, ar := range ranges {
+				a := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
+				a.FirstOffset, a.LastOffset, a.DeliveryCount = ar.First, ar.Last, ar.DeliveryCount
+				kp.AcquiredRecords = append(kp.AcquiredRecords, a)
+				got += int(ar.Last - ar.First + 1)
+			}
+		}
+		wait := time.Until(deadline)
+		if got > 0 || wait <= 0 || len(leds) == 0 {
+			stop()
+			break
+		}
+		keys := make([]share.Key, len(leds))
+		for i, l := range leds {
+			keys[i] = l.key
+		}
+		if d := sf.s.share.parts.NextDeadline(keys); !d.IsZero() {
+			wait = min(wait, max(time.Until(d), time.Millisecond))
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ch:
+		case <-changed:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+		stop()
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if sf.endpoints {
+		sf.addEndpoints(ctx)
+	}
+}
+
+// readShareBatches reads whole batches of p from off (at least one) and returns them
+// with the offset after the last one.
+func readShareBatches(p *replica.Partition, off int64, maxBytes int32) ([]byte, int64, error) {
+	res, err := p.Read(replica.ReadOptions{FetchOffset: off, MaxBytes: maxBytes, MinOneBatch: true, CurrentLeaderEpoch: -1, ReplicaID: -1})
+	if err != nil {
+		return nil, off, err
+	}
+	buf, err := res.Info.AppendTo(nil)
+	if err != nil {
+		return nil, off, err
+	}
+	covered := off
+	for rest := buf; len(rest) > 0; {
+		var b recordbatch.Batch
+		b, rest, err = recordbatch.Next(rest, 0)
+		if err != nil {
+			break
+		}
+		covered = max(covered, b.NextOffset())
+	}
+	return buf, covered, nil
+}
+
+// addEndpoints names every live broker, for the CurrentLeader hints.
+func (sf *shareFetch) addEndpoints(ctx context.Context) {
+	for _, id := range sf.im.BrokerIDs() {
+		b := sf.im.Brokers[id]
+		if b.Fenced {
+			continue
+		}
+		host, port, ok := sf.s.listenerEndpoint(ctx, b)
+		if !ok {
+			continue
+		}
+		ne := kmsg.NewShareFetchResponseNodeEndpoint()
+		ne.NodeID, ne.Host, ne.Port = int32(b.ID), host, port
+		if b.Rack != "" {
+			rack := b.Rack
+			ne.Rack = &rack
+		}
+		sf.resp.NodeEndpoints = append(sf.resp.NodeEndpoints, ne)
+	}
+}

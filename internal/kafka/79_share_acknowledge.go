@@ -1,0 +1,113 @@
+package kafka
+
+// ShareAcknowledge: v0-2 (KIP-932; v2 IsRenewAck of KIP-1222, AcquisitionLockTimeoutMillis).
+//
+// Acknowledges records acquired through ShareFetch on the partitions' leader, within
+// the member's share session (its epoch advances as ShareFetch's; epoch 0 is refused,
+// -1 applies the acknowledgements, then closes the session and releases what the
+// member still holds of its partitions). ACCEPT (1), RELEASE (2), REJECT (3) and gaps
+// (0) are written to __share_group_state (acks=-1) before the answer; RENEW (4) only
+// with IsRenewAck, extending the locks in memory. Each partition answers on its own:
+// INVALID_RECORD_STATE when an offset is not acquired by the member (the batch is not
+// applied), NOT_LEADER_OR_FOLLOWER with the leader's hint.
+
+import (
+	"context"
+	"time"
+
+	"github.com/runnel-io/runnel/internal/auth"
+	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/share"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { regKey(79, 0, 2, handleShareAcknowledge) }
+
+func handleShareAcknowledge(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.ShareAcknowledgeRequest)
+	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
+	if req.GroupID == nil || req.MemberID == nil || *req.MemberID == "" || len(*req.MemberID) > 36 {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp, nil
+	}
+	group, member := *req.GroupID, *req.MemberID
+	if err := s.authorize(r, metadata.ACLOpRead, auth.Group(group)); err != nil {
+		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
+		return resp, nil
+	}
+	if s.share == nil {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp, nil
+	}
+	resp.AcquisitionLockTimeoutMillis = int32(s.shareLimits(group).LockDuration / time.Millisecond)
+	mgr := s.share.parts
+	sk := share.SessionKey{Group: group, Member: member}
+	var sess *share.Session
+	switch req.ShareSessionEpoch {
+	case 0:
+		resp.ErrorCode = kerr.InvalidShareSessionEpoch.Code
+		return resp, nil
+	case -1:
+		var ok bool
+		if sess, ok = mgr.CloseSession(sk); !ok {
+			resp.ErrorCode = kerr.ShareSessionNotFound.Code
+			return resp, nil
+		}
+	default:
+		var err error
+		if sess, err = mgr.UpdateSession(sk, req.ShareSessionEpoch, nil, nil); err != nil {
+			resp.ErrorCode = shareErrorCode(err)
+			return resp, nil
+		}
+	}
+	// Reuse ShareFetch's leader lookup and acknowledgement path on an equivalent
+	// request: same batches, same per-partition answers.
+	freq := kmsg.NewPtrShareFetchRequest()
+	freq.GroupID, freq.MemberID = req.GroupID, req.MemberID
+	for _, t := range req.Topics {
+		ft := kmsg.NewShareFetchRequestTopic()
+		ft.TopicID = t.TopicID
+		for _, p := range t.Partitions {
+			fp := kmsg.NewShareFetchRequestTopicPartition()
+			fp.Partition = p.Partition
+			for _, b := range p.AcknowledgementBatches {
+				fb := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
+				fb.FirstOffset, fb.LastOffset, fb.AcknowledgeTypes = b.FirstOffset, b.LastOffset, b.AcknowledgeTypes
+				fp.AcknowledgementBatches = append(fp.AcknowledgementBatches, fb)
+			}
+			ft.Partitions = append(ft.Partitions, fp)
+		}
+		freq.Topics = append(freq.Topics, ft)
+	}
+	fresp := freq.ResponseKind().(*kmsg.ShareFetchResponse)
+	sf := &shareFetch{s: s, r: r, req: freq, resp: fresp, group: group, member: member, im: s.admin.Image()}
+	sf.acknowledge(ctx, req.Version >= 2 && req.IsRenewAck)
+	for _, ft := range fresp.Topics {
+		t := kmsg.NewShareAcknowledgeResponseTopic()
+		t.TopicID = ft.TopicID
+		for _, fp := range ft.Partitions {
+			p := kmsg.NewShareAcknowledgeResponseTopicPartition()
+			p.Partition, p.ErrorCode = fp.Partition, fp.AcknowledgeErrorCode
+			p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = fp.CurrentLeader.LeaderID, fp.CurrentLeader.LeaderEpoch
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	if sf.endpoints {
+		sf.addEndpoints(ctx)
+		for _, ne := range fresp.NodeEndpoints {
+			e := kmsg.NewShareAcknowledgeResponseNodeEndpoint()
+			e.NodeID, e.Host, e.Port, e.Rack = ne.NodeID, ne.Host, ne.Port, ne.Rack
+			resp.NodeEndpoints = append(resp.NodeEndpoints, e)
+		}
+	}
+	if req.ShareSessionEpoch == -1 {
+		var keys []share.Key
+		for _, p := range sess.Partitions() {
+			keys = append(keys, shareKey(group, p.TopicID, p.Partition))
+		}
+		mgr.ReleaseMember(keys, member)
+	}
+	return resp, nil
+}

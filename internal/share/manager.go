@@ -1,0 +1,291 @@
+package share
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// ManagerConfig configures a Manager.
+type ManagerConfig struct {
+	Store Store
+	// Limits gives a group's limits (the broker's group.share.* settings and the
+	// group's share.record.lock.duration.ms).
+	Limits func(group string) Limits
+	// AutoOffsetReset gives a group's share.auto.offset.reset: "earliest" or "latest".
+	AutoOffsetReset func(group string) string
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+}
+
+// DataLog is the data partition a share partition delivers from, as its leader sees
+// it.
+type DataLog interface {
+	// LeaderEpoch is this node's current leader epoch of the partition.
+	LeaderEpoch() int32
+	// Bounds are the log start offset and the high watermark.
+	Bounds() (logStart, hw int64)
+}
+
+// Manager holds the share partitions whose data partitions this node leads (Kafka's
+// SharePartitionManager) and the members' share sessions. A share partition is loaded
+// from the Store the first time it is used in a leader epoch of its data partition,
+// so a leadership move (and back) always starts from the durable state, which holds
+// every acknowledgement ever answered.
+type Manager struct {
+	cfg ManagerConfig
+
+	mu       sync.Mutex // guards parts, sessions and changed
+	parts    map[Key]*sharePartition
+	sessions map[SessionKey]*Session
+	// changed is closed (and replaced) whenever records become available again
+	// (released, lock timed out): a waiting ShareFetch of another member retries.
+	changed chan struct{}
+}
+
+// sharePartition is one loaded share partition. Lock order: Manager.mu and
+// sharePartition.mu are never held together.
+type sharePartition struct {
+	mu    sync.Mutex // guards everything below; held across a data read, never across a Store write
+	st    *PartitionState
+	epoch int32 // the data partition's leader epoch it was loaded in
+	seq   int64 // the last snapshot's Seq
+}
+
+// NewManager returns an empty Manager.
+func NewManager(cfg ManagerConfig) *Manager {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Manager{cfg: cfg, parts: map[Key]*sharePartition{}, sessions: map[SessionKey]*Session{}, changed: make(chan struct{})}
+}
+
+// Changed returns a channel closed at the next release of records.
+func (m *Manager) Changed() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.changed
+}
+
+func (m *Manager) signal() {
+	m.mu.Lock()
+	close(m.changed)
+	m.changed = make(chan struct{})
+	m.mu.Unlock()
+}
+
+// ErrStore wraps a failure to read or write the durable state.
+var ErrStore = errors.New("share state unavailable")
+
+// partition returns k's share partition loaded for log's current leader epoch,
+// loading it (from the Store, or initialized by share.auto.offset.reset and written)
+// when it is not.
+func (m *Manager) partition(ctx context.Context, k Key, log DataLog) (*sharePartition, error) {
+	epoch := log.LeaderEpoch()
+	m.mu.Lock()
+	sp := m.parts[k]
+	if sp == nil || sp.epoch != epoch {
+		sp = &sharePartition{epoch: epoch}
+		m.parts[k] = sp
+	}
+	m.mu.Unlock()
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.st != nil {
+		return sp, nil
+	}
+	if m.cfg.Store == nil {
+		return nil, errNoStore
+	}
+	snap, ok, err := m.cfg.Store.Read(ctx, k)
+	if err != nil {
+		return nil, fmt.Errorf("%w: loading group %s partition %d: %v", ErrStore, k.Group, k.Partition, err)
+	}
+	logStart, hw := log.Bounds()
+	if ok {
+		sp.st, sp.seq = RestorePartitionState(snap.Start, snap.Batches), snap.Seq
+		sp.st.AdvanceTo(logStart)
+		return sp, nil
+	}
+	start := hw
+	if m.cfg.AutoOffsetReset != nil && m.cfg.AutoOffsetReset(k.Group) == "earliest" {
+		start = logStart
+	}
+	st := NewPartitionState(start)
+	// Written before use: a later load must start here, not at a newer high watermark
+	// (which would skip what was produced in between).
+	if err := m.cfg.Store.Write(ctx, k, Snapshot{LeaderEpoch: epoch, Seq: 1, Start: start, WrittenMs: m.cfg.Now().UnixMilli()}); err != nil {
+		return nil, fmt.Errorf("%w: initializing group %s partition %d at %d: %v", ErrStore, k.Group, k.Partition, start, err)
+	}
+	sp.st, sp.seq = st, 1
+	return sp, nil
+}
+
+// snapshotLocked is sp's next snapshot. sp.mu must be held.
+func (m *Manager) snapshotLocked(sp *sharePartition) Snapshot {
+	sp.seq++
+	return Snapshot{LeaderEpoch: sp.epoch, Seq: sp.seq, Start: sp.st.Start(), Batches: sp.st.Batches(), WrittenMs: m.cfg.Now().UnixMilli()}
+}
+
+// Acquire acquires for member up to max records of k: read(offset) returns the data
+// partition's whole batches from offset and the offset after the last one; only
+// offsets covered by those batches and below the high watermark are acquired. It
+// returns the batches and the acquired ranges (none: nothing to deliver now).
+func (m *Manager) Acquire(ctx context.Context, k Key, log DataLog, member string, max int, read func(offset int64) ([]byte, int64, error)) ([]byte, []AcquiredRange, error) {
+	sp, err := m.partition(ctx, k, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	lim := m.cfg.Limits(k.Group)
+	now := m.cfg.Now()
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.st.Expire(now, lim) > 0 {
+		defer m.signal()
+	}
+	logStart, hw := log.Bounds()
+	sp.st.AdvanceTo(logStart)
+	off, ok := sp.st.NextAcquirable(hw, lim)
+	if !ok || max <= 0 {
+		return nil, nil, nil
+	}
+	records, covered, err := read(off)
+	if err != nil || covered <= off {
+		return nil, nil, err
+	}
+	ranges := sp.st.Acquire(member, min(covered, hw), max, now, lim)
+	if len(ranges) == 0 {
+		return nil, nil, nil
+	}
+	return records, ranges, nil
+}
+
+// AckBatch is one acknowledgement batch.
+type AckBatch struct {
+	First, Last int64
+	Types       []AckType
+}
+
+// Acknowledge applies member's acknowledgement batches to k and, unless they only
+// renewed locks, writes the new state to the Store before returning: an answered
+// acknowledgement is durable. A batch that fails (not acquired by member) changes
+// nothing and its error is returned (the first); the others are applied.
+func (m *Manager) Acknowledge(ctx context.Context, k Key, log DataLog, member string, batches []AckBatch) error {
+	sp, err := m.partition(ctx, k, log)
+	if err != nil {
+		return err
+	}
+	lim := m.cfg.Limits(k.Group)
+	now := m.cfg.Now()
+	sp.mu.Lock()
+	released := sp.st.Expire(now, lim) > 0
+	var first error
+	write := false
+	for _, b := range batches {
+		if err := sp.st.Acknowledge(member, b.First, b.Last, b.Types, now, lim); err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		for _, t := range b.Types {
+			write = write || t != AckRenew
+			released = released || t == AckRelease
+		}
+	}
+	var snap Snapshot
+	if write {
+		snap = m.snapshotLocked(sp)
+	}
+	sp.mu.Unlock()
+	if released {
+		m.signal()
+	}
+	if write {
+		if err := m.cfg.Store.Write(ctx, k, snap); err != nil {
+			return fmt.Errorf("%w: %v", ErrStore, err)
+		}
+	}
+	return first
+}
+
+// ReleaseMember releases what member holds of the keys (its share session closed).
+func (m *Manager) ReleaseMember(keys []Key, member string) {
+	n := 0
+	for _, k := range keys {
+		m.mu.Lock()
+		sp := m.parts[k]
+		m.mu.Unlock()
+		if sp == nil {
+			continue
+		}
+		sp.mu.Lock()
+		if sp.st != nil {
+			n += sp.st.ReleaseMember(member, m.cfg.Limits(k.Group))
+		}
+		sp.mu.Unlock()
+	}
+	if n > 0 {
+		m.signal()
+	}
+}
+
+// NextDeadline is the earliest lock deadline among keys' loaded share partitions
+// (zero: none): a waiting ShareFetch wakes then, as the lock's records become
+// available.
+func (m *Manager) NextDeadline(keys []Key) time.Time {
+	var d time.Time
+	for _, k := range keys {
+		m.mu.Lock()
+		sp := m.parts[k]
+		m.mu.Unlock()
+		if sp == nil {
+			continue
+		}
+		sp.mu.Lock()
+		if sp.st != nil {
+			if t := sp.st.NextDeadline(); !t.IsZero() && (d.IsZero() || t.Before(d)) {
+				d = t
+			}
+		}
+		sp.mu.Unlock()
+	}
+	return d
+}
+
+// Forget drops the loaded share partitions of a data partition this node stopped
+// leading, or whose state was changed by an admin request.
+func (m *Manager) Forget(match func(Key) bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.parts {
+		if match(k) {
+			delete(m.parts, k)
+		}
+	}
+}
+
+// InFlight sums, over the loaded share partitions, the records acquired and those
+// available for redelivery (metrics).
+func (m *Manager) InFlight() (acquired, available int) {
+	m.mu.Lock()
+	parts := make([]*sharePartition, 0, len(m.parts))
+	for _, sp := range m.parts {
+		parts = append(parts, sp)
+	}
+	m.mu.Unlock()
+	for _, sp := range parts {
+		sp.mu.Lock()
+		if sp.st != nil {
+			av, ac, _ := sp.st.InFlight()
+			acquired, available = acquired+ac, available+av
+		}
+		sp.mu.Unlock()
+	}
+	return
+}
+
+// Store is the Manager's durable state.
+func (m *Manager) Store() Store { return m.cfg.Store }
