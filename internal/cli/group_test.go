@@ -119,7 +119,7 @@ func TestGroupWithActiveMember(t *testing.T) {
 		len(d.Members[0].Assignment["t"]) != 2 {
 		t.Errorf("describe with one member: %+v", d)
 	}
-	expectFailure(t, 1, `group "g" has active members (state Stable, 1 members)`,
+	expectFailure(t, 1, `group "g" has active members (state Stable, 1 member)`,
 		"group", "reset-offsets", "g", "-b", b, "--topic", "t", "--to", "earliest", "--execute")
 	mustRun(t, "", "group", "reset-offsets", "g", "-b", b, "--topic", "t", "--to", "earliest") // a plan is fine
 	expectFailure(t, 1, `delete group "g": NON_EMPTY_GROUP`, "group", "delete", "g", "-b", b)

@@ -188,7 +188,7 @@ func TestReassignCommandsOneNode(t *testing.T) {
 		}
 	}
 	r = run(t, "", "cluster", "decommission", "-b", b, "1")
-	if r.code != 1 || !strings.Contains(r.stderr, `refusing to decommission node 1: topic "orders" partition 0 has 1 replicas and only 0 other live nodes`) {
+	if r.code != 1 || !strings.Contains(r.stderr, `refusing to decommission node 1: topic "orders" partition 0 has 1 replica and only 0 other live nodes`) {
 		t.Errorf("decommission of the only node: exit %d, stderr %q", r.code, r.stderr)
 	}
 
