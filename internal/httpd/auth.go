@@ -84,6 +84,7 @@ func (a *authn) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/session", a.apiSession)
 	mux.HandleFunc("GET /login", a.loginPage)
 	mux.HandleFunc("POST /login", a.formLogin)
+	mux.HandleFunc("POST /logout", a.formLogout)
 }
 
 // guard is next behind the sign-in: it puts the request's session (if any) and the
@@ -288,4 +289,22 @@ func (a *authn) formLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, localNext(c.Next), http.StatusSeeOther)
+}
+
+// formLogout is the sign-out form of every page: the token comes as the form field
+// csrf_token (the page carries it; another site cannot read it).
+func (a *authn) formLogout(w http.ResponseWriter, r *http.Request) {
+	s := a.sessions.lookup(r)
+	if s == nil {
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxLoginBody)
+	if err := r.ParseForm(); err != nil || !tokenMatches(s, r.PostForm.Get("csrf_token")) {
+		http.Error(w, "sign-out refused: the form's csrf_token does not match this session's", http.StatusForbidden)
+		return
+	}
+	a.sessions.end(s)
+	clearCookie(w, r)
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }

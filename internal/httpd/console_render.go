@@ -45,6 +45,17 @@ type pageData struct {
 	Code    int
 	Error   string
 	D       any
+	// User and CSRFToken are the signed-in user and its session's token, for the
+	// sign-out form ("" on an open console).
+	User, CSRFToken string
+}
+
+// withSessionOf fills pd's sign-out fields from r's session.
+func withSessionOf(r *http.Request, pd pageData) pageData {
+	if s := SessionFrom(r.Context()); s != nil && s.User != "" {
+		pd.User, pd.CSRFToken = s.User, s.csrf
+	}
+	return pd
 }
 
 // headed is every API answer (they embed Header).
@@ -78,13 +89,13 @@ func (p *pages) render(w http.ResponseWriter, r *http.Request, v view, data any)
 	if h, ok := data.(headed); ok {
 		pd.Header = h.header()
 	}
-	p.write(w, p.byFile[v.tmpl], http.StatusOK, pd)
+	p.write(w, p.byFile[v.tmpl], http.StatusOK, withSessionOf(r, pd))
 }
 
 // renderError writes the error page (with the nav bar) with status code.
 func (p *pages) renderError(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	pd := pageData{Title: http.StatusText(code), Code: code, Error: msg}
-	p.write(w, p.errTpl, code, pd)
+	p.write(w, p.errTpl, code, withSessionOf(r, pd))
 }
 
 // write renders into a buffer first, so that a template error is a clean 500

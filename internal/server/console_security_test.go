@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -235,6 +236,21 @@ func TestConsoleNeedsLoginOnSASLNode(t *testing.T) {
 	})
 	code, _, _ = admin.get("/api/v1/reassignments")
 	testutil.Equal(t, code, http.StatusOK, "admin asks for the reassignments")
+	// Every page has the sign-out form with the session's token; without it the form
+	// is refused, with it the session ends.
+	code, _, body = admin.get("/topics")
+	testutil.Equal(t, code, http.StatusOK, "admin's topics page")
+	m := regexp.MustCompile(`name="csrf_token" value="([^"]+)"`).FindStringSubmatch(body)
+	testutil.True(t, m != nil, "no sign-out form on the page:\n%s", body)
+	form := map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
+	code, _, _ = admin.do(http.MethodPost, "/logout", strings.NewReader("csrf_token=wrong"), form)
+	testutil.Equal(t, code, http.StatusForbidden, "the sign-out form with a wrong token")
+	code, h, _ = admin.do(http.MethodPost, "/logout", strings.NewReader(url.Values{"csrf_token": {m[1]}}.Encode()), form)
+	testutil.Equal(t, code, http.StatusSeeOther, "the sign-out form")
+	testutil.Equal(t, h.Get("Location"), "/login", "after signing out")
+	code, _, _ = admin.get("/api/v1/topics")
+	testutil.Equal(t, code, http.StatusUnauthorized, "admin after signing out")
+
 	// A wrong form login re-renders the page with the reason.
 	code, _, body = anon.do(http.MethodPost, "/login", strings.NewReader(url.Values{"username": {"admin"}, "password": {"x"}}.Encode()),
 		map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
