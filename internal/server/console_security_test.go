@@ -165,6 +165,21 @@ func TestConsoleNeedsLoginOnSASLNode(t *testing.T) {
 	code, _, body = anon.login("mallory", "alice-pw")
 	testutil.Equal(t, code, http.StatusUnauthorized, "an unknown user: %s", body)
 
+	// A mechanism may be named: SCRAM runs the listener's whole exchange; one the
+	// SASL listeners do not enable is refused.
+	loginWith := func(cc *consoleClient, user, password, mech string) (int, string) {
+		b, _ := json.Marshal(map[string]string{"username": user, "password": password, "mechanism": mech})
+		code, _, body := cc.do(http.MethodPost, "/api/v1/login", strings.NewReader(string(b)), map[string]string{"Content-Type": "application/json"})
+		return code, body
+	}
+	code, body = loginWith(newConsoleClient(t, base, nil), "alice", "alice-pw", "SCRAM-SHA-512")
+	testutil.Equal(t, code, http.StatusOK, "alice's SCRAM-SHA-512 login: %s", body)
+	code, body = loginWith(newConsoleClient(t, base, nil), "alice", "not-alice-pw", "SCRAM-SHA-512")
+	testutil.Equal(t, code, http.StatusUnauthorized, "a wrong SCRAM-SHA-512 password: %s", body)
+	code, body = loginWith(newConsoleClient(t, base, nil), "alice", "alice-pw", "SCRAM-SHA-256")
+	testutil.Equal(t, code, http.StatusBadRequest, "a mechanism no listener enables: %s", body)
+	testutil.True(t, strings.Contains(body, "not enabled"), "the refusal says why: %s", body)
+
 	// alice (JSON login) sees topic a and group ga only.
 	alice := newConsoleClient(t, base, nil)
 	code, h, body = alice.login("alice", "alice-pw")
