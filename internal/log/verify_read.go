@@ -3,6 +3,7 @@ package log
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -84,7 +85,7 @@ func (l *Log) verifyRead(seg *Segment, pos, limit int64) error {
 	if limit <= pos || seg.verified.covers(pos, limit) {
 		return nil
 	}
-	_, err := scanBatches(seg.file, pos, limit, true, func(recordbatch.Batch, int64) error { return nil })
+	err := verifyRange(seg, pos, limit)
 	if err == nil {
 		seg.verified.add(pos, limit)
 		ReadVerifiedBytes.Add(limit - pos)
@@ -100,4 +101,63 @@ func (l *Log) verifyRead(seg *Segment, pos, limit int64) error {
 		return verr
 	}
 	return errReadFoundDamage
+}
+
+// verifyBufs holds the buffers verifyRange reads into: a read's range is usually a
+// fetch's worth (about a MiB), and a buffer per read would be garbage per fetch.
+var verifyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1<<20); return &b }}
+
+// verifyChunk bounds what verifyRange reads at once.
+const verifyChunk = 4 << 20
+
+// verifyRange checks every batch of [pos, limit) of seg (whole batches: a read's
+// range), reading it in chunks of at most verifyChunk into a pooled buffer.
+func verifyRange(seg *Segment, pos, limit int64) error {
+	bp := verifyBufs.Get().(*[]byte)
+	defer verifyBufs.Put(bp)
+	for pos < limit {
+		n := int(min(limit-pos, verifyChunk))
+		if cap(*bp) < n {
+			*bp = make([]byte, n)
+		}
+		buf := (*bp)[:n]
+		if _, err := seg.file.ReadAt(buf, pos); err != nil {
+			return err
+		}
+		rest := buf
+		for len(rest) > 0 {
+			b, next, err := recordbatch.Next(rest, len(rest))
+			if errors.Is(err, recordbatch.ErrTruncated) {
+				break // a batch across the chunk's end: the next chunk starts at it
+			}
+			if err != nil {
+				return err
+			}
+			if err := b.Verify(); err != nil {
+				return err
+			}
+			rest = next
+		}
+		read := int64(len(buf) - len(rest))
+		if read == 0 {
+			// One batch larger than a chunk: read it whole.
+			if len(buf) < recordbatch.LengthPrefixSize {
+				return fmt.Errorf("%w: %d bytes at position %d of %s", recordbatch.ErrTruncated, len(buf), pos, seg.path)
+			}
+			size := int64(recordbatch.Batch(buf).Size())
+			if size <= int64(len(buf)) || pos+size > limit {
+				return fmt.Errorf("%w: batch of %d bytes at position %d of %s", recordbatch.ErrCorrupt, size, pos, seg.path)
+			}
+			whole := make([]byte, size)
+			if _, err := seg.file.ReadAt(whole, pos); err != nil {
+				return err
+			}
+			if err := recordbatch.Batch(whole).Verify(); err != nil {
+				return err
+			}
+			read = size
+		}
+		pos += read
+	}
+	return nil
 }
