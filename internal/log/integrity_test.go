@@ -588,3 +588,30 @@ func TestVerifyOnRead(t *testing.T) {
 		t.Fatalf("integrity stats %+v", st)
 	}
 }
+
+// Verify on read with batches that straddle its read chunks (and one larger than a
+// chunk): every intact batch passes, nothing is taken for damage.
+func TestVerifyOnReadAcrossChunks(t *testing.T) {
+	defer func(c int64) { verifyChunk = c }(verifyChunk)
+	verifyChunk = 3000
+	env := memEnv()
+	cfg := testConfigs()["tiny"]
+	l := openLog(t, env, cfg)
+	for i := 0; i < 40; i++ {
+		mustAppend(t, l, logtest.BatchWith(logtest.BatchOptions{Records: 1 + i%5, ValueSize: 700 + 300*(i%4), Timestamp: 1000 + int64(i)}))
+	}
+	leo := l.LogEndOffset()
+	l.Close()
+	var logs logBuffer
+	r := openLog(t, env, cfg, withRecoveryPoint(leo), withLogger(logs.logger()))
+	if n := len(r.SegmentBaseOffsets()); n < 3 {
+		t.Fatalf("want at least 3 segments, have %d", n)
+	}
+	checkContiguous(t, readAll(t, r, 0, leo, 1<<20), 0, leo)
+	if ds := r.Damaged(); len(ds) != 0 {
+		t.Fatalf("intact batches taken for damage: %+v", ds)
+	}
+	if out := logs.String(); strings.Contains(out, "failing its checks") {
+		t.Fatalf("the read's check refused intact batches:\n%s", out)
+	}
+}
