@@ -121,9 +121,9 @@ type groupDescription struct {
 	GroupEpoch      int32            `json:"group_epoch,omitempty"`
 	AssignmentEpoch int32            `json:"assignment_epoch,omitempty"`
 	Coordinator     int32            `json:"coordinator"`
-	Members      []groupMember    `json:"members"`
-	Partitions   []groupPartition `json:"partitions"`
-	TotalLag     int64            `json:"total_lag"`
+	Members         []groupMember    `json:"members"`
+	Partitions      []groupPartition `json:"partitions"`
+	TotalLag        int64            `json:"total_lag"`
 }
 
 type groupMember struct {

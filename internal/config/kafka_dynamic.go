@@ -48,7 +48,7 @@ var kafkaListenerConfigs = map[string]Type{
 	"sasl.kerberos.principal.to.local.rules": TypeList, "sasl.login.refresh.window.factor": TypeDouble,
 	"sasl.login.refresh.window.jitter": TypeDouble, "sasl.login.refresh.min.period.seconds": TypeShort,
 	"sasl.login.refresh.buffer.seconds": TypeShort,
-	"max.connections": TypeInt, "max.connection.creation.rate": TypeInt, "num.network.threads": TypeInt,
+	"max.connections":                   TypeInt, "max.connection.creation.rate": TypeInt, "num.network.threads": TypeInt,
 }
 
 // kafkaClusterLevelListenerConfigs are the listener configs Kafka also takes on the
@@ -112,7 +112,7 @@ var kafkaStaticConfigs = map[string]bool{
 	"offsets.topic.compression.codec": true, "transaction.state.log.segment.bytes": true,
 	"transactional.id.expiration.ms": true, "group.coordinator.rebalance.protocols": true,
 	"group.coordinator.threads": true,
-	"request.timeout.ms": true, "connections.max.reauth.ms": true, "sasl.server.callback.handler.class": true,
+	"request.timeout.ms":        true, "connections.max.reauth.ms": true, "sasl.server.callback.handler.class": true,
 	"security.inter.broker.protocol": true, "inter.broker.protocol.version": true,
 	"log.message.format.version": true, "create.topic.policy.class.name": true, "alter.config.policy.class.name": true,
 	"client.quota.callback.class": true, "remote.log.storage.system.enable": true,

@@ -132,8 +132,8 @@ type consumerMember struct {
 	regex           string
 	// re is regex compiled to match whole names; nil when regex is "" (or, from the
 	// log, no longer compiles: it then matches nothing).
-	re              *regexp.Regexp
-	serverAssignor  string
+	re             *regexp.Regexp
+	serverAssignor string
 	// rebalanceTimeout bounds how long the member may take to revoke partitions.
 	rebalanceTimeout time.Duration
 
