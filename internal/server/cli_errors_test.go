@@ -50,7 +50,8 @@ func TestCLIErrorMessagesFromNode(t *testing.T) {
 }
 
 // A bad value of a `runnel server` flag is blamed on the flag (not on --set, which
-// the flags go through), as bad usage; a bad --set still names --set.
+// the flags go through), as bad usage; a bad --set still names --set, and is bad
+// usage too (exit 2, as the docs say).
 func TestServerFlagErrors(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -59,8 +60,8 @@ func TestServerFlagErrors(t *testing.T) {
 	}{
 		{[]string{"server", "--node-id", "abc"}, 2,
 			"runnel: invalid --node-id \"abc\": not an integer\nRun 'runnel server --help' for usage.\n"},
-		{[]string{"server", "--set", "node.id=abc"}, 1,
-			"runnel: config: node.id: \"abc\" is not an integer (in --set)\n"},
+		{[]string{"server", "--set", "node.id=abc"}, 2,
+			"runnel: config: node.id: \"abc\" is not an integer (in --set)\nRun 'runnel server --help' for usage.\n"},
 	} {
 		code, _, stderr := runCLI(tc.args...)
 		if code != tc.code || stderr != tc.want {

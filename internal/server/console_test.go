@@ -32,12 +32,43 @@ const consoleOddGroup = `<img src=x onerror=alert(1)>&"/odd`
 func consoleGet(t *testing.T, tn *testNode, path string) (int, http.Header, string) {
 	t.Helper()
 	c := http.Client{Timeout: 10 * time.Second}
-	resp, err := c.Get("http://" + tn.server().HTTPAddr().String() + path)
+	req, err := http.NewRequest(http.MethodGet, "http://"+tn.server().HTTPAddr().String()+path, nil)
+	testutil.NoError(t, err, "GET %s", path)
+	if ck := consoleSessions[tn]; ck != nil {
+		req.AddCookie(ck)
+	}
+	resp, err := c.Do(req)
 	testutil.NoError(t, err, "GET %s from node %d", path, tn.id)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	testutil.NoError(t, err, "read GET %s from node %d", path, tn.id)
 	return resp.StatusCode, resp.Header, string(body)
+}
+
+// consoleSessions are the console sessions consoleLogin opened, by node: consoleGet
+// sends them (a node with a SASL listener requires a login, docs/security.md).
+var consoleSessions = map[*testNode]*http.Cookie{}
+
+// consoleLogin signs in to tn's console as user (a SASL user of the cluster) and keeps
+// the session for consoleGet.
+func consoleLogin(t *testing.T, tn *testNode, user, password string) {
+	t.Helper()
+	c := http.Client{Timeout: 10 * time.Second}
+	resp, err := c.PostForm("http://"+tn.server().HTTPAddr().String()+"/api/v1/login", url.Values{"username": {user}, "password": {password}})
+	testutil.NoError(t, err, "login to node %d's console", tn.id)
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("login to node %d's console as %s: %d %s", tn.id, user, resp.StatusCode, body)
+	}
+	for _, ck := range resp.Cookies() {
+		if ck.Name == "runnel_session" {
+			consoleSessions[tn] = ck
+			t.Cleanup(func() { delete(consoleSessions, tn) })
+			return
+		}
+	}
+	t.Fatalf("login to node %d's console set no session cookie", tn.id)
 }
 
 // consoleJSON fetches an /api/v1 answer of node tn into v; it fails the test unless

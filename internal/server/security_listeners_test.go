@@ -400,6 +400,8 @@ func TestInterBrokerSaslSSL(t *testing.T) {
 	// and groups it could not read would show as errors on these pages.
 	seedConsoleData(t, nodes[0], 3)
 	for _, tn := range nodes {
+		// A node with a SASL listener asks for a login (docs/security.md).
+		consoleLogin(t, tn, "node", "node-secret")
 		checkConsoleTopic(t, tn, nil)
 		checkConsoleGroups(t, tn)
 	}
