@@ -59,9 +59,9 @@ func TestWaitBrokersApplied(t *testing.T) {
 	next := c.Image().Offset + 1
 	beat(1, next)
 	beat(2, next)
-	c.proposeMu.Lock()
+	c.proposeMu <- struct{}{}
 	_, err = c.fenceLocked(testCtx(t), c.Image(), 3, "test")
-	c.proposeMu.Unlock()
+	<-c.proposeMu
 	wantErr(t, "fence node 3", err, nil)
 	wantErr(t, "wait with node 3 fenced", c.WaitBrokersApplied(short(), next), nil)
 }

@@ -159,8 +159,12 @@ type Controller struct {
 
 	// proposeMu serialises every read-validate-propose-wait sequence, so a proposal is
 	// always validated against an image that includes every earlier proposal from this
-	// node. It guards the fields below.
-	proposeMu sync.Mutex
+	// node. It guards the fields below. A channel of one slot, not a sync.Mutex: its
+	// holder may wait on Raft for a while, and a wait to take it must end with the
+	// caller's context or Close (lockPropose), and count as blocked for the virtual
+	// clock of the tests (synctest), which a sync.Mutex does not: a goroutine parked on
+	// a mutex held across a Raft timeout froze the clock the timeout waited on.
+	proposeMu chan struct{}
 	// freshTerm is the Raft term in which a Barrier completed on this node as leader:
 	// while the term is unchanged, the local image holds every committed record.
 	freshTerm uint64
@@ -197,7 +201,7 @@ func New(cfg Config) (*Controller, error) {
 		}
 		seen[v.ID] = true
 	}
-	c := &Controller{cfg: cfg, log: cfg.Logger.With("component", "controller"), done: make(chan struct{}),
+	c := &Controller{cfg: cfg, log: cfg.Logger.With("component", "controller"), done: make(chan struct{}), proposeMu: make(chan struct{}, 1),
 		raftSet: make(chan struct{}), sessions: newSessions(0, time.Now()), applied: newAppliedOffsets()}
 	c.prevLeader.Store(-1)
 	c.fsm = newFSM(c.log)

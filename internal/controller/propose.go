@@ -27,13 +27,30 @@ func (c *Controller) withLeader(ctx context.Context, fn func(im *metadata.Image)
 	if !c.IsLeader() {
 		return c.notController()
 	}
-	c.proposeMu.Lock()
-	defer c.proposeMu.Unlock()
+	if err := c.lockPropose(ctx); err != nil {
+		return err
+	}
+	defer c.unlockPropose()
 	if err := c.ensureFreshLocked(ctx); err != nil {
 		return err
 	}
 	return fn(c.Image())
 }
+
+// lockPropose takes proposeMu, or gives up when ctx ends or the controller closes.
+func (c *Controller) lockPropose(ctx context.Context) error {
+	select {
+	case c.proposeMu <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: waiting for the controller's earlier proposals: %w", ErrTimeout, ctx.Err())
+	case <-c.done:
+		return ErrClosed
+	}
+}
+
+// unlockPropose releases proposeMu.
+func (c *Controller) unlockPropose() { <-c.proposeMu }
 
 func (c *Controller) notController() error {
 	if id, ok := c.LeaderID(); ok {
