@@ -296,7 +296,7 @@ func (ch *Channel) heartbeat(ctx context.Context, hb kafka.BrokerHeartbeat) (kaf
 			req.OfflineLogDirs = [][16]byte{kafka.DataDirID}
 		}
 		if len(hb.Damaged) > 0 {
-			req.UnknownTags.Set(kafka.DamagedReplicasTag, kafka.EncodeDamaged(hb.Damaged))
+			kafka.SetJSONTag(&req.UnknownTags, kafka.DamagedReplicasTag, hb.Damaged)
 		}
 		resp, err := ch.send(ctx, req)
 		if err != nil {

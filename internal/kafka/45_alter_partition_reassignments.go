@@ -20,7 +20,6 @@ package kafka
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/runnel-io/runnel/internal/auth"
@@ -77,9 +76,8 @@ func handleAlterPartitionReassignments(ctx context.Context, s *Server, r *reques
 	return resp, nil
 }
 
-// ReassignmentThrottleTag is the tagged field of AlterPartitionReassignments (flexible
-// from v0) that carries a throttle for the moves the request starts, as JSON
-// {"throttle_bytes_per_sec": N}. A tag this high is never one of Kafka's.
+// ReassignmentThrottleTag is the tagged field of AlterPartitionReassignments
+// (runnel_tags.go) that carries a throttle for the moves the request starts.
 const ReassignmentThrottleTag = 10_002
 
 // ReassignmentThrottle is ReassignmentThrottleTag's payload.
@@ -89,24 +87,18 @@ type ReassignmentThrottle struct {
 
 // SetReassignmentThrottle asks req's moves to be throttled to rate bytes/s.
 func SetReassignmentThrottle(req *kmsg.AlterPartitionAssignmentsRequest, rate int64) {
-	b, _ := json.Marshal(ReassignmentThrottle{BytesPerSec: rate}) // a struct of an int: cannot fail
-	req.UnknownTags.Set(ReassignmentThrottleTag, b)
+	SetJSONTag(&req.UnknownTags, ReassignmentThrottleTag, ReassignmentThrottle{BytesPerSec: rate})
 }
 
 // reassignmentThrottle reads req's ReassignmentThrottleTag (0 when absent).
 func reassignmentThrottle(req *kmsg.AlterPartitionAssignmentsRequest) (int64, error) {
-	var rate int64
-	var bad error
-	req.UnknownTags.Each(func(tag uint32, b []byte) {
-		if tag != ReassignmentThrottleTag {
-			return
-		}
-		var t ReassignmentThrottle
-		if err := json.Unmarshal(b, &t); err != nil || t.BytesPerSec < 0 {
-			bad = fmt.Errorf("%w: the reassignment throttle (tag %d) is not a non-negative rate: %q", kerr.InvalidRequest, ReassignmentThrottleTag, b)
-			return
-		}
-		rate = t.BytesPerSec
-	})
-	return rate, bad
+	var t ReassignmentThrottle
+	_, err := JSONTag(&req.UnknownTags, ReassignmentThrottleTag, &t)
+	if err == nil && t.BytesPerSec < 0 {
+		err = fmt.Errorf("the reassignment throttle (tag %d) is %d bytes/s", ReassignmentThrottleTag, t.BytesPerSec)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w; want a non-negative rate", kerr.InvalidRequest, err)
+	}
+	return t.BytesPerSec, nil
 }

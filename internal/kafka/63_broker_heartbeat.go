@@ -13,6 +13,7 @@ package kafka
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/metadata"
@@ -33,15 +34,10 @@ func handleBrokerHeartbeat(ctx context.Context, s *Server, r *request) (kmsg.Res
 		ID: metadata.NodeID(req.BrokerID), Epoch: req.BrokerEpoch, MetadataOffset: req.CurrentMetadataOffset,
 		WantFence: req.WantFence, WantShutdown: req.WantShutdown, DiskFull: len(req.OfflineLogDirs) > 0,
 	}
-	var bad error
-	req.UnknownTags.Each(func(tag uint32, b []byte) {
-		if tag == DamagedReplicasTag {
-			hb.Damaged, bad = DecodeDamaged(b)
-		}
-	})
-	if bad != nil {
-		return nil, bad
+	if _, err := JSONTag(&req.UnknownTags, DamagedReplicasTag, &hb.Damaged); err != nil {
+		return nil, fmt.Errorf("BrokerHeartbeat of node %d: %w", req.BrokerID, err)
 	}
+	metadata.SortDamage(hb.Damaged)
 	reply, err := s.controllerAPI().BrokerHeartbeat(ctx, hb)
 	resp.ErrorCode = errorCode(err)
 	resp.IsFenced = true

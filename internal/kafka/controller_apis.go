@@ -7,7 +7,6 @@ package kafka
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -114,27 +113,10 @@ type BrokerHeartbeat struct {
 	Damaged []metadata.DamagedReplica
 }
 
-// DamagedReplicasTag is the tagged field of BrokerHeartbeat (v0+, flexible) that
-// carries a Runnel node's damaged replicas, as JSON (a []metadata.DamagedReplica).
-// Kafka has no per-partition way to say a replica is unreadable (OfflineLogDirs is
-// per directory); a tag this high is never one of Kafka's, and a Kafka controller
-// skips tags it does not know.
+// DamagedReplicasTag is the tagged field of BrokerHeartbeat (runnel_tags.go) that
+// carries a node's damaged replicas, a []metadata.DamagedReplica: Kafka has no
+// per-partition way to say a replica is unreadable (OfflineLogDirs is per directory).
 const DamagedReplicasTag = 10_001
-
-// EncodeDamaged and DecodeDamaged are DamagedReplicasTag's payload.
-func EncodeDamaged(ds []metadata.DamagedReplica) []byte {
-	b, _ := json.Marshal(ds) // plain structs: cannot fail
-	return b
-}
-
-func DecodeDamaged(b []byte) ([]metadata.DamagedReplica, error) {
-	var ds []metadata.DamagedReplica
-	if err := json.Unmarshal(b, &ds); err != nil {
-		return nil, fmt.Errorf("BrokerHeartbeat's damaged replicas (tag %d): %w", DamagedReplicasTag, err)
-	}
-	metadata.SortDamage(ds)
-	return ds, nil
-}
 
 // DataDirID names a node's one data directory in BrokerHeartbeat's OfflineLogDirs
 // (Kafka's reserved OFFLINE_DIR id): Runnel reports it there while the directory is

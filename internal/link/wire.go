@@ -13,10 +13,15 @@ package link
 // request there (Forwarded set, so it is never forwarded twice). Status is answered
 // by each node for the mirror partitions it leads; the CLI asks every broker.
 
-import "encoding/json"
+import (
+	"encoding/json"
 
-// OpTag is the DescribeCluster tagged field carrying a link operation and its answer.
-const OpTag = 10_002
+	"github.com/runnel-io/runnel/internal/kafka"
+)
+
+// OpTag is the DescribeCluster tagged field carrying a link operation and its answer
+// (kafka.LinkOpTag: one number, kept in internal/kafka's list of Runnel tags).
+const OpTag = kafka.LinkOpTag
 
 // Operations.
 const (
