@@ -63,10 +63,21 @@ func TestConsumerGroupLagMetric(t *testing.T) {
 	if want := kadmLag(); got != want || want != 60 {
 		t.Fatalf("runnel_consumer_group_lag = %d, kadm's lag %d, want 60:\n%s", got, want, grepLines(body, "runnel_consumer_group_lag"))
 	}
-	for _, name := range []string{"runnel_at_min_isr_partitions ", "runnel_offline_partitions "} {
-		if !regexp.MustCompile(`(?m)^` + name + `\d`).MatchString(body) {
-			t.Errorf("/metrics has no %s", name)
+	// One node leads every partition with an ISR of one, which is min.insync.replicas
+	// (1): all are at min ISR, none offline, and this node is the active controller.
+	gauge := func(name string) float64 {
+		m := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`).FindStringSubmatch(body)
+		if m == nil {
+			t.Fatalf("/metrics has no %s", name)
 		}
+		v, _ := strconv.ParseFloat(m[1], 64)
+		return v
+	}
+	if v := gauge("runnel_at_min_isr_partitions"); v < 1 {
+		t.Errorf("runnel_at_min_isr_partitions = %v, want every partition (at least %s-0)", v, topic)
+	}
+	if v := gauge("runnel_offline_partitions"); v != 0 {
+		t.Errorf("runnel_offline_partitions = %v on a node leading every partition", v)
 	}
 	// The group stopped; records keep coming: the lag follows (the metric is
 	// recomputed at most every 5 s).
