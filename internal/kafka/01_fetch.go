@@ -51,8 +51,6 @@ type fetchPart struct {
 	// response actually sent (runnel_consumer_fetch_bytes_total).
 	served     int
 	asFollower bool
-	// fromFollower: a consumer's v11+ fetch, which a follower may serve (KIP-392).
-	fromFollower bool
 	// logStartOffset is a follower fetch's LogStartOffset for this partition (v5+),
 	// -1 when unknown (recordFollowerFetch).
 	logStartOffset int64
@@ -87,10 +85,7 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 		defer session.mu.Unlock()
 		resp.SessionID = session.id
 	}
-	// Kafka's fetchOnlyLeader: a consumer's fetch from v11 on (KIP-392) may be served
-	// by a follower.
-	fromFollower := !follower && req.Version >= 11
-	s.resolveParts(r, parts, follower, fromFollower)
+	s.resolveParts(r, parts, follower, followerMayServe(req.Version, replicaID))
 	if replicaID >= 0 {
 		recordFollowerFetch(req, parts, session != nil, metadata.NodeID(replicaID))
 	}
@@ -274,7 +269,6 @@ func (s *Server) resolveParts(r *request, parts []*fetchPart, follower, fromFoll
 	}
 	topicDenied := s.topicCheck(r, metadata.ACLOpRead)
 	for _, fp := range parts {
-		fp.fromFollower = fromFollower
 		switch {
 		case fp.sp.tp.Topic == "":
 			fp.err = errUnknownTopicID
@@ -405,4 +399,11 @@ func minTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// followerMayServe is Kafka's !fetchOnlyLeader: a consumer's fetch from v11 on
+// (KIP-392) may be served by a follower; a replica's fetch, or an older one, only by
+// the leader.
+func followerMayServe(version int16, replicaID int32) bool {
+	return replicaID < 0 && version >= 11
 }

@@ -118,7 +118,7 @@ func (s *Server) readPart(r *request, fp *fetchPart, rp *kmsg.FetchResponseTopic
 	res, err := fp.part.Read(replica.ReadOptions{
 		FetchOffset: fp.sp.fetchOffset, MaxBytes: int32(max(min(int(fp.sp.maxBytes), budget), 0)), MinOneBatch: first,
 		CurrentLeaderEpoch: fp.sp.currentLeaderEpoch, ReplicaID: metadata.NodeID(replicaID),
-		ReadCommitted: readCommitted, FromFollower: fp.fromFollower,
+		ReadCommitted: readCommitted, FromFollower: followerMayServe(r.version, replicaID),
 	})
 	fp.asFollower = res.Follower
 	fillOffsets(rp, res, err)
