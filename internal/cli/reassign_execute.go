@@ -14,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -254,32 +253,29 @@ func startMoves(ctx context.Context, cl *kgo.Client, out io.Writer, ps []reassig
 		kafka.SetReassignmentThrottle(req, ownedThrottle)
 	}
 	resp, err := req.RequestWith(ctx, cl)
-	if err == nil && resp.ErrorCode != 0 {
-		err = withMessage(kerr.ErrorForCode(resp.ErrorCode), deref(resp.ErrorMessage))
+	if err == nil {
+		err = answerErr(resp.ErrorCode, resp.ErrorMessage)
 	}
 	if err != nil {
 		return fmt.Errorf("alter partition reassignments: %w", err)
 	}
-	type answer struct {
-		err error
-	}
-	answers := map[string]map[int32]answer{}
+	answers := map[string]map[int32]error{}
 	for _, t := range resp.Topics {
-		answers[t.Topic] = map[int32]answer{}
+		answers[t.Topic] = map[int32]error{}
 		for _, p := range t.Partitions {
-			answers[t.Topic][p.Partition] = answer{withMessage(kerr.ErrorForCode(p.ErrorCode), deref(p.ErrorMessage))}
+			answers[t.Topic][p.Partition] = answerErr(p.ErrorCode, p.ErrorMessage)
 		}
 	}
 	failed := 0
 	for i, p := range ps {
-		r, ok := answers[p.Topic][p.Partition]
+		err, ok := answers[p.Topic][p.Partition]
 		switch {
 		case !ok:
 			failed++
 			fmt.Fprintf(out, "topic %q partition %d: no answer from the cluster\n", p.Topic, p.Partition)
-		case r.err != nil:
+		case err != nil:
 			failed++
-			fmt.Fprintf(out, "topic %q partition %d: %v\n", p.Topic, p.Partition, r.err)
+			fmt.Fprintf(out, "topic %q partition %d: %v\n", p.Topic, p.Partition, err)
 		default:
 			fmt.Fprintf(out, "Started %s/%d: %s -> %s\n", p.Topic, p.Partition, joinInt32s(olds[i]), joinInt32s(p.Replicas))
 		}

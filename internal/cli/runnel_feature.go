@@ -34,11 +34,3 @@ func isRunnel(ctx context.Context, adm *kadm.Client) bool {
 	}
 	return answered > 0
 }
-
-// deref is *s, or "" for nil (a Kafka nullable string).
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
