@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -123,7 +124,23 @@ func TestSingleCopyCorruption(t *testing.T) {
 		t.Fatalf("a refused repair changed the partition: fetch at %d answers %v", dmg.FirstOffset, kerr.ErrorForCode(code))
 	}
 
+	// The metrics of INTERFACE.md: the damage found at start-up, and the partition it
+	// leads with no intact copy to repair from.
+	httpAddr := c.Node(1).HTTPAddr
+	if v := metricValue(t, httpAddr, "runnel_corrupt_batches_total"); v < 1 {
+		t.Errorf("runnel_corrupt_batches_total = %v after a restart that found the damage", v)
+	}
+	if v := metricValue(t, httpAddr, "runnel_unrepairable_partitions"); v != 1 {
+		t.Errorf("runnel_unrepairable_partitions = %v with the only copy of %s-0 damaged, want 1", v, topic)
+	}
+
 	out := mustRun(t, "", "topic", "repair", topic, "-b", b, "--partition", "0", "--accept-loss").stdout
+	if v := metricValue(t, httpAddr, "runnel_repaired_batches_total"); v < 1 {
+		t.Errorf("runnel_repaired_batches_total = %v after the accept-loss repair", v)
+	}
+	if v := metricValue(t, httpAddr, "runnel_unrepairable_partitions"); v != 0 {
+		t.Errorf("runnel_unrepairable_partitions = %v after the accept-loss repair, want 0", v)
+	}
 	lost := dmg.LastOffset - dmg.FirstOffset + 1
 	for _, want := range []string{"dropped " + itoa(lost) + " offsets", "lost offsets " + itoa(dmg.FirstOffset) + "-" + itoa(dmg.LastOffset), dmg.Quarantine} {
 		if !strings.Contains(out, want) {
@@ -281,4 +298,29 @@ func consoleShowsDamage(t *testing.T, httpAddr, topic string) bool {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return false
+}
+
+// metricValue scrapes name (a series without labels) from the node's /metrics.
+func metricValue(t *testing.T, httpAddr, name string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(body)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("/metrics has no %s", name)
+	return 0
 }
