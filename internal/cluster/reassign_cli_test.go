@@ -515,6 +515,7 @@ func TestReassignThrottleHeldWhileWatched(t *testing.T) {
 		moving bool
 	}
 	var samples []sample
+	var statusFailures []string // a status that failed is a defect, not a sample to skip
 	stop := make(chan struct{})
 	watched := make(chan struct{})
 	go func() {
@@ -533,6 +534,7 @@ func TestReassignThrottleHeldWhileWatched(t *testing.T) {
 				} `json:"partitions"`
 			}
 			if r.code != 0 || json.Unmarshal([]byte(r.stdout), &st) != nil {
+				statusFailures = append(statusFailures, fmt.Sprintf("exit %d: %s%s", r.code, r.stdout, r.stderr))
 				continue
 			}
 			moving := slices.ContainsFunc(st.Partitions, func(p struct {
@@ -557,6 +559,9 @@ func TestReassignThrottleHeldWhileWatched(t *testing.T) {
 		d/(1<<20), rate>>10, took.Round(time.Millisecond), d/rate, len(samples))
 	if min := time.Duration(0.8 * d / rate * float64(time.Second)); took < min {
 		t.Errorf("the watched throttled move took %v, less than 0.8 × D/T = %v: the throttle did not hold", took.Round(time.Millisecond), min.Round(time.Millisecond))
+	}
+	if len(statusFailures) > 0 {
+		t.Errorf("%d of the watcher's statuses failed; first: %s", len(statusFailures), statusFailures[0])
 	}
 	// Every sample taken after the execute returned and before the move ended lists it.
 	listed, missed := 0, 0
