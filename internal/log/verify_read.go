@@ -74,8 +74,9 @@ func (v *verifiedSpans) add(from, to int64) {
 	v.spans = out
 }
 
-// errReadFoundDamage: verifying a read's range found damage, now recorded; the read
-// is tried again and meets it as recorded damage.
+// errReadFoundDamage: verifying a read's range found damage, now recorded, or found
+// the segment replaced under it; the read is tried again and meets the damage as
+// recorded, or reads the segment that replaced it.
 var errReadFoundDamage = errors.New("verifying a read found damage")
 
 // verifyRead checks the batches of [pos, limit) of seg unless done before. Damage is
@@ -86,6 +87,11 @@ func (l *Log) verifyRead(seg *Segment, pos, limit int64) error {
 		return nil
 	}
 	err := verifyRange(seg, pos, limit)
+	if err != nil && !l.holds(seg) {
+		// The cleaner or retention replaced the segment while it was checked: its
+		// bytes are not the log's any more. Read again from what the log holds now.
+		return errReadFoundDamage
+	}
 	if err == nil {
 		seg.verified.add(pos, limit)
 		ReadVerifiedBytes.Add(limit - pos)
