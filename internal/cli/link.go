@@ -39,7 +39,8 @@ says what works and what does not yet.`,
 	}
 	conn := addConnFlags(cmd.PersistentFlags())
 	cmd.AddCommand(newLinkCreate(conn), newLinkList(conn), newLinkStatus(conn),
-		newLinkPause(conn, true), newLinkPause(conn, false), newLinkPromote(conn), newLinkDelete(conn))
+		newLinkPause(conn, true), newLinkPause(conn, false), newLinkPromote(conn), newLinkDelete(conn),
+		newLinkFailback(conn), newLinkSwitchover(conn))
 	return cmd
 }
 

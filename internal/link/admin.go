@@ -67,6 +67,8 @@ func (a *Admin) Do(ctx context.Context, req Request) Response {
 		return a.list()
 	case OpStatus:
 		return a.status(req)
+	case OpFailback, OpSwitchover:
+		return a.failbackOp(ctx, req)
 	case OpCreate, OpPause, OpResume, OpPromote, OpDelete, OpFail:
 	default:
 		return errorResponse(fmt.Errorf("%w: unknown link operation %q", kerr.InvalidRequest, req.Op))

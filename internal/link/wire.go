@@ -35,6 +35,10 @@ const (
 	// OpFail is sent by a partition leader: the source topic of Topics[0] was
 	// deleted or re-created (Reason); the mirror topic stops in state failed.
 	OpFail = "fail"
+	// OpFailback runs on the old source after a promote elsewhere (failback.go);
+	// OpSwitchover is the planned move (failback.go).
+	OpFailback   = "failback"
+	OpSwitchover = "switchover"
 )
 
 // Mutates reports whether op changes the metadata (needs ALTER on the cluster and
@@ -51,6 +55,16 @@ type Request struct {
 	Topics            []string          `json:"topics,omitempty"`
 	Exclude           []string          `json:"exclude,omitempty"`
 	ReplicationFactor int16             `json:"replication_factor,omitempty"`
+	// Groups, SyncACLs, SyncConfigs, ThrottleBytes, GroupSyncIntervalMs: create
+	// (INTERFACE.md's --groups, --sync-acls, --sync-configs, --throttle,
+	// --group-sync-interval).
+	Groups              []string `json:"groups,omitempty"`
+	SyncACLs            bool     `json:"sync_acls,omitempty"`
+	SyncConfigs         bool     `json:"sync_configs,omitempty"`
+	ThrottleBytes       int64    `json:"throttle_bytes,omitempty"`
+	GroupSyncIntervalMs int64    `json:"group_sync_interval_ms,omitempty"`
+	// All: promote/failback every mirror topic of the link.
+	All bool `json:"all,omitempty"`
 	// Promote: delete --promote.
 	Promote bool `json:"promote,omitempty"`
 	// Reason: fail.
@@ -68,6 +82,8 @@ type Response struct {
 	Links      []LinkInfo        `json:"links,omitempty"`
 	Topics     []string          `json:"topics,omitempty"`
 	Partitions []PartitionStatus `json:"partitions,omitempty"`
+	// Groups: status, the consumer group offsets this node synced.
+	Groups []GroupStatus `json:"groups,omitempty"`
 	// Node answered (status: the partitions it leads).
 	Node int32 `json:"node"`
 }
@@ -93,6 +109,22 @@ type PartitionStatus struct {
 	Error        string  `json:"error"`
 	Leader       int32   `json:"leader"`
 	WritableFrom int64   `json:"writable_from"`
+	// TruncatedTo, QuarantinedRecords, Quarantine: promote and failback answers
+	// (INTERFACE.md: quarantine is the topic or path holding what was set aside, ""
+	// when nothing was).
+	TruncatedTo        int64  `json:"truncated_to"`
+	QuarantinedRecords int64  `json:"quarantined_records"`
+	Quarantine         string `json:"quarantine"`
+}
+
+// GroupStatus is one consumer group offset a link synced (`link status --json`'s
+// groups).
+type GroupStatus struct {
+	Group      string `json:"group"`
+	Topic      string `json:"topic"`
+	Partition  int32  `json:"partition"`
+	Offset     int64  `json:"offset"`
+	SyncedAtMs int64  `json:"synced_at_ms"`
 }
 
 // Encode and Decode are the tag's payloads.

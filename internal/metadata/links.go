@@ -34,6 +34,17 @@ type Link struct {
 	Exclude []string `json:"exclude,omitempty"`
 	// ReplicationFactor of the mirror topics it creates; -1: the cluster default.
 	ReplicationFactor int16 `json:"replication_factor"`
+	// Groups are the consumer group filters whose committed offsets the link copies
+	// (whole-name regular expressions; none: no group is synced).
+	Groups []string `json:"groups,omitempty"`
+	// SyncACLs and SyncConfigs keep following the source's topic ACLs and configs.
+	SyncACLs    bool `json:"sync_acls,omitempty"`
+	SyncConfigs bool `json:"sync_configs,omitempty"`
+	// ThrottleBytes caps the link's fetching, bytes per second per destination node
+	// (0: no cap).
+	ThrottleBytes int64 `json:"throttle_bytes,omitempty"`
+	// GroupSyncIntervalMs is how often group offsets are synced (0: the default).
+	GroupSyncIntervalMs int64 `json:"group_sync_interval_ms,omitempty"`
 	// Paused stops every mirror topic's fetching (the topics stay read-only).
 	Paused      bool  `json:"paused,omitempty"`
 	CreatedAtMs int64 `json:"created_at_ms,omitempty"`
