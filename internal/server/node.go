@@ -220,6 +220,7 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 	n.unsub = n.ctrl.Subscribe(n.applyImage)
 	n.serving.Store(true)
 	reg.MustRegister(newPartitionCollector(n.replicas), newDiskFullGauge(n.disk), newIntegrityCollector(n.logs, n.replicas), newGroupLagCollector(n))
+	reg.MustRegister(newDiskSpaceCollector(cfg.DataDir))
 	n.kafka = kafka.NewServer(kafka.Config{NodeID: metadata.NodeID(cfg.NodeID), Broker: cfg, Logger: n.logger, Listen: vnet.Or(n.network).Listen},
 		n.replicas, n.admin, kafka.NewMetrics(reg))
 	n.kafka.SetLease(n.lease.Valid)
