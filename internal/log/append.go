@@ -25,41 +25,51 @@ type AppendInfo struct {
 	Duplicate bool
 }
 
-// validated sums what validateBatches learnt.
-type validated struct {
-	batches, records int
-	idempotent       bool // some batch has a producer id
+// appendBatches are the batches of one append, framed once by frameBatches and read
+// by every later step (stamping, the idempotence checks, the roll decision, indexing,
+// the epoch cache and the producer state) instead of each walking the bytes again.
+// Each batch is a view into the append's bytes, so stamping through one is seen by all.
+type appendBatches struct {
+	list       []recordbatch.Batch
+	records    int  // the records of every batch, summed
+	idempotent bool // some batch has a producer id
 }
 
-// validateBatches checks every batch before anything is written: framing, CRC, magic
+// maxInlineBatches is how many batches an append frames without allocating (a client
+// sends one batch per partition per request; a follower a few).
+const maxInlineBatches = 8
+
+// frameBatches checks every batch before anything is written: framing, CRC, magic
 // and, for the leader, the size limit, a nonzero record count matching
-// lastOffsetDelta, and no control batches. It never decompresses.
-func validateBatches(records []byte, leader bool, maxBytes int32) (validated, error) {
-	var v validated
+// lastOffsetDelta, and no control batches. It never decompresses. The batches are
+// appended to into (pass a stack array's [:0] to keep a small append allocation-free).
+func frameBatches(records []byte, leader bool, maxBytes int32, into []recordbatch.Batch) (appendBatches, error) {
+	v := appendBatches{list: into}
 	if len(records) == 0 {
 		return v, fmt.Errorf("%w: no batches", ErrInvalidRecord)
 	}
 	for rest := records; len(rest) > 0; {
+		n := len(v.list)
 		b, next, err := recordbatch.Next(rest, 0)
 		if err != nil {
-			return v, fmt.Errorf("%w: batch %d: %v", ErrCorruption, v.batches, err)
+			return v, fmt.Errorf("%w: batch %d: %v", ErrCorruption, n, err)
 		}
 		rest = next
 		if leader && len(b) > int(maxBytes) {
-			return v, fmt.Errorf("%w: batch %d is %d bytes, max.message.bytes is %d", ErrRecordTooLarge, v.batches, len(b), maxBytes)
+			return v, fmt.Errorf("%w: batch %d is %d bytes, max.message.bytes is %d", ErrRecordTooLarge, n, len(b), maxBytes)
 		}
 		if err := b.Verify(); err != nil {
 			if errors.Is(err, recordbatch.ErrUnsupportedMagic) {
-				return v, fmt.Errorf("%w: batch %d: %v", ErrInvalidRecord, v.batches, err)
+				return v, fmt.Errorf("%w: batch %d: %v", ErrInvalidRecord, n, err)
 			}
-			return v, fmt.Errorf("%w: batch %d: %v", ErrCorruption, v.batches, err)
+			return v, fmt.Errorf("%w: batch %d: %v", ErrCorruption, n, err)
 		}
 		if leader {
 			if err := validateLeaderBatch(b); err != nil {
-				return v, fmt.Errorf("%w: batch %d: %v", ErrInvalidRecord, v.batches, err)
+				return v, fmt.Errorf("%w: batch %d: %v", ErrInvalidRecord, n, err)
 			}
 		}
-		v.batches++
+		v.list = append(v.list, b)
 		v.records += int(b.RecordCount())
 		v.idempotent = v.idempotent || b.ProducerID() >= 0
 	}
@@ -85,7 +95,8 @@ func validateLeaderBatch(b recordbatch.Batch) error {
 // caller asks NeedsFlush and calls Flush before acknowledging.
 func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, error) {
 	cfg := l.config.Load()
-	v, err := validateBatches(records, true, cfg.MaxMessageBytes)
+	var inline [maxInlineBatches]recordbatch.Batch
+	v, err := frameBatches(records, true, cfg.MaxMessageBytes, inline[:0])
 	if err != nil {
 		return AppendInfo{}, err
 	}
@@ -101,22 +112,24 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 		return AppendInfo{}, err
 	}
 	if v.idempotent {
-		if info, dup, err := l.checkProducersLocked(records); dup || err != nil {
+		if info, dup, err := l.checkProducersLocked(v.list); dup || err != nil {
 			return info, err
 		}
 	}
 	now := l.now()
-	info := AppendInfo{FirstOffset: l.leo.Load(), LogAppendTime: -1, NumBatches: v.batches, NumRecords: v.records, Bytes: len(records)}
+	info := AppendInfo{FirstOffset: l.leo.Load(), LogAppendTime: -1, NumBatches: len(v.list), NumRecords: v.records, Bytes: len(records)}
 	if cfg.MessageTimestampType == LogAppendTime {
 		info.LogAppendTime = now.UnixMilli()
 	}
-	info.LastOffset = stampBatches(records, info.FirstOffset, leaderEpoch, info.LogAppendTime)
-	if err := l.appendLocked(records, info.FirstOffset, info.LastOffset, cfg, now); err != nil {
+	info.LastOffset = stampBatches(v.list, info.FirstOffset, leaderEpoch, info.LogAppendTime)
+	if err := l.appendLocked(records, v.list, info.LastOffset, cfg, now); err != nil {
 		return AppendInfo{}, err
 	}
 	l.epochs.assign(leaderEpoch, info.FirstOffset)
 	if v.idempotent {
-		l.updateProducersLocked(records)
+		for _, b := range v.list {
+			l.producers.update(b)
+		}
 	}
 	info.LogStartOffset = l.logStart.Load()
 	return info, nil
@@ -124,11 +137,9 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 
 // stampBatches assigns offsets from first, stamps the leader epoch and, when
 // appendTime >= 0, the log append time, in place. It returns the last offset.
-func stampBatches(records []byte, first int64, leaderEpoch int32, appendTime int64) int64 {
+func stampBatches(batches []recordbatch.Batch, first int64, leaderEpoch int32, appendTime int64) int64 {
 	next := first
-	for rest := records; len(rest) > 0; {
-		b, r, _ := recordbatch.Next(rest, 0)
-		rest = r
+	for _, b := range batches {
 		b.SetBaseOffset(next)
 		b.SetPartitionLeaderEpoch(leaderEpoch)
 		if appendTime >= 0 {
@@ -141,12 +152,10 @@ func stampBatches(records []byte, first int64, leaderEpoch int32, appendTime int
 
 // checkProducersLocked runs the idempotence checks of every batch. dup is true when
 // the append is a retry: info then carries the original offsets.
-func (l *Log) checkProducersLocked(records []byte) (info AppendInfo, dup bool, err error) {
+func (l *Log) checkProducersLocked(batches []recordbatch.Batch) (info AppendInfo, dup bool, err error) {
 	var stack [4]pendingSeq
 	pending := stack[:0]
-	for rest := records; len(rest) > 0; {
-		b, r, _ := recordbatch.Next(rest, 0)
-		rest = r
+	for _, b := range batches {
 		if b.ProducerID() < 0 {
 			continue
 		}
@@ -164,20 +173,13 @@ func (l *Log) checkProducersLocked(records []byte) (info AppendInfo, dup bool, e
 	return AppendInfo{}, false, nil
 }
 
-func (l *Log) updateProducersLocked(records []byte) {
-	for rest := records; len(rest) > 0; {
-		b, r, _ := recordbatch.Next(rest, 0)
-		rest = r
-		l.producers.update(b)
-	}
-}
-
 // AppendAsFollower appends batches fetched from the leader as they are: offsets and
 // leader epochs are kept. The first batch must start at or after the log end offset
 // (ErrOffsetOutOfRange otherwise; after the leader's log cleaner removed batches,
 // the next one may start later) and offsets must increase.
 func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
-	v, err := validateBatches(records, false, 0)
+	var inline [maxInlineBatches]recordbatch.Batch
+	v, err := frameBatches(records, false, 0, inline[:0])
 	if err != nil {
 		return AppendInfo{}, err
 	}
@@ -187,27 +189,23 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 		return AppendInfo{}, err
 	}
 	leo := l.leo.Load()
-	info := AppendInfo{FirstOffset: recordbatch.Batch(records).BaseOffset(), LogAppendTime: -1,
-		NumBatches: v.batches, NumRecords: v.records, Bytes: len(records)}
+	info := AppendInfo{FirstOffset: v.list[0].BaseOffset(), LogAppendTime: -1,
+		NumBatches: len(v.list), NumRecords: v.records, Bytes: len(records)}
 	if info.FirstOffset < leo {
 		return AppendInfo{}, fmt.Errorf("%w: follower append starts at %d, the log ends at %d", ErrOffsetOutOfRange, info.FirstOffset, leo)
 	}
 	next := leo
-	for rest := records; len(rest) > 0; {
-		b, r, _ := recordbatch.Next(rest, 0)
-		rest = r
+	for _, b := range v.list {
 		if b.BaseOffset() < next {
 			return AppendInfo{}, fmt.Errorf("%w: batch at offset %d follows offset %d", ErrInvalidRecord, b.BaseOffset(), next-1)
 		}
 		next = b.NextOffset()
 	}
 	info.LastOffset = next - 1
-	if err := l.appendLocked(records, info.FirstOffset, info.LastOffset, l.config.Load(), l.now()); err != nil {
+	if err := l.appendLocked(records, v.list, info.LastOffset, l.config.Load(), l.now()); err != nil {
 		return AppendInfo{}, err
 	}
-	for rest := records; len(rest) > 0; {
-		b, r, _ := recordbatch.Next(rest, 0)
-		rest = r
+	for _, b := range v.list {
 		l.epochs.assign(b.PartitionLeaderEpoch(), b.BaseOffset())
 		l.producers.update(b)
 	}
@@ -215,11 +213,12 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	return info, nil
 }
 
-// appendLocked writes validated, stamped batches at the end of the active segment,
-// rolling first when needed, then indexes them and publishes the new size and LEO.
-func (l *Log) appendLocked(records []byte, first, last int64, cfg *Config, now time.Time) error {
+// appendLocked writes validated, stamped batches (records, framed as batches) at the
+// end of the active segment, rolling first when needed, then indexes them and
+// publishes the new size and LEO.
+func (l *Log) appendLocked(records []byte, batches []recordbatch.Batch, last int64, cfg *Config, now time.Time) error {
 	seg := l.activeLocked()
-	if l.shouldRollLocked(seg, int64(len(records)), last, maxBatchTimestamp(records), cfg, now) {
+	if l.shouldRollLocked(seg, int64(len(records)), last, maxBatchTimestamp(batches), cfg, now) {
 		if err := l.rollLocked(now); err != nil {
 			return err
 		}
@@ -245,9 +244,7 @@ func (l *Log) appendLocked(records []byte, first, last int64, cfg *Config, now t
 		l.logger.Info("disk has room again: appends resumed", "dir", l.dir)
 	}
 	p := pos
-	for rest := records; len(rest) > 0; {
-		b, r, _ := recordbatch.Next(rest, 0)
-		rest = r
+	for _, b := range batches {
 		if p == 0 { // the segment's first batch
 			seg.firstBatchTimestamp, seg.firstBatchTimestampLoaded = b.MaxTimestamp(), true
 		}
@@ -283,12 +280,11 @@ func (l *Log) shouldRollLocked(seg *Segment, n, last, maxTs int64, cfg *Config, 
 		last-seg.baseOffset > math.MaxInt32
 }
 
-// maxBatchTimestamp is the largest max timestamp of the batches in records.
-func maxBatchTimestamp(records []byte) int64 {
+// maxBatchTimestamp is the largest max timestamp of batches (read after stamping: a
+// LogAppendTime topic's batches carry the append time).
+func maxBatchTimestamp(batches []recordbatch.Batch) int64 {
 	maxTs := int64(-1)
-	for rest := records; len(rest) > 0; {
-		b, r, _ := recordbatch.Next(rest, 0)
-		rest = r
+	for _, b := range batches {
 		maxTs = max(maxTs, b.MaxTimestamp())
 	}
 	return maxTs

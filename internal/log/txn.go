@@ -186,8 +186,9 @@ func (l *Log) AppendControl(t ControlType, pid int64, epoch int16, coordinatorEp
 	if cfg.MessageTimestampType == LogAppendTime {
 		info.LogAppendTime = now.UnixMilli()
 	}
-	info.LastOffset = stampBatches(b, info.FirstOffset, leaderEpoch, info.LogAppendTime)
-	if err := l.appendLocked(b, info.FirstOffset, info.LastOffset, cfg, now); err != nil {
+	batches := []recordbatch.Batch{b}
+	info.LastOffset = stampBatches(batches, info.FirstOffset, leaderEpoch, info.LogAppendTime)
+	if err := l.appendLocked(b, batches, info.LastOffset, cfg, now); err != nil {
 		return AppendInfo{}, err
 	}
 	l.epochs.assign(leaderEpoch, info.FirstOffset)
