@@ -30,23 +30,42 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { regKeyOverlapping(0, 3, 12, handleProduce) }
+func init() { regKeyOverlapping(kmsg.Produce.Int16(), 3, 12, handleProduce) }
 
 func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	start := time.Now()
-	if !r.arrived.IsZero() {
-		s.metrics.observeStage(StageRead, r.received.Sub(r.arrived))
-	}
-	s.metrics.observeStage(StageSchedule, start.Sub(r.received))
+	stages := s.metrics.produceRecorder()
+	stages.started(r, start)
 	req := r.kreq.(*kmsg.ProduceRequest)
-	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	resp, parts := s.producePartitions(r, req)
+	// Phase 1, in this request's turn on its connection: append. The connection's
+	// earlier requests have taken effect first (an earlier produce has appended), so
+	// that pipelined batches of one producer land in the order it sent them.
+	err := r.turn.wait(ctx)
+	stages.observe(StageOrder, time.Since(start))
+	s.appendParts(ctx, req, parts, err, stages)
+	r.appendDone()
+	// Phase 2, concurrently with the connection's later requests (pipeline.go):
+	// durability and replication.
+	forEachPart(parts, func(pp *producePart) { s.completePart(ctx, req.Acks, pp, stages) })
+	if req.Acks == 0 {
+		return nil, nil
+	}
+	s.addProduceLeaderHints(ctx, resp)
+	return resp, nil
+}
 
+// producePartitions builds the response, every partition in it, and the parts to
+// append: those of the topics the request may write. The others are answered already
+// (not authorized, a mirror topic, a transactional id the principal may not write).
+func (s *Server) producePartitions(r *request, req *kmsg.ProduceRequest) (*kmsg.ProduceResponse, []*producePart) {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	var parts []*producePart
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	txnDenial := s.produceTxnDenial(r, req.TransactionID)
@@ -63,6 +82,9 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 		if denial == nil {
 			denial = s.mirrorDenial(rt.Topic) // links.go: read-only until promoted
 		}
+		if denial == nil {
+			denial = s.internalTopicDenial(r, rt.Topic) // share.go: __share_group_state
+		}
 		for pi := range rt.Partitions {
 			sp := &st.Partitions[pi]
 			*sp = kmsg.NewProduceResponseTopicPartition()
@@ -78,36 +100,29 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 			})
 		}
 	}
-	// Phase 1, in this request's turn on its connection: append. The connection's
-	// earlier requests have taken effect first (an earlier produce has appended), so
-	// that pipelined batches of one producer land in the order it sent them.
-	err := r.turn.wait(ctx)
-	s.metrics.observeStage(StageOrder, time.Since(start))
-	if err != nil {
+	return resp, parts
+}
+
+// appendParts appends every part, in the request's turn; turnErr is why the turn never
+// came (the server is closing), which every part then answers.
+func (s *Server) appendParts(ctx context.Context, req *kmsg.ProduceRequest, parts []*producePart, turnErr error, stages stageRecorder[ProduceStage]) {
+	if turnErr != nil {
 		for _, pp := range parts {
-			pp.resp.ErrorCode = errorCode(err)
+			pp.resp.ErrorCode = errorCode(turnErr)
 		}
-	} else {
-		appendAll := func(pp *producePart) { s.appendPart(ctx, req.TransactionID, req.Version, req.Acks, pp) }
-		if req.TransactionID == nil {
-			// Appends only copy into the page cache: a goroutine per partition would
-			// cost more than the work. Transactional ones may wait on the coordinator.
-			for _, pp := range parts {
-				appendAll(pp)
-			}
-		} else {
-			forEachPart(parts, appendAll)
-		}
+		return
 	}
-	r.appendDone()
-	// Phase 2, concurrently with the connection's later requests (pipeline.go):
-	// durability and replication.
-	forEachPart(parts, func(pp *producePart) { s.completePart(ctx, req.Acks, pp) })
-	if req.Acks == 0 {
-		return nil, nil
+	appendOne := func(pp *producePart) { s.appendPart(ctx, req.TransactionID, req.Version, req.Acks, pp, stages) }
+	if req.TransactionID != nil {
+		// Transactional appends may wait on the coordinator: side by side.
+		forEachPart(parts, appendOne)
+		return
 	}
-	s.addProduceLeaderHints(ctx, resp)
-	return resp, nil
+	// Appends only copy into the page cache: a goroutine per partition would cost more
+	// than the work.
+	for _, pp := range parts {
+		appendOne(pp)
+	}
 }
 
 // produceTxnDenial is the refusal of a transactional produce whose principal may not
@@ -155,7 +170,7 @@ func forEachPart(parts []*producePart, fn func(*producePart)) {
 	wg.Wait()
 }
 
-func (s *Server) appendPart(ctx context.Context, txnID *string, version, acks int16, pp *producePart) {
+func (s *Server) appendPart(ctx context.Context, txnID *string, version, acks int16, pp *producePart, stages stageRecorder[ProduceStage]) {
 	if len(pp.records) == 0 {
 		pp.err = fmt.Errorf("%w: empty record set", recordbatch.ErrCorrupt)
 		return
@@ -168,7 +183,7 @@ func (s *Server) appendPart(ctx context.Context, txnID *string, version, acks in
 	}
 	start := time.Now()
 	s.appendToLeader(acks, pp)
-	s.metrics.observeStage(StageAppend, time.Since(start))
+	stages.observe(StageAppend, time.Since(start))
 	if errors.Is(pp.err, replica.ErrNotLeader) && s.admin.AwaitLeaderMove(ctx, pp.tp) {
 		// The leader this node knew is gone and a new one (maybe this node) was just
 		// elected: try again rather than send the client off to refresh its metadata.
@@ -185,7 +200,7 @@ func (s *Server) appendToLeader(acks int16, pp *producePart) {
 	pp.info, pp.err = pp.part.Append(pp.records, acks)
 }
 
-func (s *Server) completePart(ctx context.Context, acks int16, pp *producePart) {
+func (s *Server) completePart(ctx context.Context, acks int16, pp *producePart, stages stageRecorder[ProduceStage]) {
 	sp := pp.resp
 	if sp.ErrorCode != 0 {
 		return
@@ -193,9 +208,9 @@ func (s *Server) completePart(ctx context.Context, acks int16, pp *producePart) 
 	if pp.err == nil {
 		var st replica.AppendStages
 		pp.err = pp.part.CompleteAppend(ctx, pp.info, acks, &st)
-		s.metrics.observeStage(StageFlush, st.Flush)
+		stages.observe(StageFlush, st.Flush)
 		if acks == -1 {
-			s.metrics.observeStage(StageReplicate, st.Replicate)
+			stages.observe(StageReplicate, st.Replicate)
 		}
 	}
 	if pp.part != nil {

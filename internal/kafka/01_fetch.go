@@ -32,7 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { regKeyOverlapping(1, 4, 16, handleFetch) }
+func init() { regKeyOverlapping(kmsg.Fetch.Int16(), 4, 16, handleFetch) }
 
 // fetchPart is one partition to read in this request.
 type fetchPart struct {
@@ -57,116 +57,140 @@ type fetchPart struct {
 }
 
 func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
-	start := time.Now()
-	req := r.kreq.(*kmsg.FetchRequest)
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	replicaID := req.ReplicaID
-	if req.Version >= 15 {
-		replicaID = req.ReplicaState.ID
-	}
-	follower := replicaID >= 0
-	if !r.arrived.IsZero() {
-		s.metrics.observeFetchStage(follower, FetchStageRead, r.received.Sub(r.arrived))
-	}
-	s.metrics.observeFetchStage(follower, FetchStageSchedule, start.Sub(r.received))
+	f := newFetch(s, r)
 	// The fetch's turn in its connection's order covers taking its session and the
-	// first read; the long poll below overlaps the connection's later requests
-	// (pipeline.go).
+	// first read; the long poll overlaps the connection's later requests (pipeline.go).
 	if err := r.turn.wait(ctx); err != nil {
 		return nil, err
 	}
 	im := s.admin.Image()
-	parts, session, incremental, code := s.fetchPartitions(req, im)
+	var code int16
+	f.parts, f.session, f.incremental, code = s.fetchPartitions(f.req, im)
 	if code != 0 {
-		resp.ErrorCode = code
-		return resp, nil
+		f.resp.ErrorCode = code
+		return f.resp, nil
 	}
-	if session != nil {
-		defer session.mu.Unlock()
-		resp.SessionID = session.id
+	if f.session != nil {
+		defer f.session.mu.Unlock()
+		f.resp.SessionID = f.session.id
 	}
-	s.resolveParts(r, parts, follower, followerMayServe(req.Version, replicaID))
-	if replicaID >= 0 {
-		recordFollowerFetch(req, parts, session != nil, metadata.NodeID(replicaID))
+	s.resolveParts(r, f.parts, f.follower, followerMayServe(f.req.Version, f.replicaID))
+	if f.follower {
+		recordFollowerFetch(f.req, f.parts, f.session != nil, metadata.NodeID(f.replicaID))
 	}
-	sel := s.readReplicaSelection(ctx, req, im, follower)
-	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
-	var collect time.Duration // the latest read pass's, the one whose result is sent
-	read := func() int {
-		resp.Topics = resp.Topics[:0]
-		r.releaseRecords() // what an earlier pass read is dropped from the response
-		t := time.Now()
-		n := s.readParts(r, req, resp, parts, replicaID, incremental, sel)
-		collect = time.Since(t)
-		return n
-	}
-	// As Kafka, a partition error (OFFSET_OUT_OF_RANGE, NOT_LEADER_OR_FOLLOWER, ...)
-	// or a preferred read replica answers at once: the client has to act on it, and
-	// waiting cannot change it.
-	done := func(total int) bool {
-		return total >= int(req.MinBytes) || !time.Now().Before(deadline) || answersNow(resp)
-	}
-	// A follower fetch also ends when this node takes on new leaderships, and does not
-	// park long while it names fewer partitions than its node follows here: either way
-	// the follower's next fetch names the partitions it has just started following
-	// (see replica.leaderView).
-	var leadershipChanged <-chan struct{}
-	if replicaID >= 0 {
-		leadershipChanged = s.replicas.LeadershipChanged()
-		if readable(parts) < s.replicas.FollowerExpects(metadata.NodeID(replicaID)) {
-			deadline = minTime(deadline, time.Now().Add(followerCatchUpWait))
-		}
-	}
-	total := read()
+	f.sel = s.readReplicaSelection(ctx, f.req, im, f.follower)
+	poll := f.delayed()
+	complete := f.read()
 	r.turn.end()
-	var woken int64 // Unix ns of the wake-up that preceded the latest read (0: none)
-	for !done(total) {
-		// Register for wake-ups first, then read again: an append landing between the
-		// read above and the registration would otherwise go unnoticed, and the fetch
-		// (a follower's: the producer's acks=all waits on it) would sleep until
-		// MaxWaitMillis with data available.
-		ch, stop := s.watch(parts, follower)
-		registered := time.Now()
-		total = read()
-		if done(total) {
-			stop()
-			break
-		}
-		ok := s.waitForData(ctx, ch, leadershipChanged, deadline)
-		resumed := time.Now()
-		s.metrics.observeFetchStage(follower, FetchStageWait, resumed.Sub(registered))
-		stop()
-		if !ok {
-			woken = 0
-			read()
-			break
-		}
-		if at := firstNotifiedSince(parts, registered.UnixNano()); at > 0 {
-			woken = at
-			s.metrics.observeFetchStage(follower, FetchStageWake, resumed.Sub(time.Unix(0, at)))
-		}
-		// total is still the read before the wait, not done: the loop registers
-		// again and reads what woke it.
+	var woken int64
+	if !complete {
+		woken = poll.Poll(ctx)
 	}
-	s.metrics.observeFetchStage(follower, FetchStageCollect, collect)
-	if woken > 0 && total > 0 {
-		s.metrics.observeFetchStage(follower, FetchStageServe, time.Since(time.Unix(0, woken)))
+	f.finish(ctx, woken)
+	return f.resp, nil
+}
+
+// fetch is one Fetch request on its way through the handler's steps.
+type fetch struct {
+	s    *Server
+	r    *request
+	req  *kmsg.FetchRequest
+	resp *kmsg.FetchResponse
+	// replicaID is the fetching replica's node id, -1 for a consumer; follower says
+	// it is one.
+	replicaID int32
+	follower  bool
+	stages    stageRecorder[FetchStage]
+	parts     []*fetchPart
+	// session is the fetch session taken (locked until the handler returns), nil
+	// without one; incremental when the request continued it.
+	session     *fetchSession
+	incremental bool
+	// sel is the consumer's preferred read replica selection, nil when none applies.
+	sel *readReplicaSelection
+	// total is the record bytes of the latest read, and collect its duration: the
+	// read whose result is sent.
+	total   int
+	collect time.Duration
+}
+
+func newFetch(s *Server, r *request) *fetch {
+	start := time.Now()
+	req := r.kreq.(*kmsg.FetchRequest)
+	f := &fetch{s: s, r: r, req: req, resp: req.ResponseKind().(*kmsg.FetchResponse), replicaID: fetchReplicaID(req)}
+	f.follower = f.replicaID >= 0
+	f.stages = s.metrics.fetchRecorder(f.follower)
+	f.stages.started(r, start)
+	return f
+}
+
+// read reads every partition once into the response, replacing what an earlier read
+// put there, and reports whether the fetch is complete: MinBytes of records, or, as
+// Kafka, a partition error (OFFSET_OUT_OF_RANGE, NOT_LEADER_OR_FOLLOWER, ...) or a
+// preferred read replica, which the client has to act on and waiting cannot change.
+func (f *fetch) read() bool {
+	f.resp.Topics = f.resp.Topics[:0]
+	f.r.releaseRecords()
+	t := time.Now()
+	f.total = f.s.readParts(f.r, f.req, f.resp, f.parts, f.replicaID, f.incremental, f.sel)
+	f.collect = time.Since(t)
+	return f.total >= int(f.req.MinBytes) || answersNow(f.resp)
+}
+
+// delayed is the fetch's long poll (replica.DelayedFetch), up to MaxWaitMillis from
+// now. A follower's fetch also ends when this node takes on new leaderships, and does
+// not park long while it names fewer partitions than its node follows here: either
+// way the follower's next fetch names the partitions it has just started following
+// (see replica.leaderView).
+func (f *fetch) delayed() *replica.DelayedFetch {
+	d := &replica.DelayedFetch{
+		LogEnd:   f.follower,
+		Deadline: time.Now().Add(time.Duration(f.req.MaxWaitMillis) * time.Millisecond),
+		Read:     f.read,
+		Parked: func(waited, parked time.Duration) {
+			f.stages.observe(FetchStageWait, waited)
+			f.r.quota.parked += parked // a long poll is not request handling time
+		},
+		Woken: func(delay time.Duration) { f.stages.observe(FetchStageWake, delay) },
 	}
-	if !follower {
+	for _, fp := range f.parts {
+		if fp.part != nil {
+			d.Partitions = append(d.Partitions, fp.part)
+		}
+	}
+	if f.follower {
+		d.Abort = f.s.replicas.LeadershipChanged()
+		if len(d.Partitions) < f.s.replicas.FollowerExpects(metadata.NodeID(f.replicaID)) {
+			d.Deadline = minTime(d.Deadline, time.Now().Add(followerCatchUpWait))
+		}
+	}
+	return d
+}
+
+// finish records the fetch's last stages, adds KIP-951 leader hints, applies client
+// quotas and, unless a quota emptied the response, counts its bytes and commits it
+// to the fetch session. woken is the wake-up (Unix ns) that preceded the latest read,
+// 0 for none.
+func (f *fetch) finish(ctx context.Context, woken int64) {
+	s, r, resp := f.s, f.r, f.resp
+	f.stages.observe(FetchStageCollect, f.collect)
+	if woken > 0 && f.total > 0 {
+		f.stages.observe(FetchStageServe, time.Since(time.Unix(0, woken)))
+	}
+	if !f.follower {
 		s.addFetchLeaderHints(ctx, resp)
 	}
 	if s.throttleFetch(r, resp) {
-		return resp, nil // emptied by a client quota: the session keeps what it last reported
+		return // emptied by a client quota: the session keeps what it last reported
 	}
-	if replicaID >= 0 {
-		s.recordThrottled(parts)
+	if f.follower {
+		s.recordThrottled(f.parts)
 	} else {
-		s.metrics.recordConsumerBytes(parts)
+		s.metrics.recordConsumerBytes(f.parts)
 	}
-	if session != nil {
-		commitSession(parts)
+	if f.session != nil {
+		commitSession(f.parts)
 	}
-	return resp, nil
 }
 
 // fetchPartitions turns the request (and its session) into the list of partitions to
@@ -330,69 +354,10 @@ func answersNow(resp *kmsg.FetchResponse) bool {
 	return false
 }
 
-// watch registers for wake-ups on every readable partition of the fetch: on their
-// high watermarks moving, and for a follower (which reads up to the log end) on their
-// log ends moving too.
-func (s *Server) watch(parts []*fetchPart, follower bool) (<-chan struct{}, func()) {
-	watch := make([]*replica.Partition, 0, len(parts))
-	for _, fp := range parts {
-		if fp.part != nil {
-			watch = append(watch, fp.part)
-		}
-	}
-	if follower {
-		return replica.WatchLogEnd(watch)
-	}
-	return replica.Watch(watch)
-}
-
-// waitForData parks until ch signals that a partition moved (true), or the deadline
-// passes, leadershipChanged closes (nil: never) or the server stops (false).
-func (s *Server) waitForData(ctx context.Context, ch, leadershipChanged <-chan struct{}, deadline time.Time) bool {
-	defer parkedSince(ctx, time.Now())
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case <-ch:
-		return true
-	case <-t.C:
-	case <-leadershipChanged:
-	case <-ctx.Done():
-	}
-	return false
-}
-
-// firstNotifiedSince is when the earliest partition of parts that woke its waiters at or
-// after since (Unix ns) did so, or 0: the wake-up a parked fetch got (a later one may
-// have overwritten a partition's time; the earliest remaining is the closest bound).
-func firstNotifiedSince(parts []*fetchPart, since int64) int64 {
-	first := int64(0)
-	for _, fp := range parts {
-		if fp.part == nil {
-			continue
-		}
-		if at := fp.part.NotifiedAt(); at >= since && (first == 0 || at < first) {
-			first = at
-		}
-	}
-	return first
-}
-
 // followerCatchUpWait bounds the long poll of a follower fetch that names fewer
 // partitions than the follower follows here: its fetcher has not yet learnt of some,
 // and its next fetch will name them.
 const followerCatchUpWait = 20 * time.Millisecond
-
-// readable counts the partitions of the fetch hosted here.
-func readable(parts []*fetchPart) int {
-	n := 0
-	for _, fp := range parts {
-		if fp.part != nil {
-			n++
-		}
-	}
-	return n
-}
 
 func minTime(a, b time.Time) time.Time {
 	if b.Before(a) {

@@ -66,7 +66,7 @@ func (r *request) releaseRecords() {
 // releaseFrame gives back the request frame when the API's handler is known to have
 // dropped every reference into it by the time it returns (see frame).
 func (r *request) releaseFrame() {
-	if r.frame != nil && (r.key == 0 || r.key == 1) {
+	if r.frame != nil && (r.key == kmsg.Produce.Int16() || r.key == kmsg.Fetch.Int16()) {
 		putBuf(r.frame)
 	}
 	r.frame = nil
@@ -400,8 +400,8 @@ func (c *conn) handle(p *pending) {
 		return
 	}
 	p.buf = encodeResponse(r, resp)
-	if r.key == 0 {
-		p.ready = time.Now()
+	if r.key == kmsg.Produce.Int16() {
+		p.ready = time.Now() // the respond stage starts
 	}
 	if len(r.splices) > 0 {
 		fr := resp.(*kmsg.FetchResponse)
@@ -440,7 +440,7 @@ func encodeResponse(r *request, resp kmsg.Response) []byte {
 	// An ApiVersions request above the versions we serve (kmsg may know newer ones, as
 	// v5 that franz-go sends first) is answered at v0, which the client parses with the
 	// error code first and then retries at our maximum (KIP-511).
-	if r.key == 18 && v > handlers[18].max {
+	if r.key == kmsg.ApiVersions.Int16() && v > handlers[r.key].max {
 		v = 0
 	}
 	resp.SetVersion(v)
@@ -448,7 +448,7 @@ func encodeResponse(r *request, resp kmsg.Response) []byte {
 	binary.BigEndian.PutUint32(buf[4:], uint32(r.correlationID))
 	// ApiVersions always answers with response header v0, so that a client that sent a
 	// version we do not know can still read the error (KIP-511).
-	if resp.IsFlexible() && r.key != 18 {
+	if resp.IsFlexible() && r.key != kmsg.ApiVersions.Int16() {
 		buf = append(buf, 0)
 	}
 	buf = resp.AppendTo(buf)
@@ -460,7 +460,7 @@ func encodeResponse(r *request, resp kmsg.Response) []byte {
 // ApiVersions gets a v0 response listing what we do support; other keys get their
 // response with UNSUPPORTED_VERSION in its top-level error code where it has one.
 func unsupportedVersion(r *request) (kmsg.Response, error) {
-	if r.key == 18 {
+	if r.key == kmsg.ApiVersions.Int16() {
 		resp := apiVersionsResponse()
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
 		return resp, nil
@@ -521,7 +521,7 @@ func (c *conn) writeLoop() {
 		if !p.ready.IsZero() {
 			// Written to the socket, or buffered behind the next queued response,
 			// which is flushed before the loop waits on anything.
-			c.s.metrics.observeStage(StageRespond, time.Since(p.ready))
+			c.s.metrics.produceRecorder().observe(StageRespond, time.Since(p.ready))
 		}
 		c.writes.Add(1) // after the write: a response being written is pending
 	}

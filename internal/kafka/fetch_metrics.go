@@ -3,7 +3,6 @@ package kafka
 import (
 	"math"
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -122,11 +121,3 @@ func (m *Metrics) fetch() *fetchMetrics {
 // unregisteredFetchStages are where a Metrics not built by NewMetrics (a zero value
 // in a test) observes its fetch stages.
 var unregisteredFetchStages = sync.OnceValue(func() *fetchMetrics { return newFetchMetrics(nil) })
-
-func (m *Metrics) observeFetchStage(follower bool, st FetchStage, d time.Duration) {
-	i := 0
-	if follower {
-		i = 1
-	}
-	m.fetch().obs[i][st].Observe(d.Seconds())
-}

@@ -98,8 +98,6 @@ func (st ProduceStage) String() string {
 	return [...]string{"read", "schedule", "order", "append", "flush", "replicate", "respond"}[st]
 }
 
-func (m *Metrics) observeStage(st ProduceStage, d time.Duration) { m.stages[st].Observe(d.Seconds()) }
-
 func (m *Metrics) observe(api string, d time.Duration, err error) {
 	a, ok := m.byAPI[api]
 	if !ok {

@@ -49,17 +49,9 @@ func newQuotaManager(cfg Config, m *Metrics) *quota.Manager {
 
 type requestKey struct{}
 
-// withRequest makes r reachable from the handler's ctx, for parkedSince.
+// withRequest makes r reachable from the handler's ctx (listenerOf).
 func withRequest(ctx context.Context, r *request) context.Context {
 	return context.WithValue(ctx, requestKey{}, r)
-}
-
-// parkedSince adds the time since t to the parked time of the request of ctx: a
-// fetch's long poll is not request handling time.
-func parkedSince(ctx context.Context, t time.Time) {
-	if r, ok := ctx.Value(requestKey{}).(*request); ok {
-		r.quota.parked += time.Since(t)
-	}
 }
 
 // clientQuotas returns the quotas in force for r, nil when none applies (no quota set,
