@@ -21,7 +21,7 @@ const (
 )
 
 // internalTopics are created with Topic.Internal set.
-var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true}
+var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true, "__share_group_state": true}
 
 // TopicSpec is one topic of a CreateTopics request.
 type TopicSpec struct {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runnel-io/runnel/internal/config"
@@ -83,6 +84,9 @@ type Coordinator struct {
 	// every goroutine (group owners, loads, appends). Lock order: shard.mu -> the
 	// Set's lock (a leaf: startGroup calls goFunc under shard.mu).
 	shards *coordshard.Set[*shard]
+
+	// isShareGroup says whether a group id is a share group's (kinds.go); nil: none is.
+	isShareGroup atomic.Pointer[func(groupID string) bool]
 }
 
 // shard is one loaded (or loading) __consumer_offsets partition.
@@ -243,6 +247,9 @@ func (c *Coordinator) lookup(groupID string, create bool) (*group, error) {
 	defer sh.mu.Unlock()
 	g := sh.groups[groupID]
 	if g == nil && create {
+		if err := c.checkNotShare(groupID); err != nil {
+			return nil, err
+		}
 		g = c.startGroup(sh, newGroupMetadata(groupID, c.lim, newMemberID, time.Now()))
 		if g == nil {
 			return nil, ErrNotCoordinator

@@ -27,6 +27,9 @@ func (c *Coordinator) Join(ctx context.Context, req JoinRequest) JoinResult {
 	if errors.Is(err, errNoGroup) {
 		return joinError(req.MemberID, ErrUnknownMemberID)
 	}
+	if errors.Is(err, ErrShareGroupID) {
+		return joinError(req.MemberID, ErrInconsistentGroupProtocol) // as Kafka's JoinGroup
+	}
 	if err != nil {
 		return joinError(req.MemberID, err)
 	}

@@ -9,9 +9,14 @@ package kafka
 // answers COORDINATOR_NOT_AVAILABLE until the partition has a leader; clients retry.
 // Key type 1 (transaction): the same over __transaction_state (50 partitions, Kafka's
 // transaction.state.log.num.partitions default; replication factor as the offsets
-// topic's). Other types (2, share groups) are INVALID_REQUEST. With ACLs on, as Kafka:
-// DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or on the transactional id
-// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), checked per key before anything is created.
+// topic's). Key type 2 (share, v6+), key GROUP:TOPIC_ID:PARTITION: the share
+// coordinator of that share partition, the leader of the group's __share_group_state
+// partition (share.go findShareCoordinator), the topic created on first use; a key
+// that does not parse is INVALID_REQUEST. Other types are INVALID_REQUEST. With ACLs
+// on, as Kafka: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED), on the
+// transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), CLUSTER_ACTION on the
+// cluster for a share key (an inter-broker lookup in Kafka), checked per key before
+// anything is created.
 
 import (
 	"context"
@@ -60,6 +65,14 @@ func (s *Server) findCoordinator(ctx context.Context, r *request, key string, ke
 			return fail(kerr.TransactionalIDAuthorizationFailed, *reasonMessage(err))
 		}
 		return s.findTxnCoordinator(ctx, key, c)
+	case 2:
+		if r.version < 6 {
+			return fail(kerr.InvalidRequest, "coordinator type 2 (share) needs FindCoordinator v6")
+		}
+		if err := s.authorize(r, metadata.ACLOpClusterAction, auth.Cluster); err != nil {
+			return fail(kerr.ClusterAuthorizationFailed, *reasonMessage(err))
+		}
+		return s.findShareCoordinator(ctx, key, c)
 	default:
 		return fail(kerr.InvalidRequest, "unknown coordinator type "+strconv.Itoa(int(keyType)))
 	}

@@ -9,7 +9,7 @@ package kafka
 // each group described without error, as Kafka (authorized_ops.go); not asked, or for
 // a group in error, -2147483648. A KIP-848 consumer group is described by
 // ConsumerGroupDescribe only: here it answers as Kafka 4, GROUP_ID_NOT_FOUND "Group G is
-// not a classic group." (v6+; Dead before).
+// not a classic group." (v6+; Dead before). So is a share group (ShareGroupDescribe).
 
 import (
 	"context"
@@ -42,6 +42,9 @@ func handleDescribeGroups(ctx context.Context, s *Server, r *request) (kmsg.Resp
 			continue
 		}
 		d, err := gc.DescribeGroup(ctx, id)
+		if errors.Is(err, group.ErrGroupIDNotFound) && s.isShareGroup(id) {
+			err = group.ErrNotClassicGroup
+		}
 		switch {
 		case errors.Is(err, group.ErrGroupIDNotFound) && req.Version < 6:
 			err = nil

@@ -4,8 +4,11 @@ package kafka
 //
 // The groups this node coordinates. v4+ filters by state (case-insensitive, KIP-518);
 // v5+ filters by type (case-insensitive): "classic" or "consumer" (KIP-848; protocol
-// type "consumer" too, states Empty, Assigning, Reconciling, Stable). While a __consumer_offsets partition is loading the answer is
-// COORDINATOR_LOAD_IN_PROGRESS with no groups, as in Kafka.
+// type "consumer" too, states Empty, Assigning, Reconciling, Stable), or "share"
+// (KIP-932; protocol type "share", states Empty, Stable: the share groups whose
+// membership this coordinator holds, see internal/share doc.go). While a
+// __consumer_offsets partition is loading the answer is COORDINATOR_LOAD_IN_PROGRESS
+// with no groups, as in Kafka.
 
 import (
 	"context"
@@ -31,6 +34,7 @@ func handleListGroups(ctx context.Context, s *Server, r *request) (kmsg.Response
 		resp.ErrorCode = groupErrorCode(err)
 		return resp, nil
 	}
+	groups = s.withShareGroups(groups, req.StatesFilter)
 	// With ACLs on, as Kafka: DESCRIBE on the cluster lists every group, else only
 	// the groups the principal may DESCRIBE.
 	all := s.allowedQuiet(r, metadata.ACLOpDescribe, auth.Cluster)

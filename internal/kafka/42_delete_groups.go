@@ -4,12 +4,16 @@ package kafka
 //
 // Deletes empty groups: their metadata and committed offsets are tombstoned in
 // __consumer_offsets. NON_EMPTY_GROUP while a group has members, GROUP_ID_NOT_FOUND for
-// an unknown group, NOT_COORDINATOR when another node coordinates it.
+// an unknown group, NOT_COORDINATOR when another node coordinates it. An empty share
+// group loses its membership and its share-partition state (tombstoned in
+// __share_group_state, share.go deleteShareGroup).
 
 import (
 	"context"
+	"errors"
 
 	"github.com/runnel-io/runnel/internal/auth"
+	"github.com/runnel-io/runnel/internal/group"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -28,8 +32,13 @@ func handleDeleteGroups(ctx context.Context, s *Server, r *request) (kmsg.Respon
 		case err != nil:
 		case gc == nil:
 			err = errNoCoordinator
+		case s.isShareGroup(id):
+			err = s.deleteShareGroup(ctx, id)
 		default:
 			err = gc.DeleteGroup(ctx, id)
+			if errors.Is(err, group.ErrGroupIDNotFound) {
+				_, err = s.deleteShareGroupState(ctx, id, err)
+			}
 		}
 		rg.ErrorCode = groupErrorCode(err)
 		if req.Version >= 3 {

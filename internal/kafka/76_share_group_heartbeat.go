@@ -13,6 +13,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -63,6 +64,9 @@ func handleShareGroupHeartbeat(ctx context.Context, s *Server, r *request) (kmsg
 		Interval:       time.Duration(s.groupConfigInt(req.GroupID, "share.heartbeat.interval.ms", 0)) * time.Millisecond,
 	}
 	res, err := s.share.groups.Heartbeat(hr, time.Now())
+	if errors.Is(err, share.ErrNotShareGroup) {
+		resp.ErrorMessage = reasonMessage(err) // Kafka's "Group G is not a share group."
+	}
 	if err != nil {
 		return fail(shareErrorCode(err))
 	}

@@ -5,15 +5,21 @@ package kafka
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/runnel-io/runnel/internal/config"
+	"github.com/runnel-io/runnel/internal/group"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/replica"
 	"github.com/runnel-io/runnel/internal/share"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // shareState is the node's share groups: membership (the groups this node
@@ -153,4 +159,127 @@ func (s *Server) EnsureShareStateTopic(ctx context.Context) (int32, error) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// isShareGroup reports whether this node coordinates id as a share group.
+func (s *Server) isShareGroup(id string) bool {
+	return s.share != nil && s.share.groups.IsShareGroup(id)
+}
+
+// withShareGroups adds to a ListGroups answer the share groups this node coordinates
+// whose state is one of states (case-insensitive; all when empty).
+func (s *Server) withShareGroups(groups []group.GroupListing, states []string) []group.GroupListing {
+	if s.share == nil {
+		return groups
+	}
+	for _, l := range s.share.groups.List(time.Now()) {
+		if len(states) > 0 && !slices.ContainsFunc(states, func(st string) bool { return strings.EqualFold(st, l.State) }) {
+			continue
+		}
+		groups = append(groups, group.GroupListing{GroupID: l.GroupID, ProtocolType: share.ProtocolType, State: l.State, Type: share.GroupType})
+	}
+	slices.SortFunc(groups, func(a, b group.GroupListing) int { return strings.Compare(a.GroupID, b.GroupID) })
+	return groups
+}
+
+// deleteShareGroup deletes an empty share group: its membership, then its state.
+// Errors carry their Kafka code (DeleteGroups maps group errors only).
+func (s *Server) deleteShareGroup(ctx context.Context, id string) error {
+	if _, err := s.share.groups.Delete(id, time.Now()); err != nil {
+		return shareKerr(err)
+	}
+	_, err := s.deleteShareGroupState(ctx, id, nil)
+	return shareKerr(err)
+}
+
+// shareKerr wraps an internal/share error in its Kafka error.
+func shareKerr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if ke := kerr.ErrorForCode(shareErrorCode(err)); ke != nil {
+		return fmt.Errorf("%w: %v", ke, err)
+	}
+	return err
+}
+
+// deleteShareGroupState tombstones the share-partition state of a group this node
+// coordinates no membership of (its membership is not persisted: a share group can
+// outlive a coordinator move as state only); notFound is returned when there is none.
+func (s *Server) deleteShareGroupState(ctx context.Context, id string, notFound error) (bool, error) {
+	if s.share == nil {
+		return false, notFound
+	}
+	ctx, cancel := context.WithTimeout(ctx, shareAdminTimeout)
+	defer cancel()
+	found, err := share.DeleteGroupState(ctx, s.share.parts.Store(), id)
+	s.share.parts.Forget(func(k share.Key) bool { return k.Group == id })
+	switch {
+	case err != nil:
+		return found, shareKerr(err)
+	case !found:
+		return false, notFound
+	}
+	return true, nil
+}
+
+// parseShareCoordinatorKey splits a FindCoordinator share key, GROUP:TOPIC_ID:PARTITION
+// (Kafka's SharePartitionKey: the topic id in Kafka's base64 form). The group is what
+// precedes the last two fields, so a group id holding ':' still parses.
+func parseShareCoordinatorKey(key string) (share.Key, error) {
+	bad := func(why string) (share.Key, error) {
+		return share.Key{}, fmt.Errorf("share coordinator key %q is not GROUP:TOPIC_ID:PARTITION: %s", key, why)
+	}
+	i := strings.LastIndexByte(key, ':')
+	if i < 0 {
+		return bad("no ':'")
+	}
+	j := strings.LastIndexByte(key[:i], ':')
+	if j <= 0 {
+		return bad("no group or topic id")
+	}
+	p, err := strconv.ParseInt(key[i+1:], 10, 32)
+	if err != nil || p < 0 {
+		return bad("partition " + strconv.Quote(key[i+1:]))
+	}
+	id, err := base64.RawURLEncoding.DecodeString(key[j+1 : i])
+	if err != nil || len(id) != 16 {
+		return bad("topic id " + strconv.Quote(key[j+1:i]))
+	}
+	k := share.Key{Group: key[:j], Partition: int32(p)}
+	copy(k.TopicID[:], id)
+	return k, nil
+}
+
+// findShareCoordinator answers key type 2: the leader of the __share_group_state
+// partition the share partition's state is written to (created on first use).
+func (s *Server) findShareCoordinator(ctx context.Context, key string, c kmsg.FindCoordinatorResponseCoordinator) kmsg.FindCoordinatorResponseCoordinator {
+	k, err := parseShareCoordinatorKey(key)
+	if err != nil {
+		msg := err.Error()
+		c.ErrorCode, c.ErrorMessage = kerr.InvalidRequest.Code, &msg
+		return c
+	}
+	n, err := s.EnsureShareStateTopic(ctx)
+	im := s.admin.Image()
+	t := im.Topics[share.StateTopic]
+	if err != nil || t == nil {
+		msg := share.StateTopic + " is being created"
+		if err != nil {
+			msg = "creating " + share.StateTopic + ": " + err.Error()
+		}
+		c.ErrorCode, c.ErrorMessage = kerr.CoordinatorNotAvailable.Code, &msg
+		return c
+	}
+	return s.partitionLeader(ctx, c, im, t, share.StateTopic, share.StatePartition(k.Group, n))
+}
+
+// internalTopicDenial refuses a client's produce to __share_group_state, which only
+// this cluster's share-state writer (share.KgoStore, its client id) appends to: as
+// Kafka refuses appends to its internal topics from clients.
+func (s *Server) internalTopicDenial(r *request, topic string) error {
+	if topic != share.StateTopic || r.clientID == share.StoreClientID {
+		return nil
+	}
+	return fmt.Errorf("%w: cannot append to internal topic %s", kerr.InvalidTopicException, topic)
 }

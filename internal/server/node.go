@@ -236,7 +236,7 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 		return err
 	}
 	n.kafkaAddr = n.ListenerAddr(cfg.InterBrokerListener)
-	n.wireShare()
+	n.wireShare(reg)
 	go func() { n.done <- n.kafka.Serve() }()
 	return n.startBrokerLifecycle(sctx)
 }

@@ -3,6 +3,7 @@ package share
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"sort"
 	"sync"
@@ -11,6 +12,12 @@ import (
 	"github.com/runnel-io/runnel/internal/coordshard"
 	"github.com/runnel-io/runnel/internal/group"
 	"github.com/runnel-io/runnel/internal/replica"
+)
+
+// A share group as ListGroups v5 shows it: its type and protocol type.
+const (
+	GroupType    = "share"
+	ProtocolType = "share"
 )
 
 // Membership errors, mapped to Kafka's codes by the protocol layer.
@@ -22,6 +29,14 @@ var (
 	ErrNotShareGroup     = errors.New("group is not a share group")
 	ErrGroupNotEmpty     = errors.New("share group has members")
 )
+
+// notShareGroupError is ErrNotShareGroup for one group, with Kafka's message.
+type notShareGroupError struct{ group string }
+
+func (e notShareGroupError) Error() string        { return "Group " + e.group + " is not a share group." }
+func (e notShareGroupError) Is(target error) bool { return target == ErrNotShareGroup }
+
+func notShareGroup(group string) error { return notShareGroupError{group} }
 
 // GroupsConfig configures Groups.
 type GroupsConfig struct {
@@ -36,6 +51,10 @@ type GroupsConfig struct {
 	// Serving says whether this node may act as a coordinator now (its lease); nil:
 	// always.
 	Serving func() bool
+	// OtherKind names the kind ("classic", "consumer") of a group this node's group
+	// coordinator has with this id, "" when none: group ids are exclusive across kinds,
+	// so such an id never becomes a share group. Nil: none.
+	OtherKind func(groupID string) string
 }
 
 // Groups is the membership side of share groups (Kafka's GroupMetadataManager
@@ -158,12 +177,18 @@ func (g *Groups) Heartbeat(r HeartbeatRequest, now time.Time) (HeartbeatResult, 
 	if err != nil {
 		return HeartbeatResult{}, err
 	}
+	// Asked before sh.mu is taken: the group coordinator asks IsShareGroup under its
+	// own lock.
+	other := r.MemberEpoch == 0 && g.otherKind(r.GroupID)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sg := sh.groups[r.GroupID]
 	if sg == nil {
 		if r.MemberEpoch != 0 {
 			return HeartbeatResult{}, ErrUnknownMemberID
+		}
+		if other {
+			return HeartbeatResult{}, notShareGroup(r.GroupID)
 		}
 		sg = &shareGroup{id: r.GroupID, members: map[string]*shareMember{}, assignment: map[string][]TopicPartitions{}}
 		sh.groups[r.GroupID] = sg
@@ -426,4 +451,56 @@ func (g *Groups) Delete(groupID string, now time.Time) (bool, error) {
 	}
 	delete(sh.groups, groupID)
 	return true, nil
+}
+
+// otherKind reports whether groupID is a group of another kind on this node. Never
+// call it holding a shard's lock (lock order: the group coordinator's, then ours).
+func (g *Groups) otherKind(groupID string) bool {
+	return g.cfg.OtherKind != nil && g.cfg.OtherKind(groupID) != ""
+}
+
+// Create makes groupID an empty share group on its coordinator when it is not one
+// (AlterShareGroupOffsets of a group that does not exist yet): ErrNotShareGroup when
+// the id belongs to a group of another kind.
+func (g *Groups) Create(groupID string) error {
+	sh, err := g.shardFor(groupID)
+	if err != nil {
+		return err
+	}
+	other := g.otherKind(groupID)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.groups[groupID] != nil {
+		return nil
+	}
+	if other {
+		return notShareGroup(groupID)
+	}
+	sh.groups[groupID] = &shareGroup{id: groupID, members: map[string]*shareMember{}, assignment: map[string][]TopicPartitions{}}
+	return nil
+}
+
+// CheckEmpty is nil when groupID may have its offsets changed by an admin request: a
+// share group without members, or no group at all on this coordinator (its state may
+// outlive the membership, which is not persisted); ErrNotShareGroup for a group of
+// another kind, ErrGroupNotEmpty while it has members.
+func (g *Groups) CheckEmpty(groupID string, now time.Time) error {
+	sh, err := g.shardFor(groupID)
+	if err != nil {
+		return err
+	}
+	other := g.otherKind(groupID)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sg := sh.groups[groupID]
+	if sg == nil {
+		if other {
+			return notShareGroup(groupID)
+		}
+		return nil
+	}
+	if sg.expire(now); len(sg.members) > 0 {
+		return fmt.Errorf("%w: share group %s has %d members", ErrGroupNotEmpty, groupID, len(sg.members))
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -37,9 +38,12 @@ type DataLog interface {
 type Manager struct {
 	cfg ManagerConfig
 
-	mu       sync.Mutex // guards parts, sessions and changed
+	mu       sync.Mutex // guards parts, sessions, changed and redelivered
 	parts    map[Key]*sharePartition
 	sessions map[SessionKey]*Session
+	// redelivered counts, per group, the records acquired again after an earlier
+	// delivery (released, timed out, or in flight at a failover), for metrics.
+	redelivered map[string]int64
 	// changed is closed (and replaced) whenever records become available again
 	// (released, lock timed out): a waiting ShareFetch of another member retries.
 	changed chan struct{}
@@ -48,10 +52,16 @@ type Manager struct {
 // sharePartition is one loaded share partition. Lock order: Manager.mu and
 // sharePartition.mu are never held together.
 type sharePartition struct {
-	mu    sync.Mutex // guards everything below; held across a data read, never across a Store write
-	st    *PartitionState
-	epoch int32 // the data partition's leader epoch it was loaded in
-	seq   int64 // the last snapshot's Seq
+	// verify is set when a member opens a share session on it: its next use first
+	// checks that the Store holds no newer state epoch (an admin request changed the
+	// state while the group was empty) and reloads if it does.
+	verify atomic.Bool
+
+	mu         sync.Mutex // guards everything below; held across a data read, never across a Store write
+	st         *PartitionState
+	epoch      int32 // the data partition's leader epoch it was loaded in
+	stateEpoch int32 // the state epoch it was loaded in (Snapshot.StateEpoch)
+	seq        int64 // the last snapshot's Seq
 }
 
 // NewManager returns an empty Manager.
@@ -59,7 +69,8 @@ func NewManager(cfg ManagerConfig) *Manager {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Manager{cfg: cfg, parts: map[Key]*sharePartition{}, sessions: map[SessionKey]*Session{}, changed: make(chan struct{})}
+	return &Manager{cfg: cfg, parts: map[Key]*sharePartition{}, sessions: map[SessionKey]*Session{},
+		redelivered: map[string]int64{}, changed: make(chan struct{})}
 }
 
 // Changed returns a channel closed at the next release of records.
@@ -93,7 +104,7 @@ func (m *Manager) partition(ctx context.Context, k Key, log DataLog) (*sharePart
 	m.mu.Unlock()
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	if sp.st != nil {
+	if sp.st != nil && !sp.verify.Load() {
 		return sp, nil
 	}
 	if m.cfg.Store == nil {
@@ -103,9 +114,13 @@ func (m *Manager) partition(ctx context.Context, k Key, log DataLog) (*sharePart
 	if err != nil {
 		return nil, fmt.Errorf("%w: loading group %s partition %d: %v", ErrStore, k.Group, k.Partition, err)
 	}
+	sp.verify.Store(false)
+	if sp.st != nil && (!ok || snap.StateEpoch <= sp.stateEpoch) {
+		return sp, nil // verified: no admin request replaced the state
+	}
 	logStart, hw := log.Bounds()
-	if ok {
-		sp.st, sp.seq = RestorePartitionState(snap.Start, snap.Batches), snap.Seq
+	if ok && !snap.Deleted {
+		sp.st, sp.stateEpoch, sp.seq = RestorePartitionState(snap.Start, snap.Batches), snap.StateEpoch, snap.Seq
 		sp.st.AdvanceTo(logStart)
 		return sp, nil
 	}
@@ -115,18 +130,20 @@ func (m *Manager) partition(ctx context.Context, k Key, log DataLog) (*sharePart
 	}
 	st := NewPartitionState(start)
 	// Written before use: a later load must start here, not at a newer high watermark
-	// (which would skip what was produced in between).
-	if err := m.cfg.Store.Write(ctx, k, Snapshot{LeaderEpoch: epoch, Seq: 1, Start: start, WrittenMs: m.cfg.Now().UnixMilli()}); err != nil {
+	// (which would skip what was produced in between). A deleted state starts again in
+	// the deletion's state epoch.
+	init := Snapshot{StateEpoch: snap.StateEpoch, LeaderEpoch: epoch, Seq: 1, Start: start, WrittenMs: m.cfg.Now().UnixMilli()}
+	if err := m.cfg.Store.Write(ctx, k, init); err != nil {
 		return nil, fmt.Errorf("%w: initializing group %s partition %d at %d: %v", ErrStore, k.Group, k.Partition, start, err)
 	}
-	sp.st, sp.seq = st, 1
+	sp.st, sp.stateEpoch, sp.seq = st, init.StateEpoch, 1
 	return sp, nil
 }
 
 // snapshotLocked is sp's next snapshot. sp.mu must be held.
 func (m *Manager) snapshotLocked(sp *sharePartition) Snapshot {
 	sp.seq++
-	return Snapshot{LeaderEpoch: sp.epoch, Seq: sp.seq, Start: sp.st.Start(), Batches: sp.st.Batches(), WrittenMs: m.cfg.Now().UnixMilli()}
+	return Snapshot{StateEpoch: sp.stateEpoch, LeaderEpoch: sp.epoch, Seq: sp.seq, Start: sp.st.Start(), Batches: sp.st.Batches(), WrittenMs: m.cfg.Now().UnixMilli()}
 }
 
 // Acquire acquires for member up to max records of k: read(offset) returns the data
@@ -158,6 +175,17 @@ func (m *Manager) Acquire(ctx context.Context, k Key, log DataLog, member string
 	ranges := sp.st.Acquire(member, min(covered, hw), max, now, lim)
 	if len(ranges) == 0 {
 		return nil, nil, nil
+	}
+	var again int64
+	for _, r := range ranges {
+		if r.DeliveryCount > 1 {
+			again += r.Last - r.First + 1
+		}
+	}
+	if again > 0 {
+		m.mu.Lock()
+		m.redelivered[k.Group] += again
+		m.mu.Unlock()
 	}
 	return records, ranges, nil
 }
@@ -265,6 +293,38 @@ func (m *Manager) Forget(match func(Key) bool) {
 			delete(m.parts, k)
 		}
 	}
+}
+
+// PartitionStat is what metrics show of one loaded share partition.
+type PartitionStat struct {
+	Key                 Key
+	Acquired, Available int
+}
+
+// Stats returns every loaded share partition's in-flight counts and, per group, the
+// records delivered again so far (metrics).
+func (m *Manager) Stats() ([]PartitionStat, map[string]int64) {
+	m.mu.Lock()
+	keys := make([]Key, 0, len(m.parts))
+	parts := make([]*sharePartition, 0, len(m.parts))
+	for k, sp := range m.parts {
+		keys, parts = append(keys, k), append(parts, sp)
+	}
+	again := make(map[string]int64, len(m.redelivered))
+	for g, n := range m.redelivered {
+		again[g] = n
+	}
+	m.mu.Unlock()
+	var out []PartitionStat
+	for i, sp := range parts {
+		sp.mu.Lock()
+		if sp.st != nil {
+			av, ac, _ := sp.st.InFlight()
+			out = append(out, PartitionStat{Key: keys[i], Acquired: ac, Available: av})
+		}
+		sp.mu.Unlock()
+	}
+	return out, again
 }
 
 // InFlight sums, over the loaded share partitions, the records acquired and those

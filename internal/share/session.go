@@ -50,7 +50,18 @@ func (m *Manager) OpenSession(k SessionKey, parts []PartitionID) *Session {
 	}
 	m.mu.Lock()
 	m.sessions[k] = s
+	var loaded []*sharePartition
+	for _, p := range parts {
+		if sp := m.parts[Key{Group: k.Group, TopicID: p.TopicID, Partition: p.Partition}]; sp != nil {
+			loaded = append(loaded, sp)
+		}
+	}
 	m.mu.Unlock()
+	// A member (re)joining may follow an admin request that changed the group's state
+	// in the Store while the group was empty: check before using the loaded state.
+	for _, sp := range loaded {
+		sp.verify.Store(true)
+	}
 	return s
 }
 

@@ -18,6 +18,10 @@ import (
 // records are Runnel's own, see doc.go).
 const StateTopic = "__share_group_state"
 
+// StoreClientID is the client id of the KgoStore's client: the one client the brokers
+// let append to StateTopic.
+const StoreClientID = "runnel-share-state"
+
 // Key names one share partition: a group's view of one topic partition.
 type Key struct {
 	Group     string
@@ -27,8 +31,16 @@ type Key struct {
 
 // Snapshot is the durable state of one share partition (Kafka's ShareSnapshotValue,
 // in Runnel's encoding). Later snapshots replace earlier ones: the one with the
-// highest (LeaderEpoch, Seq) wins on replay, whatever order they reached the log in.
+// highest (StateEpoch, LeaderEpoch, Seq) wins on replay, whatever order they reached
+// the log in.
 type Snapshot struct {
+	// StateEpoch is the state's generation (Kafka's state epoch): an admin request
+	// (AlterShareGroupOffsets, DeleteShareGroupOffsets) starts a new one, so that no
+	// write of a leader still holding the earlier state can win over it on replay.
+	StateEpoch int32 `json:"state_epoch,omitempty"`
+	// Deleted marks a state deleted by DeleteShareGroupOffsets: the share partition
+	// starts again from share.auto.offset.reset, in this StateEpoch.
+	Deleted bool `json:"deleted,omitempty"`
 	// LeaderEpoch is the data partition's leader epoch of the leader that wrote it.
 	LeaderEpoch int32 `json:"leader_epoch"`
 	// Seq counts the snapshots of one share partition; it continues across leaders.
@@ -40,6 +52,9 @@ type Snapshot struct {
 }
 
 func (s Snapshot) newer(than Snapshot) bool {
+	if s.StateEpoch != than.StateEpoch {
+		return s.StateEpoch > than.StateEpoch
+	}
 	return s.LeaderEpoch > than.LeaderEpoch || s.LeaderEpoch == than.LeaderEpoch && s.Seq > than.Seq
 }
 
@@ -79,9 +94,10 @@ func decodeKey(b []byte) (Key, error) {
 	return k, nil
 }
 
-// statePartition maps a group to its partition of StateTopic: every share partition
-// of a group lives in one, so a group's offsets are read from one partition.
-func statePartition(group string, n int32) int32 {
+// StatePartition maps a group to its partition of StateTopic (n partitions): every
+// share partition of a group lives in one, so a group's offsets are read from one
+// partition, whose leader is the group's share coordinator (FindCoordinator key type 2).
+func StatePartition(group string, n int32) int32 {
 	h := fnv.New32a()
 	h.Write([]byte(group))
 	return int32(h.Sum32() % uint32(n))
@@ -140,7 +156,7 @@ func (s *KgoStore) Write(ctx context.Context, k Key, snap Snapshot) error {
 	if err != nil {
 		return err
 	}
-	rec := &kgo.Record{Topic: StateTopic, Partition: statePartition(k.Group, n), Key: encodeKey(k), Value: v}
+	rec := &kgo.Record{Topic: StateTopic, Partition: StatePartition(k.Group, n), Key: encodeKey(k), Value: v}
 	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
 		return fmt.Errorf("writing share state of group %s, partition %d to %s-%d: %w", k.Group, k.Partition, StateTopic, rec.Partition, err)
 	}
@@ -154,7 +170,7 @@ func (s *KgoStore) Delete(ctx context.Context, keys []Key) error {
 	}
 	var recs []*kgo.Record
 	for _, k := range keys {
-		recs = append(recs, &kgo.Record{Topic: StateTopic, Partition: statePartition(k.Group, n), Key: encodeKey(k)})
+		recs = append(recs, &kgo.Record{Topic: StateTopic, Partition: StatePartition(k.Group, n), Key: encodeKey(k)})
 	}
 	return cl.ProduceSync(ctx, recs...).FirstErr()
 }
@@ -177,7 +193,7 @@ func (s *KgoStore) readPartition(ctx context.Context, group string, want func(Ke
 	if err != nil {
 		return nil, err
 	}
-	p := statePartition(group, n)
+	p := StatePartition(group, n)
 	cl, err := kgo.NewClient(append(s.Opts(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
 		StateTopic: {p: kgo.NewOffset().AtStart()},
 	}), kgo.FetchMaxWait(100*time.Millisecond))...)
