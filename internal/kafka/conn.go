@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"reflect"
 	"sync/atomic"
 	"syscall"
@@ -193,123 +192,47 @@ func (c *conn) serve() {
 	c.nc.Close()
 }
 
+// readLoop reads the connection's requests in order and starts each one's handler.
+// A request is read as a frame (frameReader), admitted (conn_admit.go: the client
+// quota throttle, a request slot, the byte budget) and, before SASL authentication,
+// gated (conn_preauth.go).
 func (c *conn) readLoop() error {
-	s := c.s
-	br := bufio.NewReaderSize(c.nc, 64<<10)
-	var sizeBuf [4]byte
-	maxBytes := s.cfg.Broker.SocketRequestMaxBytes
-	if c.idle > 0 {
-		c.nc.SetReadDeadline(time.Now().Add(c.idle))
-	}
+	fr := newFrameReader(c)
 	for {
-		if err := c.readFull(br, sizeBuf[:]); err != nil {
+		size, err := fr.size()
+		if err != nil {
 			return err
 		}
 		c.sawRequest = true
 		if !c.waitUnmuted() {
 			return nil
 		}
-		// After the mute: a client quota's throttle is not the node's latency.
-		arrived := time.Now()
-		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
-		if !c.authenticated {
-			if err := c.checkUnauthenticatedFrame(size); err != nil {
-				return err
-			}
-			if c.sasl.rawTokens {
-				if err := c.rawSaslToken(br, size); err != nil {
-					return err
-				}
-				continue
-			}
-		}
-		if size < 8 || (maxBytes > 0 && size > maxBytes) {
-			return fmt.Errorf("request frame of %d bytes is outside [8, socket.request.max.bytes=%d]", size, maxBytes)
-		}
-		// Take a slot before buffering the request: when the server is saturated the
-		// socket stops being read (back-pressure), and memory stays bounded.
-		select {
-		case s.slots <- struct{}{}:
-		case <-s.ctx.Done():
-			return nil
-		}
-		if !s.bytes.acquire(s.ctx, int64(size)) {
-			<-s.slots
-			return nil
-		}
-		release := func() {
-			s.bytes.release(int64(size))
-			<-s.slots
-		}
-		frame := getBuf(int(size))[:size]
-		if err := c.readFull(br, frame); err != nil {
-			release()
-			return err
-		}
-		s.metrics.bytesIn.Add(float64(size + 4))
-		p, err := c.parse(frame)
+		arrived := time.Now() // after the mute: a client quota's throttle is not the node's latency
+		consumed, err := c.gateFrame(fr, size)
 		if err != nil {
-			release()
 			return err
 		}
-		if !c.authenticated && !servedBeforeAuthentication(p.req.key) {
-			release()
-			return fmt.Errorf("%s before SASL authentication on listener %s (%s): only ApiVersions, SaslHandshake and SaslAuthenticate are served before",
-				kmsg.NameForKey(p.req.key), c.listener.cfg.Name, c.listener.cfg.Protocol)
+		if consumed {
+			continue
 		}
-		p.size = int64(size)
-		p.req.frame = frame
+		p, err := c.admitRequest(fr, size)
+		if p == nil {
+			return err // nil: the server is closing
+		}
 		p.req.arrived = arrived
 		p.req.turn = c.order.next()
+		wait := c.oneAtATime(p.req)
 		select {
 		case c.queue <- p:
-		case <-s.ctx.Done():
-			release()
+		case <-c.s.ctx.Done():
+			c.s.releaseAdmission(p.size)
 			return nil
 		}
 		c.reads++
 		go c.handle(p)
-		if !c.authenticated {
-			// Before authentication requests are handled one at a time: the next
-			// frame is read only once this one's handler has changed the state
-			// (after a v0 SaslHandshake it is a raw token, not a request).
-			select {
-			case <-p.done:
-			case <-s.ctx.Done():
-				return nil
-			}
-			continue
+		if wait && !c.awaitHandled(p) {
+			return nil
 		}
-		if s.quotaLimited(p.req) {
-			// As Kafka, a connection a client quota applies to has one request at a
-			// time: the next is read once this one is handled, so that its throttle
-			// holds back the requests a client pipelines (quota.go).
-			select {
-			case <-p.done:
-			case <-s.ctx.Done():
-				return nil
-			}
-		}
-	}
-}
-
-// readFull fills b. The read deadline is set once per idle period, not per read: when
-// it passes, the connection is closed if nothing was read or written since it was set
-// and no response is pending, and otherwise given another period.
-func (c *conn) readFull(br *bufio.Reader, b []byte) error {
-	for {
-		n, err := io.ReadFull(br, b)
-		if err == nil || c.idle <= 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
-			return err
-		}
-		b = b[n:]
-		r, w := c.reads, c.writes.Load()
-		active := n > 0 || r != c.seenReads || w != c.seenWrites || r > w
-		if !active {
-			return errIdle
-		}
-		c.seenReads, c.seenWrites = r, w
-		c.nc.SetReadDeadline(time.Now().Add(c.idle))
 	}
 }
 
@@ -362,10 +285,7 @@ func (c *conn) parse(frame []byte) (*pending, error) {
 // handle runs the request's handler and fills its response slot.
 func (c *conn) handle(p *pending) {
 	s := c.s
-	defer func() {
-		s.bytes.release(p.size)
-		<-s.slots
-	}()
+	defer s.releaseAdmission(p.size)
 	defer close(p.done)
 	r := p.req
 	defer r.releaseFrame()
