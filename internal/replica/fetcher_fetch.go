@@ -18,6 +18,43 @@ var errThrottled = errors.New("every partition to fetch is throttled (follower.r
 
 // fetchOnce sends one Fetch for every truncated partition and appends what comes back.
 func (f *Fetcher) fetchOnce(ctx context.Context, parts []*fetchState) error {
+	round := f.newFetchRound(parts)
+	if len(round.byKey) == 0 {
+		if round.overQuota {
+			return errThrottled
+		}
+		return errors.New("no partition ready to fetch")
+	}
+	o := f.m.opts
+	rctx, cancel := context.WithTimeout(ctx, o.FetchWait+10*time.Second)
+	defer cancel()
+	kresp, err := f.client.Broker(int(f.source)).Request(rctx, round.req)
+	if err != nil {
+		return err
+	}
+	resp := kresp.(*kmsg.FetchResponse)
+	if resp.ErrorCode != 0 {
+		return kerr.ErrorForCode(resp.ErrorCode)
+	}
+	return f.applyResponse(round, resp)
+}
+
+// fetchRound is one Fetch of a follower fetcher: its request, and the partitions it
+// names, to read the response by.
+type fetchRound struct {
+	req     *kmsg.FetchRequest
+	byTopic map[string]int // topic name to its index in req.Topics
+	byKey   map[metadata.TopicPartition]*fetchState
+	// throttled are the partitions counted against the follower replication throttle
+	// (KIP-73: moving replicas); overQuota says the throttle was over its rate, so
+	// those were left out.
+	throttled map[metadata.TopicPartition]bool
+	overQuota bool
+}
+
+// newFetchRound builds the Fetch of the partitions ready to fetch: truncated, online,
+// and, for a moving replica, only while the follower throttle is under its rate.
+func (f *Fetcher) newFetchRound(parts []*fetchState) *fetchRound {
 	o := f.m.opts
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = int32(o.Node)
@@ -26,11 +63,8 @@ func (f *Fetcher) fetchOnce(ctx context.Context, parts []*fetchState) error {
 	req.MinBytes = o.FetchMinBytes
 	req.MaxBytes = o.FetchResponseMaxBytes
 	req.SessionID, req.SessionEpoch = 0, -1
-	byTopic := map[string]int{}
-	byKey := map[metadata.TopicPartition]*fetchState{}
-	throttled := map[metadata.TopicPartition]bool{}
-	now := time.Now()
-	overQuota := f.m.followerQuota.Exceeded(now)
+	round := &fetchRound{req: req, byTopic: map[string]int{}, byKey: map[metadata.TopicPartition]*fetchState{},
+		throttled: map[metadata.TopicPartition]bool{}, overQuota: f.m.followerQuota.Exceeded(time.Now())}
 	for _, s := range parts {
 		// An offline log's end may include records whose fsync failed: fetching
 		// from there would report them to the leader as replicated. The node stops
@@ -38,59 +72,52 @@ func (f *Fetcher) fetchOnce(ctx context.Context, parts []*fetchState) error {
 		if !s.truncated || s.p.log.Offline() {
 			continue
 		}
+		maxBytes := o.FetchMaxBytes
 		if s.p.followerThrottledNow() {
-			if overQuota {
+			if round.overQuota {
 				continue // a moving replica over follower.replication.throttled.rate
 			}
-			throttled[s.p.tp] = true
+			round.throttled[s.p.tp] = true
+			maxBytes = f.m.followerQuota.Chunk(o.FetchMaxBytes)
 		}
-		i, ok := byTopic[s.p.tp.Topic]
-		if !ok {
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic, t.TopicID = s.p.tp.Topic, s.topicID
-			req.Topics = append(req.Topics, t)
-			i = len(req.Topics) - 1
-			byTopic[s.p.tp.Topic] = i
-		}
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.CurrentLeaderEpoch = s.p.tp.Partition, s.leaderEpoch
-		rp.FetchOffset, rp.LogStartOffset = s.p.log.LogEndOffset(), s.p.log.LogStartOffset()
-		rp.LastFetchedEpoch, rp.PartitionMaxBytes = -1, o.FetchMaxBytes
-		if throttled[s.p.tp] {
-			rp.PartitionMaxBytes = f.m.followerQuota.Chunk(o.FetchMaxBytes)
-		}
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		byKey[s.p.tp] = s
+		round.add(s, maxBytes)
 	}
-	if len(byKey) == 0 {
-		if overQuota {
-			return errThrottled
-		}
-		return errors.New("no partition ready to fetch")
+	return round
+}
+
+// add names s's partition in the request, fetching from its log end.
+func (round *fetchRound) add(s *fetchState, maxBytes int32) {
+	req := round.req
+	i, ok := round.byTopic[s.p.tp.Topic]
+	if !ok {
+		t := kmsg.NewFetchRequestTopic()
+		t.Topic, t.TopicID = s.p.tp.Topic, s.topicID
+		req.Topics = append(req.Topics, t)
+		i = len(req.Topics) - 1
+		round.byTopic[s.p.tp.Topic] = i
 	}
-	rctx, cancel := context.WithTimeout(ctx, o.FetchWait+10*time.Second)
-	defer cancel()
-	kresp, err := f.client.Broker(int(f.source)).Request(rctx, req)
-	if err != nil {
-		return err
-	}
-	resp := kresp.(*kmsg.FetchResponse)
-	if resp.ErrorCode != 0 {
-		return kerr.ErrorForCode(resp.ErrorCode)
-	}
-	// Append every partition first, then make them durable together: concurrent fsyncs
-	// of several files cost the disk about one journal commit, where one after another
-	// each paid its own, and the next fetch (which reports our new log ends to the
-	// leader) waits for all of them.
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.CurrentLeaderEpoch = s.p.tp.Partition, s.leaderEpoch
+	rp.FetchOffset, rp.LogStartOffset = s.p.log.LogEndOffset(), s.p.log.LogStartOffset()
+	rp.LastFetchedEpoch, rp.PartitionMaxBytes = -1, maxBytes
+	req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	round.byKey[s.p.tp] = s
+}
+
+// applyResponse appends every partition of the response first, then makes them durable
+// together: concurrent fsyncs of several files cost the disk about one journal commit,
+// where one after another each paid its own, and the next fetch (which reports our new
+// log ends to the leader) waits for all of them. It returns the first error.
+func (f *Fetcher) applyResponse(round *fetchRound, resp *kmsg.FetchResponse) error {
 	var firstErr error
-	applied := make([]appliedPart, 0, len(byKey))
+	applied := make([]appliedPart, 0, len(round.byKey))
 	for _, t := range resp.Topics {
 		for _, rp := range t.Partitions {
-			s := f.match(byKey, t, rp.Partition)
+			s := f.match(round.byKey, t, rp.Partition)
 			if s == nil {
 				continue
 			}
-			if throttled[s.p.tp] {
+			if round.throttled[s.p.tp] {
 				f.m.followerQuota.Record(len(rp.RecordBatches), time.Now())
 			}
 			a, err := f.applyFetched(s, rp)
