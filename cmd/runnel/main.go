@@ -6,13 +6,14 @@ import (
 	"os"
 
 	"github.com/runnel-io/runnel/internal/cli"
+	"github.com/runnel-io/runnel/internal/console"
 	"github.com/runnel-io/runnel/internal/consolemirror"
 	"github.com/runnel-io/runnel/internal/server"
 )
 
 func main() {
-	// The console reads mirror links with the mirror package, which internal/server
-	// cannot import (see server.ReadMirrorLink).
-	server.ReadMirrorLink = consolemirror.Read
+	// The console reads mirror links with the mirror package, which internal/console
+	// cannot import (see console.ReadMirrorLink).
+	console.ReadMirrorLink = consolemirror.Read
 	os.Exit(cli.Main(os.Args[1:], server.NewCommand(), server.NewDevClusterCommand()))
 }

@@ -1,8 +1,8 @@
 // Package consolemirror shows a mirror link's progress on the web console: it reads
 // the mirror's progress topic with the public mirror package and converts it to the
-// console's types. It is apart from internal/server, which cannot import mirror (the
+// console's types. It is apart from internal/console, which cannot import mirror (the
 // mirror's tests start nodes through internal/cluster, which imports the server);
-// cmd/runnel sets server.ReadMirrorLink to Read.
+// cmd/runnel sets console.ReadMirrorLink to Read.
 package consolemirror
 
 import (

@@ -109,7 +109,7 @@ func (c *groupLagCollector) compute(ctx context.Context) []lagSample {
 		for t := range remote {
 			topics = append(topics, t)
 		}
-		if adm, err := (&consoleSource{n: c.n}).kafkaAdmin(); err == nil {
+		if adm, err := c.n.ownKafkaAdmin(); err == nil {
 			listedEnds, _ := adm.ListEndOffsets(ctx, topics...)
 			adm.Close()
 			listedEnds.Each(func(o kadm.ListedOffset) {

@@ -1,4 +1,4 @@
-package server
+package console
 
 import (
 	"context"
@@ -27,46 +27,10 @@ import (
 // principal User:<name> from the browser's IP, against the ACLs of the image the
 // answer reads: there is no second authorization model.
 
-// saslMechanisms are the mechanisms the node's SASL listeners offer (nil when it has
-// none, so the console needs no login), in a fixed order.
-func (n *Node) saslMechanisms() []string {
-	var out []string
-	for _, l := range n.cfg.Listeners {
-		if !l.IsSASL() {
-			continue
-		}
-		for _, m := range l.SaslMechanisms {
-			m = strings.ToUpper(strings.TrimSpace(m))
-			if m != "" && !slices.Contains(out, m) {
-				out = append(out, m)
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// consoleLogin is the console's sign-in, nil when no Kafka listener requires SASL.
-func (n *Node) consoleLogin() *httpd.Login {
-	mechs := n.saslMechanisms()
-	if mechs == nil {
-		// A SASL listener without mechanisms is refused by the config; even so, a
-		// SASL listener means a login.
-		for _, l := range n.cfg.Listeners {
-			if l.IsSASL() {
-				mechs = []string{}
-			}
-		}
-		if mechs == nil {
-			return nil
-		}
-	}
-	store := auth.ImageStore(func() *metadata.Image {
-		if !n.serving.Load() {
-			return nil
-		}
-		return n.admin.Image()
-	})
+// NewLogin is the console's sign-in for a node whose Kafka listeners require SASL
+// with the mechanisms mechs (those the SASL listeners enable); store holds the SCRAM
+// credentials of the node's current metadata image.
+func NewLogin(store auth.Store, mechs []string) *httpd.Login {
 	return &httpd.Login{Check: func(ctx context.Context, mechanism, user, password string) error {
 		return checkPassword(ctx, store, mechs, mechanism, user, password)
 	}}
@@ -149,33 +113,18 @@ func defaultLoginMechanism(store auth.Store, enabled []string, user string) stri
 	return ""
 }
 
-// consoleAuthz is the console's ACL check: nil authorizer with ACLs off
+// authz is the console's ACL check: nil authorizer with ACLs off
 // (authorizer.class.name unset).
-type consoleAuthz struct {
+type authz struct {
 	authz *auth.Authorizer
 	// login: the console requires a sign-in; a request without a signed-in user is
 	// then allowed nothing (the HTTP server refuses it before; this is the backstop).
 	login bool
 }
 
-func newConsoleAuthz(n *Node) consoleAuthz {
-	c := consoleAuthz{login: n.consoleLogin() != nil}
-	if n.cfg.AuthorizerClassName == "" {
-		return c
-	}
-	a, err := auth.NewAuthorizer(n.cfg.SuperUsers, n.cfg.AllowEveryoneIfNoACLFound)
-	if err != nil {
-		// As the Kafka server: a super.users that failed here anyway (it is
-		// validated at start-up) denies rather than opens.
-		a, _ = auth.NewAuthorizer("", false)
-	}
-	c.authz = a
-	return c
-}
-
 // allowed reports whether the request of ctx may do op on res under im's ACLs. An
 // open console (no SASL listener: no principal to check) shows everything, as before.
-func (c consoleAuthz) allowed(ctx context.Context, im *metadata.Image, op metadata.ACLOperation, res auth.Resource) bool {
+func (c authz) allowed(ctx context.Context, im *metadata.Image, op metadata.ACLOperation, res auth.Resource) bool {
 	s := httpd.SessionFrom(ctx)
 	if s == nil || s.User == "" {
 		return !c.login
@@ -188,7 +137,7 @@ func (c consoleAuthz) allowed(ctx context.Context, im *metadata.Image, op metada
 
 // check is nil when allowed, else httpd.ErrForbidden naming the missing ACL as the
 // Kafka listener's denial does.
-func (c consoleAuthz) check(ctx context.Context, im *metadata.Image, op metadata.ACLOperation, res auth.Resource) error {
+func (c authz) check(ctx context.Context, im *metadata.Image, op metadata.ACLOperation, res auth.Resource) error {
 	if c.allowed(ctx, im, op, res) {
 		return nil
 	}
