@@ -21,6 +21,17 @@ if [ ${#apt[@]} -gt 0 ]; then
   $SUDO apt-get update -qq >/dev/null || true
   $SUDO apt-get install -y -qq "${apt[@]}" >/dev/null
 fi
+# promtool, for the alert rules' test (deploy/): Debian ships it in prometheus. Only the
+# command is needed: the package comes without its recommends (the node exporter, ...),
+# and the Prometheus server it starts where systemd runs is stopped and disabled.
+if ! command -v promtool >/dev/null 2>&1; then
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq >/dev/null || true
+  $SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+  $SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true
+fi
 go mod download
 
 # KafkaJS, at the version pinned in internal/interop/js/package-lock.json, for the
