@@ -46,12 +46,6 @@ type saslState struct {
 	rawTokens bool
 }
 
-// servedBeforeAuthentication reports whether an unauthenticated connection of a SASL
-// listener may send a request of API key key.
-func servedBeforeAuthentication(key int16) bool {
-	return key == 18 || key == 17 || key == 36 // ApiVersions, SaslHandshake, SaslAuthenticate
-}
-
 // checkUnauthenticatedFrame refuses a frame above saslMaxReceiveSize before
 // authentication.
 func (c *conn) checkUnauthenticatedFrame(size int32) error {

@@ -27,6 +27,16 @@ func (c *conn) gateFrame(fr *frameReader, size int32) (consumed bool, err error)
 	return true, c.rawSaslToken(fr.br, size)
 }
 
+// servedBeforeAuthentication reports whether an unauthenticated connection of a SASL
+// listener may send a request of API key key.
+func servedBeforeAuthentication(key int16) bool {
+	switch key {
+	case kmsg.ApiVersions.Int16(), kmsg.SASLHandshake.Int16(), kmsg.SASLAuthenticate.Int16():
+		return true
+	}
+	return false
+}
+
 // gateRequest refuses, before authentication, a request of an API other than the
 // three that authenticate; the connection is then closed.
 func (c *conn) gateRequest(key int16) error {

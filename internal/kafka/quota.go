@@ -88,7 +88,7 @@ func fetchReplicaID(req *kmsg.FetchRequest) int32 {
 // quota lets through in one window (Kafka's getMaxValueInQuotaWindow), so that one
 // fetch never needs a throttle longer than the window.
 func (s *Server) quotaBefore(r *request) {
-	if r.key != 1 {
+	if r.key != kmsg.Fetch.Int16() {
 		return
 	}
 	q := s.clientQuotas(r)
@@ -104,7 +104,7 @@ func (s *Server) quotaBefore(r *request) {
 // requestSeconds is r's handling time so far, as request_percentage counts it.
 func (r *request) requestSeconds(now time.Time) float64 {
 	end := now
-	if r.key == 0 && !r.quota.appendedAt.IsZero() {
+	if r.key == kmsg.Produce.Int16() && !r.quota.appendedAt.IsZero() {
 		end = r.quota.appendedAt
 	}
 	return max(end.Sub(r.received)-r.quota.parked, 0).Seconds()
@@ -165,10 +165,10 @@ func (c *conn) quotaAfter(r *request, resp kmsg.Response, size int64) {
 	}
 	now, user := time.Now(), c.user
 	if !r.quota.recorded {
-		if r.key == 0 {
+		if r.key == kmsg.Produce.Int16() {
 			r.noteThrottle(quota.Produce, s.quotas.Record(q, quota.Produce, user, r.clientID, float64(size), now))
 		}
-		if r.key != 0 || resp != nil { // Kafka leaves acks=0 produce out of the request quota
+		if r.key != kmsg.Produce.Int16() || resp != nil { // Kafka leaves acks=0 produce out of the request quota
 			r.noteThrottle(quota.Request, s.quotas.Record(q, quota.Request, user, r.clientID, r.requestSeconds(now), now))
 		}
 	}
