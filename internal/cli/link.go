@@ -7,11 +7,14 @@ package cli
 // partitions it leads.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -91,13 +94,19 @@ func newLinkCreate(conn *connFlags) *cobra.Command {
 		Long: `Create link NAME on the cluster -b names, fetching from --source. The source topics
 that --topics matches (all but __ topics when not given) and --exclude does not
 become mirror topics at once, with the source's partition counts and non-default
-configs. --topics and --exclude take comma-separated regular expressions matched
-against whole names (a plain name matches itself). --source-X KEY=VALUE and
---source-command-config FILE give the source client's security properties, as -X
-does for the client commands.
+configs; matching source topics created later become mirror topics within seconds,
+and partition increases follow. --topics, --exclude and --groups take
+comma-separated regular expressions matched against whole names (a plain name
+matches itself). --source-X KEY=VALUE and --source-command-config FILE give the
+source client's security properties, as -X does for the client commands.
 
-Not implemented yet (refused): --groups, --sync-acls, --sync-configs, --throttle,
---group-sync-interval; source topics created after the link are not added.`,
+--groups copies the committed offsets of the matching source groups (unchanged:
+the offsets are the same on both clusters) every --group-sync-interval (default
+5s), for groups with no member on this cluster, never backwards and never past
+what was copied. --sync-configs keeps following the source's topic configs,
+--sync-acls its topic ACLs (LITERAL ones naming a mirror topic). --throttle bounds
+the link's copying, in bytes per second per node of this cluster.
+docs/cluster-links.md says what each copies.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runLinkCreate(cmd, conn, f, args[0]) },
 	}
@@ -106,12 +115,12 @@ Not implemented yet (refused): --groups, --sync-acls, --sync-configs, --throttle
 	f.sourceSec = addSecurityFlags(fs, "source-", "source cluster: ")
 	fs.StringSliceVar(&f.topics, "topics", nil, "source topics to mirror: names or regular expressions (default: all)")
 	fs.StringSliceVar(&f.exclude, "exclude", nil, "source topics not to mirror: regular expressions")
-	fs.StringSliceVar(&f.groups, "groups", nil, "consumer groups whose offsets to sync (not implemented yet)")
-	fs.BoolVar(&f.syncACLs, "sync-acls", false, "sync topic ACLs (not implemented yet)")
-	fs.BoolVar(&f.syncConfigs, "sync-configs", false, "follow source topic config changes (not implemented yet)")
+	fs.StringSliceVar(&f.groups, "groups", nil, "consumer groups whose committed offsets to sync: names or regular expressions")
+	fs.BoolVar(&f.syncACLs, "sync-acls", false, "follow the source's topic ACLs (LITERAL, naming a mirror topic)")
+	fs.BoolVar(&f.syncConfigs, "sync-configs", false, "follow the source's topic config changes")
 	fs.Int16Var(&f.replicationFactor, "replication-factor", -1, "mirror topics' replication factor (default: default.replication.factor)")
-	fs.Int64Var(&f.throttle, "throttle", 0, "catch-up bytes per second per node (not implemented yet)")
-	fs.DurationVar(&f.groupSync, "group-sync-interval", 0, "how often group offsets are synced (not implemented yet)")
+	fs.Int64Var(&f.throttle, "throttle", 0, "bytes per second the link copies, per node of this cluster (0: no bound)")
+	fs.DurationVar(&f.groupSync, "group-sync-interval", 0, "how often group offsets are synced, a Go duration (default 5s)")
 	return cmd
 }
 
@@ -122,18 +131,20 @@ func runLinkCreate(cmd *cobra.Command, conn *connFlags, f *linkCreateFlags, name
 	if _, err := (&connFlags{bootstrap: f.source}).seeds(); err != nil {
 		return usageErrorf("bad --source %q: want HOST:PORT[,HOST:PORT...]", f.source)
 	}
-	for flag, set := range map[string]bool{"--groups": len(f.groups) > 0, "--sync-acls": f.syncACLs,
-		"--sync-configs": f.syncConfigs, "--throttle": f.throttle != 0, "--group-sync-interval": f.groupSync != 0} {
-		if set {
-			return fmt.Errorf("link create: %s is not implemented yet (docs/cluster-links.md)", flag)
-		}
+	if f.throttle < 0 {
+		return usageErrorf("--throttle %d: want bytes per second, 0 for no bound", f.throttle)
+	}
+	if f.groupSync < 0 || f.groupSync > 0 && f.groupSync < time.Millisecond {
+		return usageErrorf("--group-sync-interval %v: want a duration of at least 1ms", f.groupSync)
 	}
 	props, err := rawProperties(f.sourceSec)
 	if err != nil {
 		return err
 	}
 	resp, err := linkDo(cmd.Context(), conn, link.Request{Op: link.OpCreate, Link: name, Source: f.source, SourceProps: props,
-		Topics: f.topics, Exclude: f.exclude, ReplicationFactor: f.replicationFactor})
+		Topics: f.topics, Exclude: f.exclude, ReplicationFactor: f.replicationFactor,
+		Groups: f.groups, SyncACLs: f.syncACLs, SyncConfigs: f.syncConfigs, ThrottleBytes: f.throttle,
+		GroupSyncIntervalMs: f.groupSync.Milliseconds()})
 	if err != nil {
 		return err
 	}
@@ -245,32 +256,54 @@ func newLinkDelete(conn *connFlags) *cobra.Command {
 
 // everyBroker runs req on every broker of the cluster and merges their partitions.
 func everyBroker(ctx context.Context, conn *connFlags, req link.Request) ([]link.PartitionStatus, error) {
+	ps, _, err := everyBrokerStatus(ctx, conn, req)
+	return ps, err
+}
+
+// everyBrokerStatus runs req on every broker of the cluster and merges their
+// partitions and group offsets (of a group partition two nodes report, after the
+// active controller moved, the latest synced).
+func everyBrokerStatus(ctx context.Context, conn *connFlags, req link.Request) ([]link.PartitionStatus, []link.GroupStatus, error) {
 	cl, err := conn.client()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer cl.Close()
 	first, err := linkSend(ctx, cl, req) // checks the link exists, and fills the client's broker list
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	brokers, err := clusterBrokers(ctx, cl)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []link.PartitionStatus
+	groups := map[[3]string]link.GroupStatus{}
+	add := func(resp link.Response) {
+		out = append(out, resp.Partitions...)
+		for _, g := range resp.Groups {
+			k := [3]string{g.Group, g.Topic, strconv.Itoa(int(g.Partition))}
+			if cur, ok := groups[k]; !ok || g.SyncedAtMs > cur.SyncedAtMs {
+				groups[k] = g
+			}
+		}
+	}
 	for _, id := range brokers {
 		if id == first.Node {
-			out = append(out, first.Partitions...)
+			add(first)
 			continue
 		}
 		resp, err := linkSend(ctx, cl.Broker(int(id)), req)
 		if err != nil {
 			continue // a node down leads nothing the metadata would not have moved
 		}
-		out = append(out, resp.Partitions...)
+		add(resp)
 	}
-	return out, nil
+	gs := slices.Collect(maps.Values(groups))
+	slices.SortFunc(gs, func(a, b link.GroupStatus) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return out, gs, nil
 }
 
 func clusterBrokers(ctx context.Context, cl *kgo.Client) ([]int32, error) {

@@ -52,7 +52,9 @@ type linkPartitionJSON struct {
 	Error      string  `json:"error"`
 }
 
-// linkGroupJSON is a synced group offset: none until group offset sync exists.
+// linkGroupJSON is a group offset the link synced: the offset this cluster's group
+// holds, equal to the source's (clamped to what was copied), and when a sync round
+// last found it so.
 type linkGroupJSON struct {
 	Group      string `json:"group"`
 	Topic      string `json:"topic"`
@@ -71,14 +73,15 @@ source's end (its high watermark at the last fetch; -1 before the first), this
 cluster's end, the lag in records and in seconds (how long this cluster is known to
 be behind; while the source is unreachable, at least the time since the last
 successful fetch), the state (mirroring, paused, promoting, promoted, failed) and the
-last error.`,
+last error. Then, per consumer group partition the link syncs (--groups), the
+offset synced and when (answered by the active controller's node, which syncs).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := out.json()
 			if err != nil {
 				return err
 			}
-			ps, err := everyBroker(cmd.Context(), conn, link.Request{Op: link.OpStatus, Link: args[0]})
+			ps, gs, err := everyBrokerStatus(cmd.Context(), conn, link.Request{Op: link.OpStatus, Link: args[0]})
 			if err != nil {
 				return err
 			}
@@ -89,12 +92,28 @@ last error.`,
 					st.Partitions = append(st.Partitions, linkPartitionJSON{Topic: p.Topic, Partition: p.Partition, SourceEnd: p.SourceEnd,
 						End: p.End, LagRecords: p.LagRecords, LagSeconds: p.LagSeconds, State: p.State, Error: p.Error})
 				}
+				for _, g := range gs {
+					st.Groups = append(st.Groups, linkGroupJSON{Group: g.Group, Topic: g.Topic, Partition: g.Partition, Offset: g.Offset, SyncedAtMs: g.SyncedAtMs})
+				}
 				return writeJSON(cmd.OutOrStdout(), st)
 			}
 			tw := newTable(cmd.OutOrStdout())
 			fmt.Fprintln(tw, "TOPIC\tPARTITION\tSOURCE END\tEND\tLAG\tLAG SECONDS\tSTATE\tERROR")
 			for _, p := range ps {
 				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%.1f\t%s\t%s\n", p.Topic, p.Partition, dash(p.SourceEnd), p.End, p.LagRecords, p.LagSeconds, p.State, p.Error)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if len(gs) == 0 {
+				return nil
+			}
+			fmt.Fprintln(cmd.OutOrStdout())
+			tw = newTable(cmd.OutOrStdout())
+			fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tOFFSET\tSYNCED AT")
+			for _, g := range gs {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", g.Group, g.Topic, g.Partition, g.Offset,
+					time.UnixMilli(g.SyncedAtMs).UTC().Format(time.RFC3339))
 			}
 			return tw.Flush()
 		},

@@ -44,8 +44,15 @@ type AdminConfig struct {
 // the request there. Status is answered for the mirror partitions this node leads.
 type Admin struct{ cfg AdminConfig }
 
-// NewAdmin returns the node's link Admin.
-func NewAdmin(cfg AdminConfig) *Admin { return &Admin{cfg: cfg} }
+// NewAdmin returns the node's link Admin, and hands it to cfg.Manager (whose
+// syncers read the source and propose through it).
+func NewAdmin(cfg AdminConfig) *Admin {
+	a := &Admin{cfg: cfg}
+	if cfg.Manager != nil {
+		cfg.Manager.admin.Store(a)
+	}
+	return a
+}
 
 var _ kafka.LinkAdmin = (*Admin)(nil)
 
@@ -143,9 +150,23 @@ func (a *Admin) forward(ctx context.Context, req Request) Response {
 
 func (a *Admin) forwardOnce(ctx context.Context, req Request) (Response, error) {
 	id := a.cfg.ControllerID()
-	b, ok := a.cfg.Image().Brokers[id]
-	if id < 0 || !ok || id == a.cfg.Node {
+	if id < 0 || id == a.cfg.Node {
 		return Response{}, fmt.Errorf("no active controller known")
+	}
+	cl, err := a.peerClient(id)
+	if err != nil {
+		return Response{}, err
+	}
+	defer cl.Close()
+	return Send(ctx, cl.Broker(int(id)), req)
+}
+
+// peerClient returns a client of this cluster bootstrapped from node id, with the
+// inter-broker security.
+func (a *Admin) peerClient(id metadata.NodeID) (*kgo.Client, error) {
+	b, ok := a.cfg.Image().Brokers[id]
+	if !ok {
+		return nil, fmt.Errorf("node %d is not a registered broker", id)
 	}
 	var opts []kgo.Opt
 	if a.cfg.Peer != nil {
@@ -153,13 +174,12 @@ func (a *Admin) forwardOnce(ctx context.Context, req Request) (Response, error) 
 	}
 	opts = append(opts, kgo.SeedBrokers(net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))),
 		kgo.ClientID(fmt.Sprintf("runnel-node-%d", a.cfg.Node)))
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return Response{}, err
-	}
-	defer cl.Close()
-	return Send(ctx, cl.Broker(int(id)), req)
+	return kgo.NewClient(opts...)
 }
+
+// localClient returns a client of this cluster through this node (group offset sync
+// commits through it to the groups' coordinators, wherever they are).
+func (a *Admin) localClient() (*kgo.Client, error) { return a.peerClient(a.cfg.Node) }
 
 // Requester sends one request (a *kgo.Client or a *kgo.Broker).
 type Requester interface {
@@ -195,9 +215,14 @@ func (a *Admin) create(ctx context.Context, req Request) ([]string, error) {
 		return nil, fmt.Errorf("%w: a link needs a name and a source", kerr.InvalidRequest)
 	}
 	link := metadata.Link{Name: req.Link, Source: req.Source, SourceProps: req.SourceProps,
-		Topics: req.Topics, Exclude: req.Exclude, ReplicationFactor: req.ReplicationFactor}
+		Topics: req.Topics, Exclude: req.Exclude, ReplicationFactor: req.ReplicationFactor,
+		Groups: req.Groups, SyncACLs: req.SyncACLs, SyncConfigs: req.SyncConfigs,
+		ThrottleBytes: req.ThrottleBytes, GroupSyncIntervalMs: req.GroupSyncIntervalMs}
 	if link.ReplicationFactor == 0 {
 		link.ReplicationFactor = -1
+	}
+	if link.ThrottleBytes < 0 || link.GroupSyncIntervalMs < 0 {
+		return nil, fmt.Errorf("%w: link %s: --throttle and --group-sync-interval cannot be negative", kerr.InvalidRequest, req.Link)
 	}
 	include, err := compileFilters("--topics", req.Topics)
 	if err != nil {
@@ -205,6 +230,9 @@ func (a *Admin) create(ctx context.Context, req Request) ([]string, error) {
 	}
 	exclude, err := compileFilters("--exclude", req.Exclude)
 	if err != nil {
+		return nil, err
+	}
+	if _, err := compileFilters("--groups", req.Groups); err != nil {
 		return nil, err
 	}
 	opts, err := sourceOptions(&link)

@@ -21,8 +21,12 @@ import (
 // at its destination log end, which is the next offset to copy. An error is returned
 // only for the request as a whole; a partition's own error is handled here.
 func (f *fetcher) fetchOnce(ctx context.Context, parts []*mpart) error {
+	if err := f.s.throttle.wait(ctx); err != nil {
+		return nil // the session or fetcher ends
+	}
+	maxBytes, partMaxBytes := f.s.throttle.fetchBytes()
 	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, int32(fetchMaxWait/time.Millisecond), 1, fetchMaxBytes
+	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, int32(fetchMaxWait/time.Millisecond), 1, maxBytes
 	req.IsolationLevel, req.SessionEpoch = 0, -1
 	byTopic := map[string]int{}
 	byID := map[[16]byte]string{} // a v13+ answer names topics by id
@@ -44,7 +48,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*mpart) error {
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.CurrentLeaderEpoch, rp.FetchOffset = p.tp.Partition, p.sourceEpoch, end
-		rp.LastFetchedEpoch, rp.LogStartOffset, rp.PartitionMaxBytes = -1, -1, partitionMaxBytes
+		rp.LastFetchedEpoch, rp.LogStartOffset, rp.PartitionMaxBytes = -1, -1, partMaxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		ends[p.tp] = end
 	}
@@ -65,6 +69,13 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*mpart) error {
 	for _, p := range parts {
 		byKey[p.tp] = p
 	}
+	fetched := 0
+	for _, t := range resp.Topics {
+		for _, rp := range t.Partitions {
+			fetched += len(rp.RecordBatches)
+		}
+	}
+	f.s.throttle.take(fetched)
 	for _, t := range resp.Topics {
 		name := t.Topic
 		if name == "" {

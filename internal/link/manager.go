@@ -29,18 +29,23 @@ type Manager struct {
 	report func(ctx context.Context, r Request) Response
 	// bytes counts what each link copied (runnel_link_bytes_total{link}).
 	bytes sync.Map // link name -> *atomic.Int64
+	// admin is the node's Admin (NewAdmin sets it): the syncers act through it.
+	admin atomic.Pointer[Admin]
 
-	// mu guards sessions and closed. Never held across network I/O or a session's
-	// own lock.
+	// mu guards sessions, syncers and closed. Never held across network I/O or a
+	// session's own lock.
 	mu       sync.Mutex
 	sessions map[string]*session
-	closed   bool
+	// syncers: one per link in the image (follow.go), acting while this node is the
+	// active controller.
+	syncers map[string]*syncer
+	closed  bool
 }
 
 // NewManager returns a manager with no session; ApplyImage starts them.
 func NewManager(node metadata.NodeID, replicas *replica.Manager, logger *slog.Logger) *Manager {
 	return &Manager{node: node, replicas: replicas, logger: logger.With("component", "link"),
-		sessions: map[string]*session{}}
+		sessions: map[string]*session{}, syncers: map[string]*syncer{}}
 }
 
 // SetReporter installs how the manager reaches the active controller. Call it
@@ -103,6 +108,7 @@ func (m *Manager) ApplyImage(im *metadata.Image) {
 			delete(m.sessions, name)
 		}
 	}
+	m.applySyncersLocked(im)
 	for name, parts := range want {
 		s := m.sessions[name]
 		if s == nil {
@@ -118,17 +124,47 @@ func (m *Manager) ApplyImage(im *metadata.Image) {
 }
 
 func sameLink(a, b *metadata.Link) bool {
-	return a.Source == b.Source && maps.Equal(a.SourceProps, b.SourceProps) && reflect.DeepEqual(a.Topics, b.Topics)
+	return a.Source == b.Source && maps.Equal(a.SourceProps, b.SourceProps) && reflect.DeepEqual(a.Topics, b.Topics) &&
+		a.ThrottleBytes == b.ThrottleBytes
 }
 
-// Close stops every session and waits for their goroutines.
+// applySyncersLocked runs one syncer per link of im. Caller holds m.mu.
+func (m *Manager) applySyncersLocked(im *metadata.Image) {
+	for name, s := range m.syncers {
+		if l := im.Link(name); l == nil || !sameSyncer(l, s.link) {
+			s.close()
+			delete(m.syncers, name)
+		}
+	}
+	for _, name := range im.LinkNames() {
+		if m.syncers[name] == nil {
+			m.syncers[name] = newSyncer(m, im.Link(name))
+		}
+	}
+}
+
+// groupStatus returns the group offsets this node synced for link.
+func (m *Manager) groupStatus(link string) []GroupStatus {
+	m.mu.Lock()
+	s := m.syncers[link]
+	m.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	return s.groupStatus()
+}
+
+// Close stops every session and syncer and waits for their goroutines.
 func (m *Manager) Close() {
 	m.mu.Lock()
 	m.closed = true
-	ss := m.sessions
-	m.sessions = map[string]*session{}
+	ss, sy := m.sessions, m.syncers
+	m.sessions, m.syncers = map[string]*session{}, map[string]*syncer{}
 	m.mu.Unlock()
 	for _, s := range ss {
+		s.close()
+	}
+	for _, s := range sy {
 		s.close()
 	}
 }
@@ -162,6 +198,8 @@ type session struct {
 	cl   *kgo.Client
 	// bytes is the link's copied-bytes counter (shared across sessions of the link).
 	bytes *atomic.Int64
+	// throttle bounds what the session's fetchers copy (--throttle); nil: no bound.
+	throttle *throttle
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -184,7 +222,7 @@ func newSession(m *Manager, link *metadata.Link) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &session{m: m, link: link, cl: cl, bytes: m.bytesOf(link.Name), refresh: make(chan struct{}, 1),
+	s := &session{m: m, link: link, cl: cl, bytes: m.bytesOf(link.Name), throttle: newThrottle(link.ThrottleBytes), refresh: make(chan struct{}, 1),
 		parts: map[metadata.TopicPartition]*mpart{}, fetchers: map[int32]*fetcher{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wg.Add(1)

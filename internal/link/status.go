@@ -35,7 +35,9 @@ func (a *Admin) status(req Request) Response {
 		return errorResponse(fmt.Errorf("%w: no link %q", kerr.InvalidRequest, req.Link))
 	}
 	live := a.cfg.Manager.stats()
-	var resp Response
+	// The group offsets are synced by the active controller's node: each node answers
+	// with what it synced, and the CLI keeps the latest of each.
+	resp := Response{Groups: a.cfg.Manager.groupStatus(req.Link)}
 	for _, m := range mirrors {
 		t := im.Topics[m.Topic]
 		for i, st := range t.Partitions {
