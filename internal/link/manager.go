@@ -96,6 +96,7 @@ func (m *Manager) ApplyImage(im *metadata.Image) {
 			}
 		}
 	}
+	m.reportPromotes(im)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {

@@ -71,6 +71,8 @@ type Request struct {
 	Reason string `json:"reason,omitempty"`
 	// Forwarded: sent by a node to the active controller's node.
 	Forwarded bool `json:"forwarded,omitempty"`
+	// Failback: the failback phases (failback.go).
+	Failback *FailbackArgs `json:"failback,omitempty"`
 }
 
 // Response is an operation's answer. Error is "" on success; ErrorCode is the Kafka
@@ -86,6 +88,8 @@ type Response struct {
 	Groups []GroupStatus `json:"groups,omitempty"`
 	// Node answered (status: the partitions it leads).
 	Node int32 `json:"node"`
+	// Failback: the failback phases' answers (failback.go).
+	Failback *FailbackArgs `json:"failback,omitempty"`
 }
 
 // LinkInfo is one line of `link list`.

@@ -64,6 +64,11 @@ const (
 	// MirrorFailed: fetching stopped because of Error (a source topic deleted or
 	// re-created, a source that lost records the destination holds); read-only.
 	MirrorFailed MirrorState = "failed"
+	// MirrorFailingBack: a failback (link failback) made this topic, until then the
+	// primary's, a mirror topic of the new primary: it is read-only and not fetched
+	// while the failback sets its unmirrored tail aside (Failback); the failback's
+	// cut then makes it mirroring.
+	MirrorFailingBack MirrorState = "failing_back"
 )
 
 // MirrorTopic is the state of one mirror topic of a link.
@@ -89,7 +94,43 @@ type MirrorTopic struct {
 	// was written on this cluster.
 	PromoteEpochs []int32 `json:"promote_epochs,omitempty"`
 	PromotedAtMs  int64   `json:"promoted_at_ms,omitempty"`
+	// MirroredEnds and SourceEpochs are what the promote recorded per partition, as
+	// the partition's leader reported it after its cut (-1, or a slice too short:
+	// not reported yet): the end of what was mirrored (the last mirrored offset + 1,
+	// where this cluster's own writes start) and the source's leader epoch of the last
+	// mirrored batch below it, as the source stamped it (-1: unknown, the leader that
+	// cut did not copy that batch itself). A failback on the old source finds the
+	// divergence point with them (internal/link/failback_divergence.go).
+	MirroredEnds []int64 `json:"mirrored_ends,omitempty"`
+	SourceEpochs []int32 `json:"source_epochs,omitempty"`
+	// Failback is set while and after a failback made this topic a mirror topic
+	// again (state MirrorFailingBack, then mirroring); a later promote leaves it, and
+	// the next failback replaces it.
+	Failback *Failback `json:"failback,omitempty"`
 }
+
+// Failback is one failback of a mirror topic on the old source (internal/link's
+// failback). First the topic is fenced (MirrorFailingBack, read-only, StartedAtMs and
+// Quarantine fixed); then, once the tail above each partition's divergence point is
+// copied into Quarantine, the cut (CutTo, CutEpochs, Quarantined) makes it mirroring.
+// Invariant: the first leader of an epoch >= CutEpochs[p] whose log holds no batch of
+// such an epoch cuts its log to CutTo[p] before it appends anything
+// (replica/mirror.go), so the tail goes on every replica and the mirror fetches the
+// new primary's records from the divergence point on.
+type Failback struct {
+	StartedAtMs int64 `json:"started_at_ms"`
+	// Quarantine is the topic holding each partition's tail (same partition numbers).
+	Quarantine string `json:"quarantine"`
+	// CutTo, CutEpochs and Quarantined: per partition, the divergence point, the
+	// leader epoch from which the cut holds, and how many records were set aside.
+	// Nil until the cut.
+	CutTo       []int64 `json:"cut_to,omitempty"`
+	CutEpochs   []int32 `json:"cut_epochs,omitempty"`
+	Quarantined []int64 `json:"quarantined,omitempty"`
+}
+
+// Cut reports whether the failback's cut was recorded.
+func (f *Failback) Cut() bool { return f != nil && f.CutTo != nil }
 
 // Writable reports whether producers may write to the topic.
 func (m *MirrorTopic) Writable() bool { return m == nil || m.State == MirrorPromoted }
@@ -135,6 +176,12 @@ func applyLinks(l *Links, rec Record) *Links {
 	case rec.Type == MirrorTopicType && rec.Mirror != nil && rec.Mirror.Mirror != nil:
 		m := *rec.Mirror.Mirror
 		m.PromoteEpochs = slices.Clone(m.PromoteEpochs)
+		m.MirroredEnds, m.SourceEpochs = slices.Clone(m.MirroredEnds), slices.Clone(m.SourceEpochs)
+		if m.Failback != nil {
+			f := *m.Failback
+			f.CutTo, f.CutEpochs, f.Quarantined = slices.Clone(f.CutTo), slices.Clone(f.CutEpochs), slices.Clone(f.Quarantined)
+			m.Failback = &f
+		}
 		n.Mirrors[m.Topic] = &m
 	case rec.Type == MirrorTopicType && rec.Mirror != nil:
 		delete(n.Mirrors, rec.Mirror.Remove)
@@ -197,4 +244,29 @@ func (im *Image) PromoteEpoch(tp TopicPartition) (int32, bool) {
 		return 0, false
 	}
 	return m.PromoteEpochs[tp.Partition], true
+}
+
+// FailbackCut returns, for tp, a partition of a mirror topic whose failback was cut
+// and that is not promoted since, the offset its log is cut to and the leader epoch
+// from which the cut holds (Failback's invariant).
+func (im *Image) FailbackCut(tp TopicPartition) (to int64, epoch int32, ok bool) {
+	m := im.MirrorOf(tp.Topic)
+	if m == nil || m.State == MirrorPromoted || !m.Failback.Cut() || tp.Partition < 0 ||
+		int(tp.Partition) >= len(m.Failback.CutTo) || int(tp.Partition) >= len(m.Failback.CutEpochs) {
+		return 0, 0, false
+	}
+	return m.Failback.CutTo[tp.Partition], m.Failback.CutEpochs[tp.Partition], true
+}
+
+// PromoteRecord returns what the promote of tp recorded (MirroredEnds,
+// SourceEpochs), ok false while its leader has not reported it.
+func (m *MirrorTopic) PromoteRecord(partition int32) (mirroredEnd int64, sourceEpoch int32, ok bool) {
+	if m == nil || partition < 0 || int(partition) >= len(m.MirroredEnds) || m.MirroredEnds[partition] < 0 {
+		return -1, -1, false
+	}
+	sourceEpoch = -1
+	if int(partition) < len(m.SourceEpochs) {
+		sourceEpoch = m.SourceEpochs[partition]
+	}
+	return m.MirroredEnds[partition], sourceEpoch, true
 }

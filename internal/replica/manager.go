@@ -268,6 +268,7 @@ func (m *Manager) applyPartition(im *metadata.Image, tp metadata.TopicPartition,
 	}
 	wasLeader := p.IsLeader()
 	p.setPromoteEpoch(im.PromoteEpoch(tp))
+	p.setFailbackCut(im.FailbackCut(tp))
 	if p.applyState(st, settings.MinISR, settings.Log.FlushMessages <= 1, hw) {
 		m.logger.Info("became leader", "topic", tp.Topic, "partition", tp.Partition,
 			"leader_epoch", st.LeaderEpoch, "log_end_offset", p.log.LogEndOffset(), "high_watermark", p.HighWatermark())

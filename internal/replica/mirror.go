@@ -14,6 +14,8 @@ package replica
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/runnel-io/runnel/internal/log"
 	"github.com/runnel-io/runnel/internal/recordbatch"
@@ -33,10 +35,14 @@ const hwMirrorCut hwChange = 100
 // flush policy; the followers replicate it as usual. ErrNotLeader when this replica no
 // longer leads leaderEpoch (the link fetcher then drops what it fetched).
 func (p *Partition) AppendMirrored(records []byte, leaderEpoch int32) (log.AppendInfo, error) {
+	var seen []SourceEpoch // the source's epochs, read before they are overwritten
 	for rest := records; len(rest) > 0; {
 		b, r, err := recordbatch.Next(rest, 0)
 		if err != nil {
 			return log.AppendInfo{}, fmt.Errorf("%w: mirrored batch of %s-%d: %w", ErrInvalidRecord, p.tp.Topic, p.tp.Partition, err)
+		}
+		if e := b.PartitionLeaderEpoch(); len(seen) == 0 || seen[len(seen)-1].Epoch != e {
+			seen = append(seen, SourceEpoch{Epoch: e, StartOffset: b.BaseOffset()})
 		}
 		b.SetPartitionLeaderEpoch(leaderEpoch)
 		rest = r
@@ -45,7 +51,96 @@ func (p *Partition) AppendMirrored(records []byte, leaderEpoch int32) (log.Appen
 	if err != nil {
 		return info, err
 	}
+	p.mirror.noteSourceEpochs(seen)
 	return info, p.completeAppend(context.Background(), info, 1, nil)
+}
+
+// SourceEpoch is one entry of a mirror partition's source epoch lineage: from
+// StartOffset on, the batches this replica appended carried the source's leader
+// epoch Epoch (as the source stamped it, before this cluster's epoch replaced it).
+type SourceEpoch struct {
+	Epoch       int32
+	StartOffset int64
+}
+
+// sourceLineageMax bounds the lineage kept: only its last entries matter (the epoch
+// of the last mirrored batch at a promote), and a source's leader changes are rare.
+const sourceLineageMax = 256
+
+// mirrorState is the cluster-link state of a partition beyond its log: the source
+// epoch lineage of what this replica mirrored as leader (in memory: a replica that
+// restarted, or took the leadership over mid-mirror, knows only the epochs of what
+// it copied itself), the promote cut it made, and the failback cut it must make.
+type mirrorState struct {
+	mu      sync.Mutex // guards lineage and seal
+	lineage []SourceEpoch
+	seal    PromoteSeal
+	// cut is the failback cut of the current image (nil: none); set on every image.
+	cut atomic.Pointer[failbackCut]
+}
+
+type failbackCut struct {
+	to    int64
+	epoch int32
+}
+
+// PromoteSeal is what a promoted mirror partition's leader did when it took the
+// promote: at LeaderEpoch it cut its log to MirroredEnd (the end of what was
+// mirrored, where this cluster's writes start); SourceEpoch is the source's leader
+// epoch of the mirrored batch just below it, -1 when this replica did not copy it.
+type PromoteSeal struct {
+	LeaderEpoch int32
+	MirroredEnd int64
+	SourceEpoch int32
+}
+
+func (m *mirrorState) noteSourceEpochs(seen []SourceEpoch) {
+	if len(seen) == 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range seen {
+		// A batch appended again at or below an entry's start (a restart of the
+		// mirror) replaces what the lineage said from there on.
+		for len(m.lineage) > 0 && m.lineage[len(m.lineage)-1].StartOffset >= e.StartOffset {
+			m.lineage = m.lineage[:len(m.lineage)-1]
+		}
+		if n := len(m.lineage); n == 0 || m.lineage[n-1].Epoch != e.Epoch {
+			m.lineage = append(m.lineage, e)
+		}
+	}
+	if over := len(m.lineage) - sourceLineageMax; over > 0 {
+		m.lineage = append(m.lineage[:0], m.lineage[over:]...)
+	}
+}
+
+// sourceEpochAt returns the source's epoch of the batch holding offset off, -1 when
+// the lineage does not cover it.
+func (m *mirrorState) sourceEpochAt(off int64) int32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := len(m.lineage) - 1; i >= 0; i-- {
+		if m.lineage[i].StartOffset <= off {
+			return m.lineage[i].Epoch
+		}
+	}
+	return -1
+}
+
+// SourceLineage returns a copy of the source epoch lineage this replica knows.
+func (p *Partition) SourceLineage() []SourceEpoch {
+	p.mirror.mu.Lock()
+	defer p.mirror.mu.Unlock()
+	return append([]SourceEpoch(nil), p.mirror.lineage...)
+}
+
+// PromoteSealed returns the promote cut this replica made as leader, ok false when
+// it made none (it was not the first leader of the promote epoch, or restarted since).
+func (p *Partition) PromoteSealed() (PromoteSeal, bool) {
+	p.mirror.mu.Lock()
+	defer p.mirror.mu.Unlock()
+	return p.mirror.seal, p.mirror.seal.LeaderEpoch > 0
 }
 
 func (p *Partition) appendMirroredLocked(records []byte, leaderEpoch int32) (log.AppendInfo, error) {
@@ -72,6 +167,9 @@ func (p *Partition) RestartMirrorAt(off int64, leaderEpoch int32) error {
 	if err := p.log.TruncateFullyAndStartAt(off); err != nil {
 		return err
 	}
+	p.mirror.mu.Lock()
+	p.mirror.lineage = nil
+	p.mirror.mu.Unlock()
 	p.stateMu.Lock()
 	p.setHighWatermarkLocked(off, hwMirrorCut)
 	p.rs.epochStartOffset = off
@@ -107,6 +205,7 @@ func (p *Partition) setPromoteEpoch(epoch int32, ok bool) {
 // through OffsetForLeaderEpoch, as after any leader change. Caller holds leaderIsrLock
 // for writing and stateMu.
 func (p *Partition) sealPromotedLocked() {
+	p.cutFailbackLocked()
 	promote := p.promoteEpoch.Load() - 1
 	if promote < 0 || p.rs.leaderEpoch < promote {
 		return
@@ -131,6 +230,58 @@ func (p *Partition) sealPromotedLocked() {
 		p.setHighWatermarkLocked(end, hwMirrorCut)
 	}
 	p.rs.epochStartOffset = end
+	seal := PromoteSeal{LeaderEpoch: p.rs.leaderEpoch, MirroredEnd: end, SourceEpoch: p.mirror.sourceEpochAt(end - 1)}
+	p.mirror.mu.Lock()
+	p.mirror.seal = seal
+	p.mirror.mu.Unlock()
 	p.logger.Info("promoted mirror partition: writable", "leader_epoch", p.rs.leaderEpoch,
-		"truncated_from", start, "writable_from", end)
+		"truncated_from", start, "writable_from", end, "source_epoch", seal.SourceEpoch)
+}
+
+// setFailbackCut tells the partition, before its state is applied, the failback cut
+// of the image (metadata.Image.FailbackCut): from leader epoch epoch on, its log is
+// cut to to. Called by the Manager on every image.
+func (p *Partition) setFailbackCut(to int64, epoch int32, ok bool) {
+	if !ok {
+		p.mirror.cut.Store(nil)
+		return
+	}
+	if c := p.mirror.cut.Load(); c == nil || c.to != to || c.epoch != epoch {
+		p.mirror.cut.Store(&failbackCut{to: to, epoch: epoch})
+	}
+}
+
+// cutFailbackLocked runs when this replica becomes leader of a new epoch: if a
+// failback cut the partition at an epoch at or below this one and its log holds no
+// batch of such an epoch (nothing was mirrored since the cut), it cuts its log to
+// the divergence point, so the old primary's tail (set aside in quarantine by the
+// failback before the cut was recorded) goes, and mirroring continues from there.
+// Followers find the cut through OffsetForLeaderEpoch, as after any leader change.
+// Caller holds leaderIsrLock for writing and stateMu.
+func (p *Partition) cutFailbackLocked() {
+	c := p.mirror.cut.Load()
+	if c == nil || p.rs.leaderEpoch < c.epoch {
+		return
+	}
+	if e, ok := p.log.LatestEpoch(); ok && e >= c.epoch {
+		return // mirrored since the cut: those records are the new primary's
+	}
+	start := p.log.LogEndOffset()
+	if start <= c.to {
+		return
+	}
+	if err := p.log.Truncate(c.to); err != nil {
+		p.logger.Error("failback: cannot cut the log to the divergence point", "offset", c.to, "err", err)
+		return
+	}
+	end := p.log.LogEndOffset()
+	if p.hw.Load() > end {
+		p.setHighWatermarkLocked(end, hwMirrorCut)
+	}
+	p.rs.epochStartOffset = end
+	p.mirror.mu.Lock()
+	p.mirror.lineage = nil
+	p.mirror.mu.Unlock()
+	p.logger.Info("failback: log cut to the divergence point", "leader_epoch", p.rs.leaderEpoch,
+		"truncated_from", start, "truncated_to", end)
 }

@@ -41,6 +41,8 @@ type Partition struct {
 	// promoteEpoch is 1 + the leader epoch from which this promoted mirror partition
 	// is writable, 0 when it is not one (mirror.go). Set by the Manager on every image.
 	promoteEpoch atomic.Int32
+	// mirror is the cluster-link state of a mirror partition (mirror.go).
+	mirror mirrorState
 
 	// hw is the high watermark: consumers never see offsets at or above it. Read
 	// lock-free; written only by setHighWatermarkLocked.

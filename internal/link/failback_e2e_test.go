@@ -1,0 +1,313 @@
+package link_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/link"
+	"github.com/runnel-io/runnel/internal/testutil"
+)
+
+// failbackRow is one partition of `link promote|failback --json` (INTERFACE.md).
+type failbackRow struct {
+	Topic              string `json:"topic"`
+	Partition          int32  `json:"partition"`
+	WritableFrom       int64  `json:"writable_from"`
+	TruncatedTo        int64  `json:"truncated_to"`
+	QuarantinedRecords int64  `json:"quarantined_records"`
+	Quarantine         string `json:"quarantine"`
+}
+
+func rowsOf(t *testing.T, out string) []failbackRow {
+	t.Helper()
+	var res struct {
+		Partitions []failbackRow `json:"partitions"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return res.Partitions
+}
+
+// produceTo writes n records "prefix-i" to topic-partition and returns their offsets.
+func produceTo(t *testing.T, c *cluster.Cluster, topic string, partition int32, prefix string, n int) []int64 {
+	t.Helper()
+	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	var rs []*kgo.Record
+	for i := range n {
+		rs = append(rs, &kgo.Record{Topic: topic, Partition: partition, Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "%s-%d", prefix, i)})
+	}
+	res := cl.ProduceSync(context.Background(), rs...)
+	if err := res.FirstErr(); err != nil {
+		t.Fatalf("produce %s to %s-%d: %v", prefix, topic, partition, err)
+	}
+	var offs []int64
+	for _, r := range res {
+		offs = append(offs, r.Record.Offset)
+	}
+	return offs
+}
+
+// readAll reads every record of topic on c from the start, until it has n.
+func readAll(t *testing.T, c *cluster.Cluster, topic string, n int) []*kgo.Record {
+	t.Helper()
+	cl := c.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var out []*kgo.Record
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	for len(out) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d records of %s", len(out), n, topic)
+		}
+		fs.EachError(func(tp string, p int32, err error) { t.Fatalf("consume %s-%d: %v", tp, p, err) })
+		out = append(out, fs.Records()...)
+	}
+	return out
+}
+
+func header(r *kgo.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+// sameLogs checks that every partition of topic holds the same batches on a and b.
+func sameLogs(t *testing.T, a, b *cluster.Cluster, topic string, partitions int32) {
+	t.Helper()
+	aadm, badm := a.Admin(t), b.Admin(t)
+	awaitCaughtUp(t, aadm, badm, topic)
+	acl, bcl := a.Client(t), b.Client(t)
+	for p := range partitions {
+		sameBatches(t, fmt.Sprintf("%s-%d", topic, p), batches(t, acl, topic, p), batches(t, bcl, topic, p))
+	}
+}
+
+// TestLinkFailbackQuarantinesTail: the old source wrote a tail the link never
+// mirrored (paused) before the promote on the destination; the failback on the old
+// source sets that tail aside in a quarantine topic (counted, readable, each record's
+// original offset in a header), cuts, and then holds exactly the new primary's
+// batches at the same offsets; run again (after a crash between the fence and the
+// cut, with part of the tail copied), nothing is quarantined twice and the answer is
+// the same; and the old source, promoted again, takes writes after the new
+// primary's records.
+func TestLinkFailbackQuarantinesTail(t *testing.T) {
+	a, b := startNode(t), startNode(t)
+	const topic = "orders"
+	ctx := context.Background()
+	if _, err := a.Admin(t).CreateTopic(ctx, 2, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(2) {
+		produceTo(t, a, topic, p, "first", 50+int(p)*10)
+	}
+	runCLI(t, "link", "create", "dr", "--source", a.Bootstrap(), "--topics", topic, "-b", b.Bootstrap())
+	awaitCaughtUp(t, a.Admin(t), b.Admin(t), topic)
+	runCLI(t, "link", "pause", "dr", "-b", b.Bootstrap())
+	testutil.Eventually(t, 5*time.Second, func() error {
+		for _, p := range status(t, b.Bootstrap(), "dr").Partitions {
+			if p.State != "paused" {
+				return fmt.Errorf("not paused: %+v", p)
+			}
+		}
+		return nil
+	})
+	// The tail: written on the old source, never mirrored.
+	tails := map[int32][]int64{0: produceTo(t, a, topic, 0, "tail0", 7), 1: produceTo(t, a, topic, 1, "tail1", 5)}
+
+	promoted := rowsOf(t, runCLI(t, "link", "promote", "dr", "--all", "--json", "-b", b.Bootstrap()))
+	if len(promoted) != 2 || promoted[0].WritableFrom != 50 || promoted[1].WritableFrom != 60 {
+		t.Fatalf("promote: %+v, want partitions writable from 50 and 60", promoted)
+	}
+	// What the promote recorded: the end of what was mirrored and the source's
+	// leader epoch of the last mirrored batch (the old source's, not this cluster's).
+	aepochs := leaderEpochs(t, a, topic)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		resp, err := link.Send(ctx, b.Client(t), link.Request{Op: link.OpFailback, Link: "dr", All: true,
+			Failback: &link.FailbackArgs{Phase: link.PhaseInfo}})
+		if err != nil || resp.Error != "" || resp.Failback == nil || len(resp.Failback.Topics) != 1 {
+			return fmt.Errorf("info: %+v %v", resp, err)
+		}
+		for _, p := range resp.Failback.Topics[0].Partitions {
+			if p.MirroredEnd != promoted[p.Partition].WritableFrom || p.SourceEpoch != aepochs[p.Partition] {
+				return fmt.Errorf("partition %d recorded mirrored end %d source epoch %d, want %d and %d",
+					p.Partition, p.MirroredEnd, p.SourceEpoch, promoted[p.Partition].WritableFrom, aepochs[p.Partition])
+			}
+		}
+		return nil
+	})
+	for p := range int32(2) {
+		produceTo(t, b, topic, p, "new", 20)
+	}
+
+	// A crash mid-failback: fenced, and 3 of partition 0's 7 tail records copied.
+	fence, err := link.Send(ctx, a.Client(t), link.Request{Op: link.OpFailback, Link: "dr", Source: b.Bootstrap(),
+		Failback: &link.FailbackArgs{Phase: link.PhaseFence, Topics: []link.FailbackTopic{{Topic: topic}}}})
+	if err != nil || fence.Error != "" {
+		t.Fatalf("fence: %+v %v", fence, err)
+	}
+	quarantine := fence.Failback.Topics[0].Quarantine
+	if !regexp.MustCompile(`^orders\.quarantine\.[0-9]+$`).MatchString(quarantine) {
+		t.Fatalf("quarantine topic %q", quarantine)
+	}
+	err = a.Client(t, kgo.RecordRetries(1)).ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("fenced")}).FirstErr()
+	if !errors.Is(err, kerr.InvalidRequest) {
+		t.Fatalf("produce to a fenced topic: %v, want INVALID_REQUEST", err)
+	}
+	if _, err := a.Admin(t).CreateTopic(ctx, 2, 1, map[string]*string{"retention.ms": strp("-1")}, quarantine); err != nil {
+		t.Fatal(err)
+	}
+	qw := a.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for i := range 3 {
+		r := &kgo.Record{Topic: quarantine, Partition: 0, Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "tail0-%d", i),
+			Headers: []kgo.RecordHeader{{Key: link.HeaderQuarantineOffset, Value: []byte(strconv.FormatInt(tails[0][i], 10))}}}
+		if err := qw.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	first := rowsOf(t, runCLI(t, "link", "failback", "dr", "--source", b.Bootstrap(), "--all", "--json", "-b", a.Bootstrap()))
+	want := []failbackRow{
+		{Topic: topic, Partition: 0, WritableFrom: -1, TruncatedTo: 50, QuarantinedRecords: 7, Quarantine: quarantine},
+		{Topic: topic, Partition: 1, WritableFrom: -1, TruncatedTo: 60, QuarantinedRecords: 5, Quarantine: quarantine},
+	}
+	if fmt.Sprint(first) != fmt.Sprint(want) {
+		t.Fatalf("failback: %+v, want %+v", first, want)
+	}
+	// The quarantine holds each tail once, in order, with its original offsets.
+	qs := readAll(t, a, quarantine, 12)
+	got := map[int32][]string{}
+	for _, r := range qs {
+		got[r.Partition] = append(got[r.Partition], fmt.Sprintf("%s@%s", r.Value, header(r, link.HeaderQuarantineOffset)))
+	}
+	for p, offs := range tails {
+		var w []string
+		for i, o := range offs {
+			w = append(w, fmt.Sprintf("tail%d-%d@%d", p, i, o))
+		}
+		if fmt.Sprint(got[p]) != fmt.Sprint(w) {
+			t.Fatalf("quarantine partition %d: %v, want %v", p, got[p], w)
+		}
+	}
+	// The old source now holds exactly the new primary's batches.
+	sameLogs(t, b, a, topic, 2)
+
+	// Run again: the same answer, nothing quarantined twice.
+	again := rowsOf(t, runCLI(t, "link", "failback", "dr", "--source", b.Bootstrap(), "--all", "--json", "-b", a.Bootstrap()))
+	if fmt.Sprint(again) != fmt.Sprint(want) {
+		t.Fatalf("failback run again: %+v, want %+v", again, want)
+	}
+	_, qe := offsets(t, a.Admin(t), quarantine)
+	if qe[0] != 7 || qe[1] != 5 {
+		t.Fatalf("quarantine ends after a second run: %v, want 7 and 5", qe)
+	}
+
+	// The second promote back: the old source, mirroring the new primary, becomes
+	// the primary again, writable after the new primary's records.
+	for p := range int32(2) {
+		produceTo(t, b, topic, p, "more", 10)
+	}
+	sameLogs(t, b, a, topic, 2)
+	_, bends := offsets(t, b.Admin(t), topic)
+	back := rowsOf(t, runCLI(t, "link", "promote", "dr", "--all", "--json", "-b", a.Bootstrap()))
+	for _, r := range back {
+		if r.WritableFrom != bends[r.Partition] {
+			t.Fatalf("promote back: %+v, want writable from the new primary's end %v", back, bends)
+		}
+	}
+	if offs := produceTo(t, a, topic, 1, "back", 1); offs[0] != bends[1] {
+		t.Fatalf("first write after the promote back at %d, want %d", offs[0], bends[1])
+	}
+}
+
+func strp(s string) *string { return &s }
+
+// leaderEpochs returns the leader epoch of each partition of topic on c.
+func leaderEpochs(t *testing.T, c *cluster.Cluster, topic string) map[int32]int32 {
+	t.Helper()
+	md, err := c.Admin(t).Metadata(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int32]int32{}
+	for _, p := range md.Topics[topic].Partitions {
+		out[p.Partition] = p.LeaderEpoch
+	}
+	return out
+}
+
+// TestLinkSwitchover: with the producers stopped, a switchover moves the link's
+// topic to the destination with no write lost (every record the source held is on
+// the destination, at its offsets, a committed transaction included), nothing
+// quarantined, and the source then mirrors the destination's new writes.
+func TestLinkSwitchover(t *testing.T) {
+	a, b := startNode(t), startNode(t)
+	const topic = "events"
+	ctx := context.Background()
+	if _, err := a.Admin(t).CreateTopic(ctx, 2, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	runCLI(t, "link", "create", "dr", "--source", a.Bootstrap(), "-b", b.Bootstrap())
+	// The producers write while the link copies, then stop (the operator paused them).
+	for p := range int32(2) {
+		produceTo(t, a, topic, p, "before", 300)
+	}
+	txn := a.Client(t, kgo.TransactionalID("switch-txn"))
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("in-txn")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	_, aends := offsets(t, a.Admin(t), topic)
+
+	var res struct {
+		Promoted   []failbackRow `json:"promoted"`
+		FailedBack []failbackRow `json:"failed_back"`
+	}
+	if err := json.Unmarshal([]byte(runCLI(t, "link", "switchover", "dr", "--all", "--json", "-b", b.Bootstrap())), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Promoted) != 2 || len(res.FailedBack) != 2 {
+		t.Fatalf("switchover: %+v", res)
+	}
+	for i := range 2 {
+		p, f := res.Promoted[i], res.FailedBack[i]
+		if p.WritableFrom != aends[p.Partition] || f.TruncatedTo != aends[f.Partition] || f.QuarantinedRecords != 0 || f.Quarantine != "" {
+			t.Fatalf("switchover partition %d: promoted %+v, failed back %+v, want both at the source's end %d and nothing quarantined",
+				i, p, f, aends[p.Partition])
+		}
+	}
+	// No write lost: the destination holds the source's batches, and read_committed
+	// readers see the same records on both.
+	sameLogs(t, a, b, topic, 2)
+	// The destination takes writes; the old source follows it.
+	w, err := b.Client(t).ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("after")}).First()
+	if err != nil {
+		t.Fatalf("produce on the destination after the switchover: %v", err)
+	}
+	if w.Offset != aends[w.Partition] {
+		t.Fatalf("first write after the switchover at %d, want %d", w.Offset, aends[w.Partition])
+	}
+	sameLogs(t, b, a, topic, 2)
+	sv, bv := committedValues(t, a.ClientDefaults(), topic), committedValues(t, b.ClientDefaults(), topic)
+	if len(sv) != 602 || fmt.Sprint(sv) != fmt.Sprint(bv) {
+		t.Fatalf("read_committed: %d records on the old source, %d on the destination (or they differ), want 602", len(sv), len(bv))
+	}
+}

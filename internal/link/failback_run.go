@@ -1,0 +1,477 @@
+package link
+
+// The failback and switchover orchestration, run by the client that holds both
+// clusters (runnel link failback / switchover). See failback.go for the brokers'
+// phases and docs/cluster-links.md "Failback and switchover".
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// FailbackConfig is one failback: on Old, the old primary (the cluster that was the
+// link's source and is to follow), the topics of link Link promoted on New, the new
+// primary, become mirror topics of a link of the same name on Old, pointing at New.
+type FailbackConfig struct {
+	Link   string
+	Topics []string // or All
+	All    bool
+	Old    *kgo.Client
+	New    *kgo.Client
+	// NewBootstrap and NewProps are how Old's link reaches New (its source).
+	NewBootstrap string
+	NewProps     map[string]string
+	// Timeout bounds the waits: the promote's record on New, the fenced topics
+	// settling on Old, the mirror starting after the cut.
+	Timeout time.Duration
+}
+
+// RunFailback runs the failback of cfg and returns, per partition, where the old
+// primary's log was cut (TruncatedTo) and what was set aside (QuarantinedRecords,
+// Quarantine: "" when nothing). Run again after any failure, it resumes where the
+// last run stopped; once cut, it answers what the cut recorded.
+func RunFailback(ctx context.Context, cfg FailbackConfig) ([]PartitionStatus, error) {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	info, err := promoteInfo(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	fence := Request{Op: OpFailback, Link: cfg.Link, Source: cfg.NewBootstrap, SourceProps: cfg.NewProps,
+		Failback: &FailbackArgs{Phase: PhaseFence}}
+	for _, t := range info {
+		fence.Failback.Topics = append(fence.Failback.Topics, FailbackTopic{Topic: t.Topic, TopicID: t.TopicID})
+	}
+	fenced, err := sendFailback(ctx, cfg.Old, fence)
+	if err != nil {
+		return nil, fmt.Errorf("fencing the topics on the old primary: %w", err)
+	}
+	var out []PartitionStatus
+	cut := Request{Op: OpFailback, Link: cfg.Link, Failback: &FailbackArgs{Phase: PhaseCut}}
+	for _, ft := range fenced.Topics {
+		if ft.State != "failing_back" { // cut by an earlier run: report what it recorded
+			out = append(out, cutRows(ft)...)
+			continue
+		}
+		i := slices.IndexFunc(info, func(t FailbackTopic) bool { return t.Topic == ft.Topic })
+		if i < 0 {
+			return nil, fmt.Errorf("topic %q: the old primary fenced a topic the new primary did not name", ft.Topic)
+		}
+		ct, err := setAside(ctx, cfg, info[i], ft)
+		if err != nil {
+			return nil, err
+		}
+		cut.Failback.Topics = append(cut.Failback.Topics, ct)
+	}
+	if len(cut.Failback.Topics) > 0 {
+		done, err := sendFailback(ctx, cfg.Old, cut)
+		if err != nil {
+			return nil, fmt.Errorf("cutting the topics on the old primary (the tails are in quarantine; run the failback again): %w", err)
+		}
+		for _, ft := range done.Topics {
+			out = append(out, cutRows(ft)...)
+		}
+	}
+	if err := awaitMirroring(ctx, cfg, out); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// promoteInfo asks the new primary for its promoted topics and their records,
+// waiting (up to cfg.Timeout) for the leaders to report them after a fresh promote.
+func promoteInfo(ctx context.Context, cfg FailbackConfig) ([]FailbackTopic, error) {
+	req := Request{Op: OpFailback, Link: cfg.Link, Topics: cfg.Topics, All: cfg.All, Failback: &FailbackArgs{Phase: PhaseInfo}}
+	deadline := time.Now().Add(cfg.Timeout)
+	for {
+		resp, err := sendFailback(ctx, cfg.New, req)
+		if err != nil {
+			return nil, fmt.Errorf("the new primary: %w", err)
+		}
+		if len(resp.Topics) == 0 {
+			return nil, fmt.Errorf("link %s has no promoted mirror topic on the new primary: promote there first", cfg.Link)
+		}
+		missing := ""
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if p.MirroredEnd < 0 && missing == "" {
+					missing = fmt.Sprintf("%s-%d", t.Topic, p.Partition)
+				}
+			}
+		}
+		if missing == "" {
+			return resp.Topics, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the new primary has not recorded the promote of %s yet (its leader reports it once it took the promote): retry", missing)
+		}
+		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// setAside computes each partition's divergence point on the fenced topic and copies
+// the tail above it into the quarantine; it returns the cut to record.
+func setAside(ctx context.Context, cfg FailbackConfig, info, fenced FailbackTopic) (FailbackTopic, error) {
+	topic := info.Topic
+	oldAdm, newAdm := kadm.NewClient(cfg.Old), kadm.NewClient(cfg.New)
+	ends, err := settledEnds(ctx, oldAdm, topic, cfg.Timeout)
+	if err != nil {
+		return FailbackTopic{}, err
+	}
+	oldStarts, err := oldAdm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return FailbackTopic{}, fmt.Errorf("log starts of %s on the old primary: %w", topic, err)
+	}
+	newStarts, err := newAdm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return FailbackTopic{}, fmt.Errorf("log starts of %s on the new primary: %w", topic, err)
+	}
+	if len(ends) != len(info.Partitions) {
+		return FailbackTopic{}, fmt.Errorf("topic %q has %d partitions on the old primary, %d on the new one", topic, len(ends), len(info.Partitions))
+	}
+	ct := FailbackTopic{Topic: topic}
+	created := false
+	for _, ip := range info.Partitions {
+		p := ip.Partition
+		oc, err := lookupPartition(ctx, cfg.Old, topic, p)
+		if err != nil {
+			return FailbackTopic{}, fmt.Errorf("the old primary: %w", err)
+		}
+		nc, err := lookupPartition(ctx, cfg.New, topic, p)
+		if err != nil {
+			return FailbackTopic{}, fmt.Errorf("the new primary: %w", err)
+		}
+		epochEnd := int64(-1)
+		if ip.SourceEpoch >= 0 {
+			if epochEnd, err = oc.epochEnd(ctx, ip.SourceEpoch); err != nil {
+				return FailbackTopic{}, err
+			}
+		}
+		floor := max(offsetOf(oldStarts, topic, p), offsetOf(newStarts, topic, p))
+		d, err := divergence(ctx, oc, nc, ip.MirroredEnd, epochEnd, ends[p], floor)
+		if err != nil {
+			return FailbackTopic{}, fmt.Errorf("divergence point of %s-%d: %w", topic, p, err)
+		}
+		n, err := tailRecords(ctx, oc, d, ends[p])
+		if err != nil {
+			return FailbackTopic{}, fmt.Errorf("the tail of %s-%d above %d: %w", topic, p, d, err)
+		}
+		if n > 0 {
+			if !created {
+				if err := ensureQuarantine(ctx, cfg.Old, fenced.Quarantine, int32(len(info.Partitions))); err != nil {
+					return FailbackTopic{}, err
+				}
+				created = true
+			}
+			have, err := quarantined(ctx, oldAdm, fenced.Quarantine, p)
+			if err != nil {
+				return FailbackTopic{}, err
+			}
+			if err := copyTail(ctx, cfg.Old, topic, p, d, ends[p], n, have, fenced.Quarantine); err != nil {
+				return FailbackTopic{}, err
+			}
+			if have, err = quarantined(ctx, oldAdm, fenced.Quarantine, p); err != nil {
+				return FailbackTopic{}, err
+			} else if have != n {
+				return FailbackTopic{}, fmt.Errorf("quarantine %s-%d holds %d records, the tail of %s-%d above %d has %d: nothing was cut",
+					fenced.Quarantine, p, have, topic, p, d, n)
+			}
+		}
+		ct.Partitions = append(ct.Partitions, FailbackPartition{Partition: p, CutTo: d, Quarantined: n, PromoteEpoch: -1, MirroredEnd: -1, SourceEpoch: -1})
+	}
+	return ct, nil
+}
+
+// settledEnds returns the high watermarks of topic's partitions once they stopped
+// moving: the fence made the topic read-only, and what was appended before it
+// reaches the followers.
+func settledEnds(ctx context.Context, adm *kadm.Client, topic string, timeout time.Duration) (map[int32]int64, error) {
+	var last map[int32]int64
+	stable := 0
+	deadline := time.Now().Add(timeout)
+	for {
+		e, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			return nil, fmt.Errorf("ends of %s on the old primary: %w", topic, err)
+		}
+		cur := map[int32]int64{}
+		var perr error
+		e.Each(func(o kadm.ListedOffset) {
+			if o.Topic == topic {
+				cur[o.Partition] = o.Offset
+				if o.Err != nil {
+					perr = o.Err
+				}
+			}
+		})
+		switch {
+		case perr != nil:
+			stable = 0
+		case last != nil && fmt.Sprint(cur) == fmt.Sprint(last):
+			stable++
+		default:
+			stable = 0
+		}
+		if stable >= 2 {
+			return cur, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the ends of %s on the old primary did not settle within %v (%v)", topic, timeout, perr)
+		}
+		last = cur
+		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func offsetOf(l kadm.ListedOffsets, topic string, p int32) int64 {
+	if o, ok := l.Lookup(topic, p); ok && o.Err == nil {
+		return o.Offset
+	}
+	return 0
+}
+
+// cutRows are a cut topic's partitions as failback prints them.
+func cutRows(ft FailbackTopic) []PartitionStatus {
+	var out []PartitionStatus
+	for _, p := range ft.Partitions {
+		q := ""
+		if p.Quarantined > 0 {
+			q = ft.Quarantine
+		}
+		out = append(out, PartitionStatus{Topic: ft.Topic, Partition: p.Partition, State: ft.State, SourceEnd: -1, End: -1,
+			WritableFrom: -1, TruncatedTo: p.CutTo, QuarantinedRecords: p.Quarantined, Quarantine: q})
+	}
+	return out
+}
+
+// awaitMirroring waits until every failed-back partition's leader on the old primary
+// took the cut (its log end is at the cut or past it, mirroring) and fills the rows'
+// state and end.
+func awaitMirroring(ctx context.Context, cfg FailbackConfig, rows []PartitionStatus) error {
+	deadline := time.Now().Add(cfg.Timeout)
+	for {
+		ps, err := StatusEveryBroker(ctx, cfg.Old, cfg.Link)
+		if err != nil {
+			return err
+		}
+		done := true
+		for i := range rows {
+			j := slices.IndexFunc(ps, func(s PartitionStatus) bool { return s.Topic == rows[i].Topic && s.Partition == rows[i].Partition })
+			if j < 0 {
+				done = false
+				continue
+			}
+			rows[i].State, rows[i].End, rows[i].SourceEnd, rows[i].Leader = ps[j].State, ps[j].End, ps[j].SourceEnd, ps[j].Leader
+			if ps[j].State == "failing_back" || ps[j].End < rows[i].TruncatedTo || ps[j].SourceEnd < 0 && ps[j].State == "mirroring" {
+				done = false
+			}
+		}
+		if done {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the failed-back partitions did not start mirroring within %v (see runnel link status %s)", cfg.Timeout, cfg.Link)
+		}
+		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// StatusEveryBroker runs `link status` on every broker of cl's cluster and merges
+// their partitions (each broker answers for those it leads).
+func StatusEveryBroker(ctx context.Context, cl *kgo.Client, link string) ([]PartitionStatus, error) {
+	req := Request{Op: OpStatus, Link: link}
+	first, err := sendChecked(ctx, cl, req)
+	if err != nil {
+		return nil, err
+	}
+	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	out := first.Partitions
+	for _, b := range meta.Brokers {
+		if b.NodeID == first.Node {
+			continue
+		}
+		resp, err := sendChecked(ctx, cl.Broker(int(b.NodeID)), req)
+		if err != nil {
+			continue // a node down leads nothing the metadata would not have moved
+		}
+		out = append(out, resp.Partitions...)
+	}
+	return out, nil
+}
+
+func sendChecked(ctx context.Context, r Requester, req Request) (Response, error) {
+	resp, err := Send(ctx, r, req)
+	if err != nil {
+		return resp, err
+	}
+	if resp.Error != "" {
+		return resp, errors.New(resp.Error)
+	}
+	return resp, nil
+}
+
+func sendFailback(ctx context.Context, r Requester, req Request) (*FailbackArgs, error) {
+	resp, err := sendChecked(ctx, r, req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Failback == nil {
+		return nil, fmt.Errorf("the cluster answered link failback without its result (an older version?)")
+	}
+	return resp.Failback, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// SwitchoverConfig is a planned move of link Link's topics (Topics, or All) from its
+// source (Source, a client of it) to Dest, the cluster the link lives on, with the
+// producers paused by the operator.
+type SwitchoverConfig struct {
+	Link   string
+	Topics []string
+	All    bool
+	Dest   *kgo.Client
+	Source *kgo.Client
+	// DestBootstrap and DestProps are how the source's new link reaches Dest.
+	DestBootstrap string
+	DestProps     map[string]string
+	// Timeout bounds each wait: lag 0, the promote, the failback's.
+	Timeout time.Duration
+}
+
+// SwitchoverResult is what a switchover did.
+type SwitchoverResult struct {
+	// Ends are the source's ends the destination caught up with before the promote.
+	Ends map[string]map[int32]int64
+	// Promoted: per partition of the destination, where its writes start.
+	Promoted []PartitionStatus
+	// FailedBack: per partition of the source, the failback's cut and quarantine.
+	FailedBack []PartitionStatus
+}
+
+// RunSwitchover waits until the destination holds every record of the source (lag
+// 0, twice in a row: the producers are paused), promotes the topics on the
+// destination, and fails the source back to follow it. Nothing the source held is
+// lost: it is all on the destination below the promote's cut, and a record the cut
+// removed (a transaction the source left open) is in the source's quarantine.
+func RunSwitchover(ctx context.Context, cfg SwitchoverConfig) (SwitchoverResult, error) {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = time.Minute
+	}
+	var res SwitchoverResult
+	ps, err := StatusEveryBroker(ctx, cfg.Dest, cfg.Link)
+	if err != nil {
+		return res, err
+	}
+	topics := cfg.Topics
+	if cfg.All {
+		for _, p := range ps {
+			if p.State != "promoted" && !slices.Contains(topics, p.Topic) {
+				topics = append(topics, p.Topic)
+			}
+		}
+	}
+	if len(topics) == 0 {
+		return res, fmt.Errorf("link %s has no mirror topic to switch over", cfg.Link)
+	}
+	slices.Sort(topics)
+	if res.Ends, err = awaitNoLag(ctx, cfg, topics); err != nil {
+		return res, err
+	}
+	if _, err := sendChecked(ctx, cfg.Dest, Request{Op: OpPromote, Link: cfg.Link, Topics: topics}); err != nil {
+		return res, fmt.Errorf("promoting on the destination: %w", err)
+	}
+	deadline := time.Now().Add(cfg.Timeout)
+	for {
+		ps, err := StatusEveryBroker(ctx, cfg.Dest, cfg.Link)
+		if err != nil {
+			return res, err
+		}
+		res.Promoted = slices.DeleteFunc(ps, func(p PartitionStatus) bool { return !slices.Contains(topics, p.Topic) })
+		if !slices.ContainsFunc(res.Promoted, func(p PartitionStatus) bool { return p.State != "promoted" }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return res, fmt.Errorf("the destination did not take the promote within %v", cfg.Timeout)
+		}
+		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+			return res, err
+		}
+	}
+	for i := range res.Promoted {
+		res.Promoted[i].TruncatedTo = res.Promoted[i].WritableFrom
+	}
+	res.FailedBack, err = RunFailback(ctx, FailbackConfig{Link: cfg.Link, Topics: topics, Old: cfg.Source, New: cfg.Dest,
+		NewBootstrap: cfg.DestBootstrap, NewProps: cfg.DestProps, Timeout: cfg.Timeout})
+	return res, err
+}
+
+// awaitNoLag waits until the destination's end of every partition of topics is the
+// source's, in two readings in a row (the producers are paused), and returns them.
+func awaitNoLag(ctx context.Context, cfg SwitchoverConfig, topics []string) (map[string]map[int32]int64, error) {
+	sadm, dadm := kadm.NewClient(cfg.Source), kadm.NewClient(cfg.Dest)
+	deadline := time.Now().Add(cfg.Timeout)
+	var last string
+	for {
+		se, err1 := sadm.ListEndOffsets(ctx, topics...)
+		de, err2 := dadm.ListEndOffsets(ctx, topics...)
+		behind := ""
+		ends := map[string]map[int32]int64{}
+		if err := errors.Join(err1, err2); err != nil {
+			behind = err.Error()
+		} else {
+			se.Each(func(o kadm.ListedOffset) {
+				if ends[o.Topic] == nil {
+					ends[o.Topic] = map[int32]int64{}
+				}
+				ends[o.Topic][o.Partition] = o.Offset
+				d, ok := de.Lookup(o.Topic, o.Partition)
+				switch {
+				case o.Err != nil:
+					behind = fmt.Sprintf("%s-%d on the source: %v", o.Topic, o.Partition, o.Err)
+				case !ok || d.Err != nil || d.Offset != o.Offset:
+					behind = fmt.Sprintf("%s-%d: destination end %d, source end %d", o.Topic, o.Partition, d.Offset, o.Offset)
+				}
+			})
+		}
+		if behind == "" {
+			if cur := fmt.Sprint(ends); cur == last {
+				return ends, nil
+			} else {
+				last = cur
+			}
+		} else {
+			last = ""
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the destination did not catch up with the source within %v (are the producers paused?): %s", cfg.Timeout, behind)
+		}
+		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+}
