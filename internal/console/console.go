@@ -1,6 +1,7 @@
 // Package console is the node's web console (docs/console.md): the data of its pages
 // and their JSON twins under /api/v1/ (source.go, shown by internal/httpd's pages),
-// and the sign-in check and ACL decision (auth.go). It reads the node through Node, which
+// the sign-in check and ACL decision (auth.go), and the record browser and write
+// actions (records.go, actions.go, pages.go). It reads the node through Node, which
 // internal/server implements; everything else it asks over the Kafka protocol, through
 // the node's own listener, like any client.
 package console
@@ -73,5 +74,7 @@ func New(o Options) http.Handler {
 		o.Logger = slog.Default()
 	}
 	src := &source{n: o.Node, acl: authz{authz: o.Authorizer, login: o.Login}, logger: o.Logger}
-	return httpd.NewConsole(httpd.ConsoleOptions{Source: src, Logger: o.Logger})
+	h := &handler{src: src, pages: httpd.NewConsole(httpd.ConsoleOptions{Source: src, Logger: o.Logger}), mux: http.NewServeMux()}
+	h.routes()
+	return h
 }

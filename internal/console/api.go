@@ -1,0 +1,149 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+
+	"github.com/runnel-io/runnel/internal/auth"
+	"github.com/runnel-io/runnel/internal/httpd"
+	"github.com/runnel-io/runnel/internal/metadata"
+)
+
+// The console's own endpoints (the records and the write actions, docs/console.md):
+// routed here before httpd's read-only pages. Each runs under writeTimeout, checks
+// the signed-in user's ACL for the Kafka operation it stands for, and a write checks
+// the session's CSRF token first.
+
+// ErrBadRequest is wrapped by a refusal of the request's own fields (400).
+var ErrBadRequest = errors.New("bad request")
+
+// errConflict is wrapped by a refusal of the state the action finds (409), such as a
+// group with members when its offsets are to be reset.
+var errConflict = errors.New("conflict")
+
+// maxBody bounds the JSON body of a write (a produced record's value included).
+const maxBody = 4 << 20
+
+// handler serves the console: its own endpoints, and httpd's pages for the rest.
+type handler struct {
+	src   *source
+	pages http.Handler // httpd.NewConsole
+	mux   *http.ServeMux
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+func (h *handler) routes() {
+	h.mux.HandleFunc("GET /api/v1/topics/{name}/records", h.api(false, h.src.readRecords))
+	h.mux.HandleFunc("POST /api/v1/topics/{name}/records", h.api(true, h.src.produceRecord))
+	h.mux.HandleFunc("POST /api/v1/topics", h.api(true, h.src.createTopic))
+	h.mux.HandleFunc("DELETE /api/v1/topics/{name}", h.api(true, h.src.deleteTopic))
+	h.mux.HandleFunc("POST /api/v1/groups/{id}/reset-offsets", h.api(true, h.src.resetOffsets))
+	h.mux.HandleFunc("DELETE /api/v1/groups/{id}", h.api(true, h.src.deleteGroup))
+	h.mux.HandleFunc("GET /topics/{name}/records", h.page(pageRecords))
+	h.mux.HandleFunc("GET /new-topic", h.page(pageNewTopic))
+	h.mux.HandleFunc("GET /groups/{id}/manage", h.page(pageGroupManage))
+	h.mux.HandleFunc("GET /assets/actions.js", serveActionsJS)
+	h.mux.Handle("/", h.pages)
+}
+
+// api serves one endpoint: its answer as JSON, or an httpd.APIError with the status
+// its error maps to. write: the session's CSRF token is checked before anything else.
+func (h *handler) api(write bool, do func(ctx context.Context, r *http.Request) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if write {
+			if err := httpd.CheckCSRF(r); err != nil {
+				writeError(w, err)
+				return
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
+		defer cancel()
+		out, err := do(ctx, r)
+		if err != nil {
+			if code := statusOf(err); code >= 500 {
+				h.src.logger.Warn("console: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+			}
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
+	}
+}
+
+// statusOf maps an endpoint's error to an HTTP status.
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, ErrBadRequest):
+		return http.StatusBadRequest
+	case errors.Is(err, httpd.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, errConflict):
+		return http.StatusConflict
+	case errors.Is(err, httpd.ErrForbidden), errors.Is(err, httpd.ErrCSRF):
+		return http.StatusForbidden
+	case errors.Is(err, httpd.ErrUnavailable):
+		return http.StatusServiceUnavailable
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusBadGateway // the cluster refused or failed the Kafka operation
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v) // the client went away: nothing to tell it
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	code := statusOf(err)
+	writeJSON(w, code, httpd.APIError{Code: code, Message: err.Error()})
+}
+
+// decodeBody reads a write's JSON body into v.
+func decodeBody(r *http.Request, v any) error {
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "" && ct != "application/json" {
+		return fmt.Errorf("%w: the body must be JSON (Content-Type application/json), not %s", ErrBadRequest, ct)
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: the JSON body of %s %s: %v", ErrBadRequest, r.Method, r.URL.Path, err)
+	}
+	return nil
+}
+
+// require is nil when the request of ctx may do op on res under im's ACLs, else
+// httpd.ErrForbidden naming the missing ACL: "user alice lacks WRITE on topic orders".
+func (s *source) require(ctx context.Context, im *metadata.Image, op metadata.ACLOperation, res auth.Resource) error {
+	if s.acl.allowed(ctx, im, op, res) {
+		return nil
+	}
+	who := "an unauthenticated client"
+	if ss := httpd.SessionFrom(ctx); ss != nil && ss.User != "" {
+		who = "user " + ss.User
+	}
+	return fmt.Errorf("%w: %s (host %s) lacks %s on %s", httpd.ErrForbidden, who, httpd.ClientHost(ctx), op, resourceName(res))
+}
+
+// resourceName is res as the denials say it: topic orders, group g1, the cluster.
+func resourceName(res auth.Resource) string {
+	switch res.Type {
+	case metadata.ACLResourceTopic:
+		return "topic " + res.Name
+	case metadata.ACLResourceGroup:
+		return "group " + res.Name
+	case metadata.ACLResourceCluster:
+		return "the cluster"
+	}
+	return res.String()
+}
