@@ -161,7 +161,6 @@ func TestConsoleRecordsAPI(t *testing.T) {
 	testutil.Equal(t, back[0].Headers[0].Key+"="+string(back[0].Headers[0].Value), "source=console", "the record's header")
 }
 
-
 func TestConsoleTopicAndGroupActions(t *testing.T) {
 	tn := startCluster(t, 1)[0]
 	cc := newConsoleClient(t, "http://"+tn.server().HTTPAddr().String(), nil)
