@@ -249,8 +249,8 @@ func leaderEpochs(t *testing.T, c *cluster.Cluster, topic string) map[int32]int3
 	return out
 }
 
-// TestLinkSwitchover: with the producers stopped, a switchover moves the link's
-// topic to the destination with no write lost (every record the source held is on
+// TestLinkSwitchover: with the producers stopped and the link behind (paused), a
+// switchover moves the link's topic to the destination with no write lost (every record the source held is on
 // the destination, at its offsets, a committed transaction included), nothing
 // quarantined, and the source then mirrors the destination's new writes.
 func TestLinkSwitchover(t *testing.T) {
@@ -261,7 +261,9 @@ func TestLinkSwitchover(t *testing.T) {
 		t.Fatal(err)
 	}
 	runCLI(t, "link", "create", "dr", "--source", a.Bootstrap(), "-b", b.Bootstrap())
-	// The producers write while the link copies, then stop (the operator paused them).
+	// The link is paused while the producers write, then they stop (the operator
+	// paused them): the switchover resumes the link and must wait for it to catch up.
+	runCLI(t, "link", "pause", "dr", "-b", b.Bootstrap())
 	for p := range int32(2) {
 		produceTo(t, a, topic, p, "before", 300)
 	}

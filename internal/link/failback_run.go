@@ -373,8 +373,8 @@ type SwitchoverResult struct {
 	FailedBack []PartitionStatus
 }
 
-// RunSwitchover waits until the destination holds every record of the source (lag
-// 0, twice in a row: the producers are paused), promotes the topics on the
+// RunSwitchover resumes the link if paused, waits until the destination holds every
+// record of the source (lag 0, twice in a row: the producers are paused), promotes the topics on the
 // destination, and fails the source back to follow it. Nothing the source held is
 // lost: it is all on the destination below the promote's cut, and a record the cut
 // removed (a transaction the source left open) is in the source's quarantine.
@@ -399,6 +399,12 @@ func RunSwitchover(ctx context.Context, cfg SwitchoverConfig) (SwitchoverResult,
 		return res, fmt.Errorf("link %s has no mirror topic to switch over", cfg.Link)
 	}
 	slices.Sort(topics)
+	// A paused link would never catch up: the move resumes it (the whole link with
+	// All, else the topics).
+	resume := Request{Op: OpResume, Link: cfg.Link, Topics: cfg.Topics}
+	if _, err := sendChecked(ctx, cfg.Dest, resume); err != nil {
+		return res, fmt.Errorf("resuming the link before the switchover: %w", err)
+	}
 	if res.Ends, err = awaitNoLag(ctx, cfg, topics); err != nil {
 		return res, err
 	}
