@@ -131,6 +131,37 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 	testutil.Equal(t, len(back[0].Headers), 1, "its headers")
 	testutil.Equal(t, back[0].Headers[0].Key+"="+string(back[0].Headers[0].Value), "src=browser", "its header")
 
+	// Reset group ga on a: a dry run shows old and new and changes nothing, then the
+	// reset itself moves the commit.
+	testutil.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(base+"/groups/ga"),
+		chromedp.Click(chromedp.CSS(`#manage-group`)),
+		chromedp.WaitVisible(chromedp.CSS(`#reset`)),
+		chromedp.SendKeys(chromedp.CSS(`#reset-topic`), "a"),
+		chromedp.SendKeys(chromedp.CSS(`#reset-to`), "latest"),
+		chromedp.Click(chromedp.CSS(`#reset button`)),
+	), "ga → manage → a dry run to latest")
+	wait(`document.getElementById("reset-status").textContent !== ""`, "the dry run's answer")
+	testutil.Equal(t, text(`#reset-status`), "Dry run: nothing changed.", "the dry run's answer")
+	row, err := chromedp.Run(ctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll("#reset-result tbody td")).map(td => td.textContent).join("|")`))
+	testutil.NoError(t, err, "read the dry run's table")
+	testutil.Equal(t, row, "0|0|21", "the dry run's partition, old and new")
+	adm := adminOf(t, tn)
+	committed := func() int64 {
+		t.Helper()
+		o, err := adm.FetchOffsets(ctx0, "ga")
+		testutil.NoError(t, err, "ga's offsets")
+		r, _ := o.Lookup("a", 0)
+		return r.At
+	}
+	testutil.Equal(t, committed(), int64(0), "ga's offset on a after the dry run")
+	testutil.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`#reset-dry`)),
+		chromedp.Click(chromedp.CSS(`#reset button`)),
+	), "reset ga on a to latest")
+	wait(`document.getElementById("reset-status").textContent.startsWith("Offsets")`, "the reset's answer")
+	testutil.Equal(t, committed(), int64(21), "ga's offset on a after the reset")
+
 	// Delete the created topic from its record page.
 	testutil.NoError(t, chromedp.Do(ctx,
 		chromedp.Navigate(base+"/topics/made-in-browser/records"),
@@ -140,7 +171,6 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 	), "delete made-in-browser")
 	wait(`document.getElementById("delete-result").textContent !== ""`, "the delete's answer")
 	testutil.Equal(t, text(`#delete-result`), "Topic made-in-browser deleted.", "the delete's answer")
-	adm := adminOf(t, tn)
 	testutil.Eventually(t, 10*time.Second, func() error {
 		td, err := adm.ListTopics(ctx0, "made-in-browser")
 		if err == nil && td.Has("made-in-browser") {
