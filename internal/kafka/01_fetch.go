@@ -197,25 +197,7 @@ func (f *fetch) finish(ctx context.Context, woken int64) {
 // read. It returns a top-level error code for session errors. The returned session, if
 // any, is locked.
 func (s *Server) fetchPartitions(req *kmsg.FetchRequest, im *metadata.Image) ([]*fetchPart, *fetchSession, bool, int16) {
-	useIDs := req.Version >= 13
-	var reqParts []sessionPartition
-	for _, rt := range req.Topics {
-		name := rt.Topic
-		if useIDs {
-			if t := im.TopicByID(rt.TopicID); t != nil {
-				name = t.Name
-			} else {
-				name = ""
-			}
-		}
-		for _, rp := range rt.Partitions {
-			reqParts = append(reqParts, sessionPartition{
-				tp:          metadata.TopicPartition{Topic: name, Partition: rp.Partition},
-				topicID:     rt.TopicID,
-				fetchOffset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, currentLeaderEpoch: rp.CurrentLeaderEpoch,
-			})
-		}
-	}
+	reqParts := requestedPartitions(req, im)
 	switch {
 	case req.Version < 7 || (req.SessionID == 0 && req.SessionEpoch == -1):
 		return partsFrom(reqParts), nil, false, 0
@@ -233,14 +215,49 @@ func (s *Server) fetchPartitions(req *kmsg.FetchRequest, im *metadata.Image) ([]
 		}
 		return partsFromSession(fs), fs, false, 0
 	}
+	fs, code := s.continueSession(req, im, reqParts)
+	if fs == nil {
+		return nil, nil, false, code
+	}
+	return partsFromSession(fs), fs, true, 0
+}
+
+// requestedPartitions lists the partitions the request names, with the fetch state it
+// gives each. A topic id this node does not know (v13+) is named "".
+func requestedPartitions(req *kmsg.FetchRequest, im *metadata.Image) []sessionPartition {
+	var reqParts []sessionPartition
+	for _, rt := range req.Topics {
+		name := rt.Topic
+		if req.Version >= 13 {
+			if t := im.TopicByID(rt.TopicID); t != nil {
+				name = t.Name
+			} else {
+				name = ""
+			}
+		}
+		for _, rp := range rt.Partitions {
+			reqParts = append(reqParts, sessionPartition{
+				tp:          metadata.TopicPartition{Topic: name, Partition: rp.Partition},
+				topicID:     rt.TopicID,
+				fetchOffset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, currentLeaderEpoch: rp.CurrentLeaderEpoch,
+			})
+		}
+	}
+	return reqParts
+}
+
+// continueSession applies an incremental fetch to its session: the epoch moves on, the
+// forgotten topics' partitions leave it and the named ones are updated. It returns the
+// session, locked, or nil and the error code (unknown session, wrong epoch).
+func (s *Server) continueSession(req *kmsg.FetchRequest, im *metadata.Image, reqParts []sessionPartition) (*fetchSession, int16) {
 	fs := s.sessions.get(req.SessionID)
 	if fs == nil {
-		return nil, nil, false, kerr.FetchSessionIDNotFound.Code
+		return nil, kerr.FetchSessionIDNotFound.Code
 	}
 	fs.mu.Lock()
 	if req.SessionEpoch != fs.epoch {
 		fs.mu.Unlock()
-		return nil, nil, false, kerr.InvalidFetchSessionEpoch.Code
+		return nil, kerr.InvalidFetchSessionEpoch.Code
 	}
 	fs.epoch++
 	if fs.epoch <= 0 {
@@ -248,7 +265,7 @@ func (s *Server) fetchPartitions(req *kmsg.FetchRequest, im *metadata.Image) ([]
 	}
 	for _, ft := range req.ForgottenTopics {
 		name := ft.Topic
-		if useIDs {
+		if req.Version >= 13 {
 			if t := im.TopicByID(ft.TopicID); t != nil {
 				name = t.Name
 			}
@@ -260,7 +277,7 @@ func (s *Server) fetchPartitions(req *kmsg.FetchRequest, im *metadata.Image) ([]
 	for _, sp := range reqParts {
 		fs.upsert(sp)
 	}
-	return partsFromSession(fs), fs, true, 0
+	return fs, 0
 }
 
 func partsFrom(sps []sessionPartition) []*fetchPart {
