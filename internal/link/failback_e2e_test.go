@@ -42,7 +42,7 @@ func rowsOf(t *testing.T, out string) []failbackRow {
 // produceTo writes n records "prefix-i" to topic-partition and returns their offsets.
 func produceTo(t *testing.T, c *cluster.Cluster, topic string, partition int32, prefix string, n int) []int64 {
 	t.Helper()
-	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	var rs []*kgo.Record
 	for i := range n {
 		rs = append(rs, &kgo.Record{Topic: topic, Partition: partition, Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "%s-%d", prefix, i)})
@@ -311,5 +311,52 @@ func TestLinkSwitchover(t *testing.T) {
 	sv, bv := committedValues(t, a.ClientDefaults(), topic), committedValues(t, b.ClientDefaults(), topic)
 	if len(sv) != 602 || fmt.Sprint(sv) != fmt.Sprint(bv) {
 		t.Fatalf("read_committed: %d records on the old source, %d on the destination (or they differ), want 602", len(sv), len(bv))
+	}
+}
+
+// TestLinkFailbackEveryReplicaCuts: on an old primary of three nodes (replication
+// factor 3), the failback's cut reaches every replica, not only the leader: each
+// one's log then holds exactly the new primary's records at their offsets, and no
+// record of the tail.
+func TestLinkFailbackEveryReplicaCuts(t *testing.T) {
+	a := cluster.Start(t, cluster.Options{Nodes: 3, InProcess: true, StartTimeout: 30 * time.Second,
+		Sets: []string{"num.partitions=1", "default.replication.factor=3", "offsets.topic.replication.factor=3"}})
+	b := startNode(t)
+	const topic = "ledger"
+	ctx := context.Background()
+	if _, err := a.Admin(t).CreateTopic(ctx, 1, 3, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	produceTo(t, a, topic, 0, "first", 40)
+	runCLI(t, "link", "create", "dr", "--source", a.Bootstrap(), "--topics", topic, "-b", b.Bootstrap())
+	awaitCaughtUp(t, a.Admin(t), b.Admin(t), topic)
+	runCLI(t, "link", "pause", "dr", "-b", b.Bootstrap())
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if p := status(t, b.Bootstrap(), "dr").Partitions; len(p) != 1 || p[0].State != "paused" {
+			return fmt.Errorf("not paused: %+v", p)
+		}
+		return nil
+	})
+	produceTo(t, a, topic, 0, "tail", 6) // acks=all: on every replica
+	runCLI(t, "link", "promote", "dr", "--all", "-b", b.Bootstrap())
+	produceTo(t, b, topic, 0, "new", 10)
+
+	rows := rowsOf(t, runCLI(t, "link", "failback", "dr", "--source", b.Bootstrap(), "--topic", topic, "--json", "-b", a.Bootstrap()))
+	if len(rows) != 1 || rows[0].TruncatedTo != 40 || rows[0].QuarantinedRecords != 6 {
+		t.Fatalf("failback: %+v, want cut at 40 with 6 records quarantined", rows)
+	}
+	awaitCaughtUp(t, b.Admin(t), a.Admin(t), topic)
+	want := map[int64]string{}
+	for _, r := range readAll(t, b, topic, 50) {
+		want[r.Offset] = string(r.Value)
+	}
+	for node := 1; node <= a.Size(); node++ {
+		testutil.Eventually(t, 10*time.Second, func() error {
+			rl := a.ReadReplica(t, node, topic, 0)
+			if rl.End != 50 || fmt.Sprint(rl.Values) != fmt.Sprint(want) {
+				return fmt.Errorf("node %d's replica: end %d, values %v; want end 50, values %v", rl.Node, rl.End, rl.Values, want)
+			}
+			return nil
+		})
 	}
 }
