@@ -12,23 +12,24 @@ import (
 
 func TestGroupCommit(t *testing.T) {
 	for _, c := range []struct {
-		name          string
-		src, end, cur int64
-		commit        int64
-		synced        bool
+		name           string
+		src, end, cur  int64
+		want           int64
+		commit, synced bool
 	}{
-		{"new group", 600, 1000, -1, 600, true},
-		{"moves forward", 700, 1000, 600, 700, true},
-		{"already there", 700, 1000, 700, -1, true},
-		{"clamped to the destination's end", 1050, 1000, 700, 1000, true},
-		{"clamped, already there", 1050, 1000, 1000, -1, true},
-		{"never backwards", 650, 1000, 700, -1, false},
-		{"never backwards past the end either", 1200, 1000, 1100, -1, false},
-		{"nothing committed at the source", -1, 1000, -1, -1, false},
+		{"new group", 600, 1000, -1, 600, true, true},
+		{"moves forward", 700, 1000, 600, 700, true, true},
+		{"already there", 700, 1000, 700, 700, false, true},
+		{"clamped to the destination's end", 1050, 1000, 700, 1000, true, true},
+		{"clamped, already there", 1050, 1000, 1000, 1000, false, true},
+		{"never backwards", 650, 1000, 700, 650, false, false},
+		{"never backwards past the end either", 1200, 1000, 1100, 1000, false, false},
+		{"nothing committed at the source", -1, 1000, -1, -1, false, false},
 	} {
-		commit, synced := groupCommit(c.src, c.end, c.cur)
-		if commit != c.commit || synced != c.synced {
-			t.Errorf("%s: groupCommit(%d, %d, %d) = %d, %v; want %d, %v", c.name, c.src, c.end, c.cur, commit, synced, c.commit, c.synced)
+		want, commit, synced := groupCommit(c.src, c.end, c.cur)
+		if want != c.want || commit != c.commit || synced != c.synced {
+			t.Errorf("%s: groupCommit(%d, %d, %d) = %d, %v, %v; want %d, %v, %v", c.name, c.src, c.end, c.cur,
+				want, commit, synced, c.want, c.commit, c.synced)
 		}
 	}
 }

@@ -25,22 +25,20 @@ import (
 
 // groupCommit decides one group partition: src is the source's committed offset,
 // end the destination's end (high watermark) of the mirror partition, cur the
-// destination group's committed offset (-1: none). The offset to write is src, but
-// never past end (a consumer that fails over must not skip records not copied yet)
-// and never below cur (a commit made here is never moved backwards). It returns the
-// offset to commit, or -1 when none is needed, and whether the destination holds the
-// offset to sync (synced: nothing to do, or the commit makes it so).
-func groupCommit(src, end, cur int64) (commit int64, synced bool) {
-	want := min(src, end)
+// destination group's committed offset (-1: none). The destination should hold src,
+// but never past end (a consumer that fails over must not skip records not copied
+// yet) and never below cur (a commit made here is never moved backwards). It returns
+// that offset (want), whether to commit it (commit), and whether the destination
+// holds it once committed (synced: false when the destination is left as it is).
+func groupCommit(src, end, cur int64) (want int64, commit, synced bool) {
+	want = min(src, end)
 	switch {
-	case want < 0:
-		return -1, false
+	case want < 0 || cur > want:
+		return want, false, false
 	case cur == want:
-		return -1, true
-	case cur > want:
-		return -1, false
+		return want, false, true
 	}
-	return want, true
+	return want, true, true
 }
 
 // syncGroups runs one round of group offset sync.
@@ -108,14 +106,14 @@ func (s *syncer) syncGroup(ctx context.Context, dadm *kadm.Client, g string, src
 		if d, found := dst.Lookup(o.Topic, o.Partition); found && d.Err == nil {
 			cur = d.At
 		}
-		at, isSynced := groupCommit(o.At, end.Offset, cur)
+		want, doCommit, isSynced := groupCommit(o.At, end.Offset, cur)
 		if !isSynced {
 			return
 		}
 		// The source's leader epoch means nothing here (this cluster stamps its own):
 		// -1 keeps a consumer from validating it.
-		off := kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: min(o.At, end.Offset), LeaderEpoch: -1, Metadata: o.Metadata}
-		if at < 0 {
+		off := kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: want, LeaderEpoch: -1, Metadata: o.Metadata}
+		if !doCommit {
 			ok = append(ok, off)
 			return
 		}
