@@ -1,18 +1,21 @@
 package link_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/runnel-io/runnel/internal/cli"
 	"github.com/runnel-io/runnel/internal/cluster"
 	"github.com/runnel-io/runnel/internal/link"
 	"github.com/runnel-io/runnel/internal/testutil"
@@ -359,4 +362,51 @@ func TestLinkFailbackEveryReplicaCuts(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+// TestLinkFailbackWaitsForOpenTransaction: a transaction left open on the old
+// primary would have its marker written into the mirror later: the failback stops
+// before any cut and says so, the topic stays fenced, the producer can still end the
+// transaction, and the failback run again then sets its records aside (aborted
+// records are records of the tail too) and cuts.
+func TestLinkFailbackWaitsForOpenTransaction(t *testing.T) {
+	a, b := startNode(t), startNode(t)
+	const topic = "payments"
+	ctx := context.Background()
+	if _, err := a.Admin(t).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	produceTo(t, a, topic, 0, "first", 10)
+	runCLI(t, "link", "create", "dr", "--source", a.Bootstrap(), "--topics", topic, "-b", b.Bootstrap())
+	awaitCaughtUp(t, a.Admin(t), b.Admin(t), topic)
+	runCLI(t, "link", "pause", "dr", "-b", b.Bootstrap())
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if p := status(t, b.Bootstrap(), "dr").Partitions; len(p) != 1 || p[0].State != "paused" {
+			return fmt.Errorf("not paused: %+v", p)
+		}
+		return nil
+	})
+	txn := a.Client(t, kgo.TransactionalID("open-at-failback"))
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("open-1")}, &kgo.Record{Topic: topic, Value: []byte("open-2")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	runCLI(t, "link", "promote", "dr", "--all", "-b", b.Bootstrap())
+
+	var out, errb bytes.Buffer
+	args := []string{"link", "failback", "dr", "--source", b.Bootstrap(), "--all", "--json", "-b", a.Bootstrap()}
+	if code := cli.MainIO(args, strings.NewReader(""), &out, &errb); code == 0 || !strings.Contains(errb.String(), "a transaction is open on payments-0") {
+		t.Fatalf("failback with an open transaction: exit %d: %s%s", code, errb.String(), out.String())
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatalf("aborting the transaction on the fenced topic: %v", err)
+	}
+	rows := rowsOf(t, runCLI(t, args...))
+	if len(rows) != 1 || rows[0].TruncatedTo != 10 || rows[0].QuarantinedRecords != 2 || rows[0].Quarantine == "" {
+		t.Fatalf("failback after the abort: %+v, want cut at 10, the 2 aborted records quarantined", rows)
+	}
+	produceTo(t, b, topic, 0, "new", 3)
+	sameLogs(t, b, a, topic, 1)
 }

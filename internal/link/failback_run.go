@@ -128,6 +128,12 @@ func setAside(ctx context.Context, cfg FailbackConfig, info, fenced FailbackTopi
 	if err != nil {
 		return FailbackTopic{}, err
 	}
+	if open, err := openTransaction(ctx, oldAdm, topic, ends); err != nil {
+		return FailbackTopic{}, err
+	} else if open != "" {
+		return FailbackTopic{}, fmt.Errorf("%s on the old primary: its producer must commit or abort it (or let transaction.timeout.ms abort it) before the cut, "+
+			"or its marker would land in the mirror; the topic stays fenced (read-only): run the failback again then", open)
+	}
 	oldStarts, err := oldAdm.ListStartOffsets(ctx, topic)
 	if err != nil {
 		return FailbackTopic{}, fmt.Errorf("log starts of %s on the old primary: %w", topic, err)
@@ -233,6 +239,22 @@ func settledEnds(ctx context.Context, adm *kadm.Client, topic string, timeout ti
 			return nil, err
 		}
 	}
+}
+
+// openTransaction names the first partition of topic whose last stable offset is
+// below its end in ends (a transaction still open there), "" when none is.
+func openTransaction(ctx context.Context, adm *kadm.Client, topic string, ends map[int32]int64) (string, error) {
+	lsos, err := adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return "", fmt.Errorf("last stable offsets of %s: %w", topic, err)
+	}
+	open := ""
+	lsos.Each(func(o kadm.ListedOffset) {
+		if e, ok := ends[o.Partition]; ok && o.Topic == topic && o.Err == nil && o.Offset < e && open == "" {
+			open = fmt.Sprintf("a transaction is open on %s-%d (last stable offset %d, end %d)", topic, o.Partition, o.Offset, e)
+		}
+	})
+	return open, nil
 }
 
 func offsetOf(l kadm.ListedOffsets, topic string, p int32) int64 {
@@ -374,7 +396,8 @@ type SwitchoverResult struct {
 }
 
 // RunSwitchover resumes the link if paused, waits until the destination holds every
-// record of the source (lag 0, twice in a row: the producers are paused), promotes the topics on the
+// record of the source and no transaction is open there (lag 0, twice in a row: the
+// producers are paused), promotes the topics on the
 // destination, and fails the source back to follow it. Nothing the source held is
 // lost: it is all on the destination below the promote's cut, and a record the cut
 // removed (a transaction the source left open) is in the source's quarantine.
@@ -463,6 +486,20 @@ func awaitNoLag(ctx context.Context, cfg SwitchoverConfig, topics []string) (map
 					behind = fmt.Sprintf("%s-%d: destination end %d, source end %d", o.Topic, o.Partition, d.Offset, o.Offset)
 				}
 			})
+			// A transaction open on the source would be cut by the promote (and set
+			// aside by the failback): wait for its producer to end it.
+			for _, t := range topics {
+				if behind != "" {
+					break
+				}
+				open, err := openTransaction(ctx, sadm, t, ends[t])
+				switch {
+				case err != nil:
+					behind = err.Error()
+				case open != "":
+					behind = open + " on the source"
+				}
+			}
 		}
 		if behind == "" {
 			if cur := fmt.Sprint(ends); cur == last {
