@@ -303,8 +303,12 @@ func (s *source) resetOffsets(ctx context.Context, r *http.Request) (any, error)
 			return nil, kafkaError(err, "describing group %s", group)
 		}
 		if d, ok := described[group]; ok && len(d.Members) > 0 {
-			return nil, fmt.Errorf("%w: group %s has %d active members (state %s): stop its consumers first, "+
-				"as kafka-consumer-groups --reset-offsets requires", errConflict, group, len(d.Members), d.State)
+			members := fmt.Sprintf("%d active members", len(d.Members))
+			if len(d.Members) == 1 {
+				members = "1 active member"
+			}
+			return nil, fmt.Errorf("%w: group %s has %s (state %s): stop its consumers first, "+
+				"as kafka-consumer-groups --reset-offsets requires", errConflict, group, members, d.State)
 		}
 	}
 	out := &ResetOffsets{Group: group, Topic: req.Topic, To: req.To, DryRun: req.DryRun, Partitions: []ResetPartition{}}

@@ -162,7 +162,7 @@ func TestConsoleRecordsAPI(t *testing.T) {
 }
 
 func TestConsoleTopicAndGroupActions(t *testing.T) {
-	tn := startCluster(t, 1)[0]
+	tn := startCluster(t, 1, "group.initial.rebalance.delay.ms=0")[0]
 	cc := newConsoleClient(t, "http://"+tn.server().HTTPAddr().String(), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -238,6 +238,18 @@ func TestConsoleTopicAndGroupActions(t *testing.T) {
 	testutil.Equal(t, committed(), []int64{7, 7, 7}, "g1's offsets after the reset to 7")
 	code, body = cc.send(http.MethodPost, "/api/v1/groups/g1/reset-offsets", token, map[string]any{"topic": "made", "to": "yesterday"})
 	testutil.Equal(t, code, http.StatusBadRequest, "a reset to a position the CLI does not take: %s", body)
+
+	// A group with a member: neither reset nor deleted, as Kafka's tools refuse.
+	member, err := kgo.NewClient(kgo.SeedBrokers(tn.addr()), kgo.ConsumerGroup("busy"), kgo.ConsumeTopics("made"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	testutil.NoError(t, err, "busy's member")
+	defer member.Close()
+	testutil.NoError(t, member.PollRecords(ctx, 1).Err0(), "busy's member consumes")
+	code, body = cc.send(http.MethodPost, "/api/v1/groups/busy/reset-offsets", token, map[string]any{"topic": "made", "to": "earliest"})
+	testutil.Equal(t, code, http.StatusConflict, "a reset of a group with a member: %s", body)
+	testutil.True(t, strings.Contains(body, "group busy has 1 active member (state Stable)"), "the refusal says why: %s", body)
+	code, body = cc.send(http.MethodDelete, "/api/v1/groups/busy", token, nil)
+	testutil.Equal(t, code, http.StatusConflict, "deleting a group with a member: %s", body)
 
 	var ga console.GroupAction
 	cc.sendOK(http.MethodDelete, "/api/v1/groups/g1", token, nil, &ga)
