@@ -123,27 +123,7 @@ func decodeBody(r *http.Request, v any) error {
 }
 
 // require is nil when the request of ctx may do op on res under im's ACLs, else
-// httpd.ErrForbidden naming the missing ACL: "user alice lacks WRITE on topic orders".
+// httpd.ErrForbidden naming the ACL it lacks (authz.check).
 func (s *source) require(ctx context.Context, im *metadata.Image, op metadata.ACLOperation, res auth.Resource) error {
-	if s.acl.allowed(ctx, im, op, res) {
-		return nil
-	}
-	who := "an unauthenticated client"
-	if ss := httpd.SessionFrom(ctx); ss != nil && ss.User != "" {
-		who = "user " + ss.User
-	}
-	return fmt.Errorf("%w: %s (host %s) lacks %s on %s", httpd.ErrForbidden, who, httpd.ClientHost(ctx), op, resourceName(res))
-}
-
-// resourceName is res as the denials say it: topic orders, group g1, the cluster.
-func resourceName(res auth.Resource) string {
-	switch res.Type {
-	case metadata.ACLResourceTopic:
-		return "topic " + res.Name
-	case metadata.ACLResourceGroup:
-		return "group " + res.Name
-	case metadata.ACLResourceCluster:
-		return "the cluster"
-	}
-	return res.String()
+	return s.acl.check(ctx, im, op, res)
 }

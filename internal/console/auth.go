@@ -135,15 +135,28 @@ func (c authz) allowed(ctx context.Context, im *metadata.Image, op metadata.ACLO
 	return c.authz.Authorize(im.ACLs, s.Principal(), httpd.ClientHost(ctx), op, res)
 }
 
-// check is nil when allowed, else httpd.ErrForbidden naming the missing ACL as the
-// Kafka listener's denial does.
+// check is nil when allowed, else httpd.ErrForbidden naming the principal and the
+// ACL it lacks: "user alice (host 10.0.0.7) lacks WRITE on topic orders".
 func (c authz) check(ctx context.Context, im *metadata.Image, op metadata.ACLOperation, res auth.Resource) error {
 	if c.allowed(ctx, im, op, res) {
 		return nil
 	}
-	principal := "an unauthenticated client"
+	who := "an unauthenticated client"
 	if s := httpd.SessionFrom(ctx); s != nil && s.User != "" {
-		principal = s.Principal()
+		who = "user " + s.User
 	}
-	return fmt.Errorf("%w: %s (host %s) is not authorized to %s %s", httpd.ErrForbidden, principal, httpd.ClientHost(ctx), op, res)
+	return fmt.Errorf("%w: %s (host %s) lacks %s on %s", httpd.ErrForbidden, who, httpd.ClientHost(ctx), op, resourceName(res))
+}
+
+// resourceName is res as a denial says it: topic orders, group g1, the cluster.
+func resourceName(res auth.Resource) string {
+	switch res.Type {
+	case metadata.ACLResourceTopic:
+		return "topic " + res.Name
+	case metadata.ACLResourceGroup:
+		return "group " + res.Name
+	case metadata.ACLResourceCluster:
+		return "the cluster"
+	}
+	return res.String()
 }
