@@ -145,6 +145,9 @@ func setAside(ctx context.Context, cfg FailbackConfig, info, fenced FailbackTopi
 	if len(ends) != len(info.Partitions) {
 		return FailbackTopic{}, fmt.Errorf("topic %q has %d partitions on the old primary, %d on the new one", topic, len(ends), len(info.Partitions))
 	}
+	if err := awaitReplicated(ctx, newAdm, info, cfg.Timeout); err != nil {
+		return FailbackTopic{}, err
+	}
 	ct := FailbackTopic{Topic: topic}
 	created := false
 	for _, ip := range info.Partitions {
@@ -237,6 +240,36 @@ func settledEnds(ctx context.Context, adm *kadm.Client, topic string, timeout ti
 		last = cur
 		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
 			return nil, err
+		}
+	}
+}
+
+// awaitReplicated waits until the new primary's high watermark of each partition of
+// info is at its recorded mirrored end: the batches compared below it must be
+// readable there (a promote's cut can leave the high watermark below it for a moment).
+func awaitReplicated(ctx context.Context, adm *kadm.Client, info FailbackTopic, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ends, err := adm.ListEndOffsets(ctx, info.Topic)
+		short := ""
+		if err != nil {
+			short = err.Error()
+		} else {
+			for _, p := range info.Partitions {
+				if o, ok := ends.Lookup(info.Topic, p.Partition); !ok || o.Err != nil || o.Offset < p.MirroredEnd {
+					short = fmt.Sprintf("%s-%d: high watermark %d, mirrored end %d", info.Topic, p.Partition, o.Offset, p.MirroredEnd)
+					break
+				}
+			}
+		}
+		if short == "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the new primary's high watermark did not reach the promote's record within %v: %s", timeout, short)
+		}
+		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+			return err
 		}
 	}
 }
