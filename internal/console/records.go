@@ -244,7 +244,13 @@ func (s *source) readRecords(ctx context.Context, r *http.Request) (any, error) 
 		return nil, err
 	}
 	out.LogStart, out.HighWatermark = start, end
-	from := max(end-int64(q.limit), start) // newest: the last page
+	// Newest: the last page; with a filter, the last matches among the last maxScan
+	// records.
+	newest := q.offset < 0 && q.timestamp < 0
+	from := max(end-int64(q.limit), start)
+	if newest && q.filter != "" {
+		from = max(end-maxScan, start)
+	}
 	switch {
 	case q.offset >= 0:
 		from = min(max(q.offset, start), end)
@@ -285,7 +291,10 @@ func (s *source) readRecords(ctx context.Context, r *http.Request) (any, error) 
 		if q.filter == "" || matches(rec, []byte(q.filter)) {
 			out.Records = append(out.Records, toRecord(rec))
 		}
-		return len(out.Records) < q.limit && out.Scanned < scan
+		if newest && len(out.Records) > q.limit {
+			out.Records = out.Records[1:] // newest matches: keep the last limit
+		}
+		return (newest || len(out.Records) < q.limit) && out.Scanned < scan
 	})
 	return out, err
 }

@@ -131,6 +131,9 @@ func TestConsoleRecordsAPI(t *testing.T) {
 	cc.getJSON("/api/v1/topics/rec/records?partition=0&offset=0&limit=5&filter=k7", &page)
 	testutil.Equal(t, strings.Join(recordKeys(page), ","), "k7", "the records matching k7")
 	testutil.Equal(t, page.Scanned, 11, "records read for the filter")
+	// Newest with a filter: the last matches, not only those among the last limit records.
+	cc.getJSON("/api/v1/topics/rec/records?partition=0&limit=2&filter=%22n%22", &page)
+	testutil.Equal(t, strings.Join(recordKeys(page), ","), "k8,k9", "the newest records matching \"n\"")
 	code, _, body := cc.get("/api/v1/topics/rec/records?partition=7")
 	testutil.Equal(t, code, http.StatusNotFound, "a partition that does not exist: %s", body)
 
