@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/runnel-io/runnel/internal/console"
 	"github.com/runnel-io/runnel/internal/httpd"
 	"github.com/runnel-io/runnel/internal/testutil"
 )
@@ -123,9 +124,17 @@ func TestConsoleCluster(t *testing.T) {
 	nodes := startCluster(t, 3)
 	seedConsoleData(t, nodes[0], 3)
 
-	// Healthy: every partition ok, the offsets and the lag exact, on any node.
+	// Healthy: every partition ok, the offsets and the lag exact, on any node; any
+	// node reads any partition's records, from whichever node leads it.
 	for _, tn := range nodes {
 		checkConsoleTopic(t, tn, nil)
+		for p, n := range consoleRecords {
+			var page console.Records
+			consoleJSON(t, tn, fmt.Sprintf("/api/v1/topics/orders/records?partition=%d&offset=0&limit=100", p), &page)
+			if len(page.Records) != n || n > 0 && *page.Records[n-1].Value != fmt.Sprintf("r%d", n-1) {
+				t.Fatalf("node %d: the records of orders/%d: %+v", tn.id, p, page)
+			}
+		}
 	}
 	dead := nodes[2]
 	dead.kill()
