@@ -286,6 +286,13 @@ func TestConsoleActionsNeedTheirACL(t *testing.T) {
 	anon := newConsoleClient(t, base, nil)
 	code, body := anon.send(http.MethodPost, "/api/v1/topics/a/records", "x", map[string]any{"value": "v"})
 	testutil.Equal(t, code, http.StatusUnauthorized, "a produce without a login: %s", body)
+	code, _, body = anon.get("/api/v1/topics/a/records")
+	testutil.Equal(t, code, http.StatusUnauthorized, "records without a login: %s", body)
+	for _, page := range []string{"/topics/a/records", "/new-topic", "/groups/ga/manage"} {
+		code, h, _ := anon.get(page)
+		testutil.Equal(t, code, http.StatusSeeOther, "%s without a login", page)
+		testutil.True(t, strings.HasPrefix(h.Get("Location"), "/login"), "%s without a login goes to %q", page, h.Get("Location"))
+	}
 
 	alice := newConsoleClient(t, base, nil)
 	code, _, body = alice.login("alice", "alice-pw")
