@@ -63,7 +63,8 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 
 // producePartitions builds the response, every partition in it, and the parts to
 // append: those of the topics the request may write. The others are answered already
-// (not authorized, a mirror topic, a transactional id the principal may not write).
+// (a transactional id the principal may not write, a topic it may not write, a mirror
+// topic, an internal topic clients do not produce to).
 func (s *Server) producePartitions(r *request, req *kmsg.ProduceRequest) (*kmsg.ProduceResponse, []*producePart) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	var parts []*producePart
