@@ -77,8 +77,9 @@ func QuarantineTopic(topic string, startedAtMs int64) string {
 	return fmt.Sprintf("%s.quarantine.%d", topic, startedAtMs)
 }
 
-// FenceFailback makes each of topics a mirror topic of link (created, or its source
-// replaced with link's, its filters widened to the topics) in state
+// FenceFailback makes each of topics a mirror topic of link (created following only
+// them, or its source replaced with link's, its filters widened to the topics, and
+// resumed if paused) in state
 // MirrorFailingBack: read-only, not fetched, its quarantine named. A topic fenced or
 // cut already by a failback of the same link is left as it is, so a failback can be
 // run again after a crash. A topic that is a mirror topic not promoted (mirroring,
@@ -95,12 +96,19 @@ func (c *Controller) FenceFailback(ctx context.Context, link metadata.Link, topi
 		lk := im.Link(link.Name)
 		var nl metadata.Link
 		if lk == nil {
+			// A new link follows the failed-back topics only (an empty filter would
+			// mirror every topic of the new primary).
 			nl = metadata.Link{Name: link.Name, ReplicationFactor: -1, CreatedAtMs: now}
+			for _, ft := range topics {
+				nl.Topics = append(nl.Topics, regexp.QuoteMeta(ft.Name))
+			}
 		} else {
 			nl = *lk
 			nl.Topics = slices.Clone(lk.Topics)
 		}
-		nl.Source, nl.SourceProps = link.Source, link.SourceProps
+		// The failback is asked to mirror the new primary: a paused link resumes
+		// (topics paused one by one stay paused).
+		nl.Source, nl.SourceProps, nl.Paused = link.Source, link.SourceProps, false
 		var recs []metadata.Record
 		for _, ft := range topics {
 			t := im.Topics[ft.Name]
@@ -128,7 +136,7 @@ func (c *Controller) FenceFailback(ctx context.Context, link metadata.Link, topi
 			recs = append(recs, metadata.Record{Type: metadata.MirrorTopicType, Mirror: &metadata.MirrorChange{Mirror: n}})
 			out = append(out, n)
 		}
-		if lk == nil || nl.Source != lk.Source || !equalProps(nl.SourceProps, lk.SourceProps) || !slices.Equal(nl.Topics, lk.Topics) {
+		if lk == nil || nl.Source != lk.Source || !equalProps(nl.SourceProps, lk.SourceProps) || !slices.Equal(nl.Topics, lk.Topics) || lk.Paused {
 			recs = append([]metadata.Record{{Type: metadata.LinkType, Link: &metadata.LinkChange{Link: &nl}}}, recs...)
 		}
 		if len(recs) == 0 {

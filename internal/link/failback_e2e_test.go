@@ -234,6 +234,16 @@ func TestLinkFailbackQuarantinesTail(t *testing.T) {
 	if offs := produceTo(t, a, topic, 1, "back", 1); offs[0] != bends[1] {
 		t.Fatalf("first write after the promote back at %d, want %d", offs[0], bends[1])
 	}
+
+	// The full circle: B, still writable after A's promote, wrote a tail of its own;
+	// B fails back to follow A, setting that tail aside.
+	produceTo(t, b, topic, 0, "btail", 2)
+	circle := rowsOf(t, runCLI(t, "link", "failback", "dr", "--source", a.Bootstrap(), "--all", "--json", "-b", b.Bootstrap()))
+	if len(circle) != 2 || circle[0].TruncatedTo != bends[0] || circle[0].QuarantinedRecords != 2 ||
+		circle[1].TruncatedTo != bends[1] || circle[1].QuarantinedRecords != 0 || circle[1].Quarantine != "" {
+		t.Fatalf("failback of B: %+v, want cuts at %v, B's 2 records of partition 0 quarantined", circle, bends)
+	}
+	sameLogs(t, a, b, topic, 2)
 }
 
 func strp(s string) *string { return &s }
