@@ -96,10 +96,11 @@ func TestAlertRulesAreValid(t *testing.T) {
 func TestAlertsFireOnLiveNodes(t *testing.T) {
 	pt := promtool(t)
 	seen := map[string]bool{}
-	t.Run("cluster", func(t *testing.T) { clusterStates(t, pt, seen) })
-	t.Run("links", func(t *testing.T) { linkAndMirrorStates(t, pt, seen) })
-	if t.Failed() {
-		return
+	var states int // subtests that went through every state
+	t.Run("cluster", func(t *testing.T) { clusterStates(t, pt, seen); states++ })
+	t.Run("links", func(t *testing.T) { linkAndMirrorStates(t, pt, seen); states++ })
+	if t.Failed() || states < 2 {
+		return // the names are checked against the scrapes of every state
 	}
 	rulesText, err := os.ReadFile(rulesFile)
 	testutil.NoError(t, err, "read the rules")
@@ -108,14 +109,17 @@ func TestAlertsFireOnLiveNodes(t *testing.T) {
 }
 
 // clusterStates runs a 3-node cluster through: healthy, a consumer group falling
-// behind, a nearly full disk (where the test may mount a filesystem), a node down.
+// behind, a nearly full then full disk (where the test may mount a filesystem), a
+// node down.
 func clusterStates(t *testing.T, pt string, seen map[string]bool) {
-	const diskNode = 2
-	var diskDir string
+	// Each node's data directory on a small filesystem of its own where the test can
+	// mount one (diskDirs[id]), so that the disk node can be one that is not the
+	// active controller when its disk fills.
+	diskDirs := map[int32]string{}
 	c := cluster.Start(t, cluster.Options{Nodes: 3, InProcess: true, Sets: cluster.FastFailureDetection, StartTimeout: 30 * time.Second,
 		Prepare: func(n *cluster.Node) error {
-			if n.ID == diskNode {
-				diskDir = smallDisk(t, n.DataDir)
+			if d := smallDisk(t, n.DataDir); d != "" {
+				diskDirs[n.ID] = d
 			}
 			return nil
 		}})
@@ -198,7 +202,8 @@ func clusterStates(t *testing.T, pt string, seen map[string]bool) {
 
 	// A nearly full disk: the filesystem mounted on node 2's data directory filled
 	// to 95 %.
-	if diskDir != "" {
+	if len(diskDirs) == 3 {
+		diskNode, diskDir := nodeToFill(t, targets, diskDirs)
 		filler := filepath.Join(diskDir, "filler")
 		fillTo(t, diskDir, filler, 0.95)
 		full := scrapeTwice(t, targets, seen, time.Second)
@@ -206,10 +211,35 @@ func clusterStates(t *testing.T, pt string, seen map[string]bool) {
 		usable, _ := full[1].find("runnel_disk_usable_bytes", map[string]string{"dir": abs})
 		total, _ := full[1].find("runnel_disk_total_bytes", map[string]string{"dir": abs})
 		t.Logf("node %d's data directory filled: runnel_disk_usable_bytes %v of runnel_disk_total_bytes %v", diskNode, usable, total)
-		promtoolTest(t, pt, "disk nearly full", full, nil, []alert{
-			{"RunnelDiskNearlyFull", "warning", map[string]string{"dir": abs, "instance": inst(diskNode), "job": nodeJob}},
+		nearlyFull := alert{"RunnelDiskNearlyFull", "warning", map[string]string{"dir": abs, "instance": inst(diskNode), "job": nodeJob}}
+		promtoolTest(t, pt, "disk nearly full", full, nil, []alert{nearlyFull})
+
+		// Then full: the rest taken while records come, so that node 2's appends fail;
+		// it leaves the ISRs, which the partitions' leaders report.
+		rest := filepath.Join(diskDir, "rest")
+		fillDisk(t, rest)
+		loader := c.Client(t)
+		waitFor(t, targets, fmt.Sprintf("node %d's appends finding its disk full", diskNode), func(r round) error {
+			loader.Produce(ctx, &kgo.Record{Topic: "events", Value: make([]byte, 1024)}, nil)
+			if v := r.value("runnel_disk_full", inst(diskNode)); v != 1 {
+				return fmt.Errorf("node %d: runnel_disk_full %v", diskNode, v)
+			}
+			return nil
 		})
-		testutil.NoError(t, os.Remove(filler), "remove the filler")
+		full = scrapeTwice(t, targets, seen, time.Second)
+		want := append([]alert{nearlyFull, {"RunnelDiskFull", "critical", map[string]string{"instance": inst(diskNode), "job": nodeJob}}},
+			partitionAlerts(full[1])...)
+		promtoolTest(t, pt, "disk full", full, nil, want)
+		testutil.NoError(t, errors.Join(os.Remove(filler), os.Remove(rest)), "remove the fillers")
+		waitFor(t, targets, fmt.Sprintf("node %d back in every ISR with room on its disk", diskNode), func(r round) error {
+			if v := r.value("runnel_disk_full", inst(diskNode)); v != 0 {
+				return fmt.Errorf("node %d: runnel_disk_full %v", diskNode, v)
+			}
+			if v := r.sum("runnel_under_replicated_partitions", nil); v != 0 {
+				return fmt.Errorf("%v under-replicated partitions", v)
+			}
+			return nil
+		})
 	}
 
 	// Node 3 down: its solo partition is offline, the others lose a replica.
@@ -252,22 +282,50 @@ func clusterStates(t *testing.T, pt string, seen map[string]bool) {
 		{"RunnelOfflinePartitions", "critical", map[string]string{"job": nodeJob}},
 		{"RunnelBrokerFenced", "warning", map[string]string{"job": nodeJob}},
 	}
-	for _, s := range down[1].samples {
+	want = append(want, partitionAlerts(down[1])...)
+	promtoolTest(t, pt, "node 3 down", down, nil, want)
+}
+
+// nodeToFill picks the node whose disk the test fills: node 1 or 2 (node 3 is killed
+// later), not the active controller. The metadata quorum's Raft leader must write
+// every entry to its own log first: on a full disk it could commit nothing, not even
+// the ISR changes of the node's partitions, and the state would not be the one the
+// alerts are about.
+func nodeToFill(t *testing.T, targets []target, dirs map[int32]string) (int, string) {
+	t.Helper()
+	var id int
+	waitFor(t, targets, "an active controller", func(r round) error {
+		for i := 1; i <= 3; i++ {
+			if r.value("runnel_controller_active", targets[i-1].instance) == 1 {
+				id = 1 + i%2 // 1 → 2, 2 → 1, 3 → 1
+				return nil
+			}
+		}
+		return errors.New("no node has runnel_controller_active 1")
+	})
+	return id, dirs[int32(id)]
+}
+
+// partitionAlerts are the alerts on the partitions a node leads that r calls for:
+// under-replicated, under min ISR, and at min ISR while under-replicated.
+func partitionAlerts(r round) []alert {
+	var out []alert
+	for _, s := range r.samples {
 		if s.value <= 0 {
 			continue
 		}
 		lbl := map[string]string{"instance": s.labels["instance"], "job": nodeJob}
 		switch s.name {
 		case "runnel_under_replicated_partitions":
-			want = append(want, alert{"RunnelUnderReplicatedPartitions", "warning", lbl})
-			if down[1].value("runnel_at_min_isr_partitions", s.labels["instance"]) > 0 {
-				want = append(want, alert{"RunnelAtMinISR", "warning", lbl})
+			out = append(out, alert{"RunnelUnderReplicatedPartitions", "warning", lbl})
+			if r.value("runnel_at_min_isr_partitions", s.labels["instance"]) > 0 {
+				out = append(out, alert{"RunnelAtMinISR", "warning", lbl})
 			}
 		case "runnel_under_min_isr_partitions":
-			want = append(want, alert{"RunnelUnderMinISR", "critical", lbl})
+			out = append(out, alert{"RunnelUnderMinISR", "critical", lbl})
 		}
 	}
-	promtoolTest(t, pt, "node 3 down", down, nil, want)
+	return out
 }
 
 // linkAndMirrorStates: a cluster link and a `runnel mirror` from a source cluster
@@ -576,17 +634,17 @@ func produce(t *testing.T, cl *kgo.Client, topic string, n int) {
 }
 
 // smallDisk mounts a 64 MiB tmpfs on dir and returns dir; "" where the test cannot
-// mount one (not root, no tmpfs), which leaves RunnelDiskNearlyFull's firing unchecked.
+// mount one (not root, no tmpfs), which leaves the disk alerts' firing unchecked.
 func smallDisk(t *testing.T, dir string) string {
 	if os.Geteuid() != 0 {
-		t.Log("not root: no small filesystem to fill, so RunnelDiskNearlyFull is checked not to fire only")
+		t.Log("not root: no small filesystem to fill, so RunnelDiskNearlyFull and RunnelDiskFull are checked not to fire only")
 		return ""
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Logf("cannot mount a tmpfs on %s (%v: %s): RunnelDiskNearlyFull is checked not to fire only", dir, err, out)
+		t.Logf("cannot mount a tmpfs on %s (%v: %s): RunnelDiskNearlyFull and RunnelDiskFull are checked not to fire only", dir, err, out)
 		return ""
 	}
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
@@ -605,6 +663,25 @@ func fillTo(t *testing.T, dir, path string, used float64) {
 		t.Fatalf("%s is already %.0f %% used", dir, 100*float64(total-int64(st.Bavail)*unit)/float64(total))
 	}
 	testutil.NoError(t, os.WriteFile(path, make([]byte, n), 0o644), "fill "+dir)
+}
+
+// fillDisk writes path until its filesystem has no room left, down to the last page.
+func fillDisk(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	testutil.NoError(t, err, "create "+path)
+	defer f.Close()
+	for _, size := range []int{1 << 20, 64 << 10, 4 << 10} {
+		chunk := make([]byte, size)
+		for {
+			if _, err := f.Write(chunk); err != nil {
+				if !errors.Is(err, syscall.ENOSPC) {
+					t.Fatalf("filling %s: %v", path, err)
+				}
+				break
+			}
+		}
+	}
 }
 
 // alert is one firing alert promtool must find: its name, severity and the labels
