@@ -47,11 +47,10 @@ func (p *Partition) AppendMirrored(records []byte, leaderEpoch int32) (log.Appen
 		b.SetPartitionLeaderEpoch(leaderEpoch)
 		rest = r
 	}
-	info, err := p.appendMirroredLocked(records, leaderEpoch)
+	info, err := p.appendMirroredLocked(records, leaderEpoch, seen)
 	if err != nil {
 		return info, err
 	}
-	p.mirror.noteSourceEpochs(seen)
 	return info, p.completeAppend(context.Background(), info, 1, nil)
 }
 
@@ -72,7 +71,7 @@ const sourceLineageMax = 256
 // restarted, or took the leadership over mid-mirror, knows only the epochs of what
 // it copied itself), the promote cut it made, and the failback cut it must make.
 type mirrorState struct {
-	mu      sync.Mutex // guards lineage and seal
+	mu      sync.Mutex // guards lineage and seal; taken last (after leaderIsrLock, stateMu)
 	lineage []SourceEpoch
 	seal    PromoteSeal
 	// cut is the failback cut of the current image (nil: none); set on every image.
@@ -143,13 +142,20 @@ func (p *Partition) PromoteSealed() (PromoteSeal, bool) {
 	return p.mirror.seal, p.mirror.seal.LeaderEpoch > 0
 }
 
-func (p *Partition) appendMirroredLocked(records []byte, leaderEpoch int32) (log.AppendInfo, error) {
+// appendMirroredLocked appends and notes the source epochs seen under the same read
+// lock, so that a promote's role change (which takes it for writing) finds the
+// lineage of everything in the log.
+func (p *Partition) appendMirroredLocked(records []byte, leaderEpoch int32, seen []SourceEpoch) (log.AppendInfo, error) {
 	p.leaderIsrLock.RLock()
 	defer p.leaderIsrLock.RUnlock()
 	if !p.rs.isLeader() || p.rs.leaderEpoch != leaderEpoch {
 		return log.AppendInfo{}, fmt.Errorf("%w: %s-%d is no longer led here at epoch %d", ErrNotLeader, p.tp.Topic, p.tp.Partition, leaderEpoch)
 	}
-	return p.log.AppendAsFollower(records)
+	info, err := p.log.AppendAsFollower(records)
+	if err == nil {
+		p.mirror.noteSourceEpochs(seen)
+	}
+	return info, err
 }
 
 // RestartMirrorAt empties the log and restarts it at off, the source's log start,
