@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -76,6 +77,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*mpart) error {
 		}
 	}
 	f.s.throttle.take(fetched)
+	var todo []applyJob
 	for _, t := range resp.Topics {
 		name := t.Topic
 		if name == "" {
@@ -90,10 +92,32 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*mpart) error {
 			if _, asked := ends[tp]; !asked {
 				continue
 			}
-			f.applyPartition(ctx, p, rp, ends[tp], sent)
+			todo = append(todo, applyJob{p, rp})
 		}
 	}
+	// Each partition's append waits for its own fsync (a leader's acks=1 durability):
+	// the partitions of one answer are appended concurrently so that their fsyncs
+	// overlap instead of adding up. Still one appender per partition (this fetcher).
+	if len(todo) == 1 {
+		f.applyPartition(ctx, todo[0].p, todo[0].rp, ends[todo[0].p.tp], sent)
+		return nil
+	}
+	var wg sync.WaitGroup
+	for _, j := range todo {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f.applyPartition(ctx, j.p, j.rp, ends[j.p.tp], sent)
+		}()
+	}
+	wg.Wait()
 	return nil
+}
+
+// applyJob is one partition of a fetch answer to append.
+type applyJob struct {
+	p  *mpart
+	rp kmsg.FetchResponseTopicPartition
 }
 
 // applyPartition handles one partition of a fetch answer.
