@@ -44,6 +44,7 @@ func (h *handler) routes() {
 	h.mux.HandleFunc("DELETE /api/v1/topics/{name}", h.api(true, h.src.deleteTopic))
 	h.mux.HandleFunc("POST /api/v1/groups/{id}/reset-offsets", h.api(true, h.src.resetOffsets))
 	h.mux.HandleFunc("DELETE /api/v1/groups/{id}", h.api(true, h.src.deleteGroup))
+	h.mux.HandleFunc("GET /api/v1/charts", h.api(false, h.src.readCharts))
 	h.mux.HandleFunc("GET /topics/{name}/records", h.page(pageRecords))
 	h.mux.HandleFunc("GET /new-topic", h.page(pageNewTopic))
 	h.mux.HandleFunc("GET /groups/{id}/manage", h.page(pageGroupManage))

@@ -9,6 +9,7 @@ package console
 import (
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -67,14 +68,27 @@ type Options struct {
 	Authorizer *auth.Authorizer
 }
 
-// New returns the console's handler for "/" on the node's HTTP listener (behind
-// httpd's sign-in when Options.Login).
-func New(o Options) http.Handler {
+// Console is the console's handler for "/" on the node's HTTP listener (behind
+// httpd's sign-in when Options.Login), with the charts' sampler running until Close.
+type Console struct {
+	*handler
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+// New returns the console and starts its charts' sampler (charts.go).
+func New(o Options) *Console {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	src := &source{n: o.Node, acl: authz{authz: o.Authorizer, login: o.Login}, logger: o.Logger}
+	src := &source{n: o.Node, acl: authz{authz: o.Authorizer, login: o.Login}, logger: o.Logger, charts: newChartStore()}
 	h := &handler{src: src, pages: httpd.NewConsole(httpd.ConsoleOptions{Source: src, Logger: o.Logger}), mux: http.NewServeMux()}
 	h.routes()
-	return h
+	c := &Console{handler: h, stop: make(chan struct{})}
+	go src.runCharts(c.stop)
+	return c
 }
+
+// Close stops the charts' sampler; the handler still answers (its charts no longer
+// grow).
+func (c *Console) Close() { c.stopOnce.Do(func() { close(c.stop) }) }

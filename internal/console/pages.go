@@ -71,6 +71,7 @@ const layout = `<!doctype html>
 <title>{{.Title}} · Runnel</title>
 <link rel="stylesheet" href="/assets/console.css">
 <script src="/assets/actions.js" defer></script>
+<script src="/assets/charts.js" defer></script>
 </head><body data-topic="{{.Topic}}" data-group="{{.Group}}">
 <header class="top"><a class="brand" href="/">Runnel</a>
 <nav aria-label="console"><a href="/">Cluster</a><a href="/nodes">Nodes</a><a href="/topics"{{if eq .Nav "topics"}} class="active"{{end}}>Topics</a><a href="/groups"{{if eq .Nav "groups"}} class="active"{{end}}>Groups</a><a href="/reassignments">Reassignments</a><a href="/mirrors">Mirrors</a></nav>

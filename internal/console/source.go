@@ -52,6 +52,7 @@ type source struct {
 	n      Node
 	acl    authz
 	logger *slog.Logger
+	charts *chartStore // charts.go
 }
 
 // canDescribe reports whether the request of ctx may DESCRIBE res.

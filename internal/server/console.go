@@ -20,10 +20,13 @@ import (
 
 // The web console's wiring: internal/console over the node (consoleNode).
 
-// console is the web console's handler for the node's HTTP listener (/ and /api/v1/).
+// console is the web console's handler for the node's HTTP listener (/ and /api/v1/);
+// n.close stops its charts' sampler (n.consoleClose).
 func (n *Node) console() http.Handler {
-	return console.New(console.Options{Node: consoleNode{n}, Logger: n.logger, Login: n.consoleNeedsLogin(),
+	c := console.New(console.Options{Node: consoleNode{n}, Logger: n.logger, Login: n.consoleNeedsLogin(),
 		Authorizer: n.consoleAuthorizer()})
+	n.consoleClose = c.Close
+	return c
 }
 
 // consoleLogin is the console's sign-in, nil when no Kafka listener requires SASL.

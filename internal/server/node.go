@@ -104,6 +104,8 @@ type Node struct {
 	// would, without a controlled shutdown (abort.go).
 	aborted atomic.Bool
 	unsub   func()
+	// consoleClose stops the web console's charts' sampler (console.go).
+	consoleClose func()
 }
 
 // Start builds and starts a node. It returns once the node serves clients.
@@ -402,6 +404,9 @@ func (n *Node) close(logged bool) error {
 		}
 		if n.http != nil {
 			errs = append(errs, n.http.Close())
+		}
+		if n.consoleClose != nil {
+			n.consoleClose()
 		}
 		n.probe.Close()
 		n.disk.Close()
