@@ -144,12 +144,15 @@ func clusterStates(t *testing.T, pt string, seen map[string]bool) {
 	}
 	inst := func(id int) string { return c.Node(id).HTTPAddr }
 
-	// Healthy: no alert. The lag of a group that is caught up stays at 0.
+	// Healthy: no alert fires.
 	cl := c.Client(t)
 	produce(t, cl, "orders", 1300)
-	waitFor(t, targets, "the cluster's metrics settled (every ISR full)", func(r round) error {
+	waitFor(t, targets, "the cluster's metrics settled (every ISR full, no partition offline)", func(r round) error {
 		if v := r.sum("runnel_under_replicated_partitions", nil); v != 0 {
 			return fmt.Errorf("%v under-replicated partitions", v)
+		}
+		if v := r.sum("runnel_offline_partitions", nil); v != 0 {
+			return fmt.Errorf("runnel_offline_partitions %v", v)
 		}
 		return nil
 	})
@@ -200,8 +203,8 @@ func clusterStates(t *testing.T, pt string, seen map[string]bool) {
 		{"RunnelConsumerLagGrowing", "warning", map[string]string{"group": stopped, "topic": "orders", "partition": "0", "instance": coordinator, "job": nodeJob}},
 	})
 
-	// A nearly full disk: the filesystem mounted on node 2's data directory filled
-	// to 95 %.
+	// A nearly full disk: the filesystem mounted on a node's data directory filled to
+	// 95 %.
 	if len(diskDirs) == 3 {
 		diskNode, diskDir := nodeToFill(t, targets, diskDirs)
 		filler := filepath.Join(diskDir, "filler")
@@ -214,8 +217,8 @@ func clusterStates(t *testing.T, pt string, seen map[string]bool) {
 		nearlyFull := alert{"RunnelDiskNearlyFull", "warning", map[string]string{"dir": abs, "instance": inst(diskNode), "job": nodeJob}}
 		promtoolTest(t, pt, "disk nearly full", full, nil, []alert{nearlyFull})
 
-		// Then full: the rest taken while records come, so that node 2's appends fail;
-		// it leaves the ISRs, which the partitions' leaders report.
+		// Then full: the rest taken while records come, so that the node's appends
+		// fail; it leaves the ISRs, which the partitions' leaders report.
 		rest := filepath.Join(diskDir, "rest")
 		fillDisk(t, rest)
 		loader := c.Client(t)
