@@ -85,6 +85,25 @@ func TestAlertRulesAreValid(t *testing.T) {
 	}
 }
 
+// TestDashboardQueriesParse: every query of the dashboard is PromQL that promtool
+// accepts, once Grafana's variables are replaced by values they may take.
+func TestDashboardQueriesParse(t *testing.T) {
+	pt := promtool(t)
+	vars := strings.NewReplacer("$__rate_interval", "1m", "$job", nodeJob, "$mirror_job", mirrorJob, "$topic", ".*", "$group", ".*")
+	var b strings.Builder
+	b.WriteString("groups:\n  - name: dashboard\n    rules:\n")
+	exprs := dashboardExprs(t)
+	for i, e := range exprs {
+		fmt.Fprintf(&b, "      - record: dashboard_query_%d\n        expr: %s\n", i, quote(vars.Replace(e)))
+	}
+	file := filepath.Join(t.TempDir(), "dashboard-queries.yml")
+	testutil.NoError(t, os.WriteFile(file, []byte(b.String()), 0o644), "write the queries")
+	if out, err := exec.Command(pt, "check", "rules", file).CombinedOutput(); err != nil {
+		t.Fatalf("%s: promtool refuses a query (%v):\n%s", dashboardFile, err, out)
+	}
+	t.Logf("%d queries of %s parse", len(exprs), dashboardFile)
+}
+
 // TestAlertsFireOnLiveNodes puts live nodes into each state an alert is about, scrapes
 // their /metrics, and has promtool evaluate the rules file on series built from the
 // scrapes: each alert must fire, with the labels naming the node, group, topic,
@@ -778,9 +797,33 @@ func errIf(problems []string) error {
 	return errors.New(strings.Join(problems, "; "))
 }
 
-// dashboardMetrics parses the dashboard and returns the Runnel metric names its
-// queries (every "expr", and the variables' queries) use.
+// dashboardMetrics returns the Runnel metric names the dashboard's queries (the
+// panels' and the variables') use.
 func dashboardMetrics(t *testing.T) []string {
+	t.Helper()
+	var names []string
+	for _, q := range dashboardStrings(t, "expr", "query", "definition") {
+		names = append(names, metricName.FindAllString(q, -1)...)
+	}
+	if len(names) == 0 {
+		t.Fatalf("%s names no Runnel metric", dashboardFile)
+	}
+	return names
+}
+
+// dashboardExprs returns the PromQL of the dashboard's panels.
+func dashboardExprs(t *testing.T) []string {
+	t.Helper()
+	exprs := dashboardStrings(t, "expr")
+	if len(exprs) < 10 {
+		t.Fatalf("%s: %d queries; is it the dashboard?", dashboardFile, len(exprs))
+	}
+	return exprs
+}
+
+// dashboardStrings parses the dashboard and returns every string under one of keys,
+// at any depth.
+func dashboardStrings(t *testing.T, keys ...string) []string {
 	t.Helper()
 	raw, err := os.ReadFile(dashboardFile)
 	testutil.NoError(t, err, "read the dashboard")
@@ -788,16 +831,14 @@ func dashboardMetrics(t *testing.T) []string {
 	if err := json.Unmarshal(raw, &d); err != nil {
 		t.Fatalf("%s is not valid JSON: %v", dashboardFile, err)
 	}
-	var names []string
-	var exprs int
+	var out []string
 	var walk func(v any)
 	walk = func(v any) {
 		switch v := v.(type) {
 		case map[string]any:
 			for k, x := range v {
-				if s, ok := x.(string); ok && (k == "expr" || k == "query" || k == "definition") {
-					exprs++
-					names = append(names, metricName.FindAllString(s, -1)...)
+				if s, ok := x.(string); ok && slices.Contains(keys, k) {
+					out = append(out, s)
 				}
 				walk(x)
 			}
@@ -808,10 +849,7 @@ func dashboardMetrics(t *testing.T) []string {
 		}
 	}
 	walk(d)
-	if exprs < 10 || len(names) == 0 {
-		t.Fatalf("%s: %d queries naming %d Runnel metrics; is it the dashboard?", dashboardFile, exprs, len(names))
-	}
-	return names
+	return out
 }
 
 // checkNames fails for each name no scrape exported.
