@@ -33,17 +33,18 @@ type batchSource interface {
 
 // divergence returns where the old primary's log must be cut: the largest offset
 // d <= min(mirroredEnd, epochEnd, oldEnd) such that both logs hold the same batches
-// below d, and at least floor (the larger log start: below it neither side has
-// anything to compare, and nothing is kept of the old primary's log there that the
-// mirror would not restart from). epochEnd is the old primary's end of the recorded
-// source epoch (-1: unknown).
+// below d, where floor, the larger of the two log starts, bounds the comparison
+// (below it one side has nothing to compare). epochEnd is the old primary's end of
+// the recorded source epoch (-1: unknown). d may be below the old primary's log start
+// (retention removed all it shared with the new primary): its whole log is then the
+// tail, and the cut restarts it at d.
 func divergence(ctx context.Context, old, cur batchSource, mirroredEnd, epochEnd, oldEnd, floor int64) (int64, error) {
 	d := min(mirroredEnd, oldEnd)
 	if epochEnd >= 0 {
 		d = min(d, epochEnd)
 	}
 	if d <= floor {
-		return max(d, floor), nil
+		return d, nil
 	}
 	same := func(off int64) (bool, int64, error) {
 		a, err := old.batchAt(ctx, off)

@@ -44,9 +44,9 @@ func TestFailbackDivergence(t *testing.T) {
 	same := func(i int) string { return fmt.Sprintf("v%d", i) }
 	ctx := context.Background()
 	for _, tc := range []struct {
-		name                                string
-		oldValues                           func(int) string
-		mirroredEnd, epochEnd, oldEnd, want int64
+		name                                       string
+		oldValues                                  func(int) string
+		mirroredEnd, epochEnd, oldEnd, floor, want int64
 	}{
 		// The old primary holds what was mirrored (its own epochs stamped): cut at
 		// the recorded end, whatever the old primary wrote after it.
@@ -67,12 +67,15 @@ func TestFailbackDivergence(t *testing.T) {
 		// The old primary ends before the recorded end (it lost its end): cut at
 		// its own end, nothing to set aside.
 		{name: "old primary shorter", oldValues: same, mirroredEnd: 50, epochEnd: -1, oldEnd: 30, want: 30},
+		// Retention removed, on the old primary, everything below 70: all it holds
+		// is the tail, and the cut restarts it at the recorded end.
+		{name: "old log start past the record", oldValues: same, mirroredEnd: 50, epochEnd: -1, oldEnd: 100, floor: 70, want: 50},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			old := newFakeLog(20, 3, tc.oldValues)
 			old.batches = old.batches[:tc.oldEnd/5]
 			cur := newFakeLog(10, 7, same) // the new primary: 50 mirrored offsets, its own epoch
-			got, err := divergence(ctx, old, cur, tc.mirroredEnd, tc.epochEnd, tc.oldEnd, 0)
+			got, err := divergence(ctx, old, cur, tc.mirroredEnd, tc.epochEnd, tc.oldEnd, tc.floor)
 			if err != nil {
 				t.Fatal(err)
 			}

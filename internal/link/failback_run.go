@@ -166,12 +166,14 @@ func setAside(ctx context.Context, cfg FailbackConfig, info, fenced FailbackTopi
 				return FailbackTopic{}, err
 			}
 		}
-		floor := max(offsetOf(oldStarts, topic, p), offsetOf(newStarts, topic, p))
-		d, err := divergence(ctx, oc, nc, ip.MirroredEnd, epochEnd, ends[p], floor)
+		oldStart := offsetOf(oldStarts, topic, p)
+		d, err := divergence(ctx, oc, nc, ip.MirroredEnd, epochEnd, ends[p], max(oldStart, offsetOf(newStarts, topic, p)))
 		if err != nil {
 			return FailbackTopic{}, fmt.Errorf("divergence point of %s-%d: %w", topic, p, err)
 		}
-		n, err := tailRecords(ctx, oc, d, ends[p])
+		// The tail is what the old primary holds at or above d.
+		from := max(d, oldStart)
+		n, err := tailRecords(ctx, oc, from, ends[p])
 		if err != nil {
 			return FailbackTopic{}, fmt.Errorf("the tail of %s-%d above %d: %w", topic, p, d, err)
 		}
@@ -186,7 +188,7 @@ func setAside(ctx context.Context, cfg FailbackConfig, info, fenced FailbackTopi
 			if err != nil {
 				return FailbackTopic{}, err
 			}
-			if err := copyTail(ctx, cfg.Old, topic, p, d, ends[p], n, have, fenced.Quarantine); err != nil {
+			if err := copyTail(ctx, cfg.Old, topic, p, from, ends[p], n, have, fenced.Quarantine); err != nil {
 				return FailbackTopic{}, err
 			}
 			if have, err = quarantined(ctx, oldAdm, fenced.Quarantine, p); err != nil {
