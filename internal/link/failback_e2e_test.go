@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/runnel-io/runnel/internal/cli"
@@ -419,4 +420,25 @@ func TestLinkFailbackWaitsForOpenTransaction(t *testing.T) {
 	}
 	produceTo(t, b, topic, 0, "new", 3)
 	sameLogs(t, b, a, topic, 1)
+}
+
+// TestLinkSwitchoverRefusesNonRunnelSource: the reverse step needs a link on the
+// source; a source that cannot host one (kfake here, as Apache Kafka) is refused
+// before anything changes: the topic is still mirroring, not promoted.
+func TestLinkSwitchoverRefusesNonRunnelSource(t *testing.T) {
+	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst := startNode(t)
+	runCLI(t, "link", "create", "k", "--source", strings.Join(src.ListenAddrs(), ","), "-b", dst.Bootstrap())
+	var out, errb bytes.Buffer
+	code := cli.MainIO([]string{"link", "switchover", "k", "--all", "-b", dst.Bootstrap()}, strings.NewReader(""), &out, &errb)
+	if code == 0 || !strings.Contains(errb.String(), "switchover needs a Runnel source") {
+		t.Fatalf("switchover from kfake: exit %d: %s%s", code, errb.String(), out.String())
+	}
+	if p := status(t, dst.Bootstrap(), "k").Partitions; len(p) != 1 || p[0].State != "mirroring" {
+		t.Fatalf("after the refused switchover: %+v, want still mirroring", p)
+	}
 }

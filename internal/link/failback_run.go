@@ -441,6 +441,11 @@ func RunSwitchover(ctx context.Context, cfg SwitchoverConfig) (SwitchoverResult,
 		cfg.Timeout = time.Minute
 	}
 	var res SwitchoverResult
+	// The reverse step runs a link on the source: check it can before anything
+	// changes (an Apache Kafka source cannot; promote instead).
+	if _, err := sendChecked(ctx, cfg.Source, Request{Op: OpList}); err != nil {
+		return res, fmt.Errorf("the source cannot follow this cluster (switchover needs a Runnel source; use runnel link promote): %w", err)
+	}
 	ps, err := StatusEveryBroker(ctx, cfg.Dest, cfg.Link)
 	if err != nil {
 		return res, err
