@@ -329,12 +329,15 @@ func TestLinkSwitchover(t *testing.T) {
 }
 
 // TestLinkFailbackEveryReplicaCuts: on an old primary of three nodes (replication
-// factor 3), the failback's cut reaches every replica, not only the leader: each
-// one's log then holds exactly the new primary's records at their offsets, and no
-// record of the tail.
+// factor 3), the failback's cut reaches every replica, not only the leader: a
+// follower in sync at the cut truncates through OffsetForLeaderEpoch, and one that
+// was down during the whole failback (killed, holding the tail) truncates when it
+// comes back; each one's log then holds exactly the new primary's records at their
+// offsets, and no record of the tail.
 func TestLinkFailbackEveryReplicaCuts(t *testing.T) {
 	a := cluster.Start(t, cluster.Options{Nodes: 3, InProcess: true, StartTimeout: 30 * time.Second,
-		Sets: []string{"num.partitions=1", "default.replication.factor=3", "offsets.topic.replication.factor=3"}})
+		Sets: []string{"num.partitions=1", "default.replication.factor=3", "offsets.topic.replication.factor=3",
+			"replica.lag.time.max.ms=1500"}})
 	b := startNode(t)
 	const topic = "ledger"
 	ctx := context.Background()
@@ -355,20 +358,42 @@ func TestLinkFailbackEveryReplicaCuts(t *testing.T) {
 	runCLI(t, "link", "promote", "dr", "--all", "-b", b.Bootstrap())
 	produceTo(t, b, topic, 0, "new", 10)
 
+	// The fence names the quarantine; it is created while every node is up (a topic
+	// of replication factor 3 needs three live brokers), then a follower dies.
+	fence, err := link.Send(ctx, a.Client(t), link.Request{Op: link.OpFailback, Link: "dr", Source: b.Bootstrap(),
+		Failback: &link.FailbackArgs{Phase: link.PhaseFence, Topics: []link.FailbackTopic{{Topic: topic}}}})
+	if err != nil || fence.Error != "" {
+		t.Fatalf("fence: %+v %v", fence, err)
+	}
+	if _, err := a.Admin(t).CreateTopic(ctx, 1, 3, map[string]*string{"retention.ms": strp("-1")}, fence.Failback.Topics[0].Quarantine); err != nil {
+		t.Fatal(err)
+	}
+	md, err := a.Admin(t).Metadata(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := md.Topics[topic].Partitions[0].Leader
+	down := 1
+	for down == int(leader) {
+		down++
+	}
+	a.Kill(down)
+
 	rows := rowsOf(t, runCLI(t, "link", "failback", "dr", "--source", b.Bootstrap(), "--topic", topic, "--json", "-b", a.Bootstrap()))
 	if len(rows) != 1 || rows[0].TruncatedTo != 40 || rows[0].QuarantinedRecords != 6 {
 		t.Fatalf("failback: %+v, want cut at 40 with 6 records quarantined", rows)
 	}
 	awaitCaughtUp(t, b.Admin(t), a.Admin(t), topic)
+	a.Restart(down)
 	want := map[int64]string{}
 	for _, r := range readAll(t, b, topic, 50) {
 		want[r.Offset] = string(r.Value)
 	}
 	for node := 1; node <= a.Size(); node++ {
-		testutil.Eventually(t, 10*time.Second, func() error {
+		testutil.Eventually(t, 15*time.Second, func() error {
 			rl := a.ReadReplica(t, node, topic, 0)
 			if rl.End != 50 || fmt.Sprint(rl.Values) != fmt.Sprint(want) {
-				return fmt.Errorf("node %d's replica: end %d, values %v; want end 50, values %v", rl.Node, rl.End, rl.Values, want)
+				return fmt.Errorf("node %d's replica (node %d was down): end %d, values %v; want end 50, values %v", rl.Node, down, rl.End, rl.Values, want)
 			}
 			return nil
 		})
