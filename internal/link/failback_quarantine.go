@@ -65,11 +65,20 @@ func tailRecords(ctx context.Context, c *clusterPartition, from, to int64) (int6
 }
 
 // ensureQuarantine creates the quarantine topic on cl's cluster (partitions like
-// the topic's, the cluster's replication factor, kept for ever); it may exist.
+// the topic's, the cluster's replication factor, kept for ever); it may exist. With
+// brokers down, fewer than the default replication factor, it gets one replica per
+// live broker rather than stop the failback.
 func ensureQuarantine(ctx context.Context, cl *kgo.Client, name string, partitions int32) error {
 	adm := kadm.NewClient(cl)
 	forever := "-1"
-	_, err := adm.CreateTopic(ctx, partitions, -1, map[string]*string{"retention.ms": &forever, "retention.bytes": &forever}, name)
+	configs := map[string]*string{"retention.ms": &forever, "retention.bytes": &forever}
+	_, err := adm.CreateTopic(ctx, partitions, -1, configs, name)
+	if errors.Is(err, kerr.InvalidReplicationFactor) {
+		var brokers kadm.BrokerDetails
+		if brokers, err = adm.ListBrokers(ctx); err == nil {
+			_, err = adm.CreateTopic(ctx, partitions, int16(max(1, len(brokers))), configs, name)
+		}
+	}
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("creating the quarantine topic %s: %w", name, err)
 	}
