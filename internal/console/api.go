@@ -49,6 +49,7 @@ func (h *handler) routes() {
 	h.mux.HandleFunc("GET /new-topic", h.page(pageNewTopic))
 	h.mux.HandleFunc("GET /groups/{id}/manage", h.page(pageGroupManage))
 	h.mux.HandleFunc("GET /assets/actions.js", serveActionsJS)
+	h.adminPages()
 	h.mux.Handle("/", h.pages)
 }
 

@@ -324,7 +324,8 @@ type partitionSize struct {
 	leaderOK    bool
 }
 
-// logDirSizes asks every broker for its replicas' sizes (DescribeLogDirs) of topics.
+// logDirSizes asks every broker for its replicas' sizes (DescribeLogDirs) of topics,
+// summed per partition over its leader and over all its replicas.
 func logDirSizes(ctx context.Context, adm *kadm.Client, im *metadata.Image, topics []string) (map[metadata.TopicPartition]partitionSize, error) {
 	set := kadm.TopicsSet{}
 	for _, t := range topics {
@@ -332,20 +333,36 @@ func logDirSizes(ctx context.Context, adm *kadm.Client, im *metadata.Image, topi
 			set.Add(t, partitionsOf(tt)...)
 		}
 	}
-	dirs, err := adm.DescribeAllLogDirs(ctx, set)
+	sizes, err := replicaSizes(ctx, adm, set)
 	out := map[metadata.TopicPartition]partitionSize{}
+	for tp, byNode := range sizes {
+		var ps partitionSize
+		for node, sz := range byNode {
+			ps.all += sz
+			if t := im.Topic(tp.Topic); t != nil && int(tp.Partition) < len(t.Partitions) && int32(t.Partitions[tp.Partition].Leader) == node {
+				ps.leader, ps.leaderOK = sz, true
+			}
+		}
+		out[tp] = ps
+	}
+	return out, err
+}
+
+// replicaSizes are the sizes of set's replicas, by partition and node, from every
+// broker that answered DescribeLogDirs (err names those that did not).
+func replicaSizes(ctx context.Context, adm *kadm.Client, set kadm.TopicsSet) (map[metadata.TopicPartition]map[int32]int64, error) {
+	dirs, err := adm.DescribeAllLogDirs(ctx, set)
+	out := map[metadata.TopicPartition]map[int32]int64{}
 	dirs.Each(func(d kadm.DescribedLogDir) {
 		if d.Err != nil {
 			return
 		}
 		d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
 			tp := metadata.TopicPartition{Topic: p.Topic, Partition: p.Partition}
-			ps := out[tp]
-			ps.all += p.Size
-			if t := im.Topic(p.Topic); t != nil && int(p.Partition) < len(t.Partitions) && int32(t.Partitions[p.Partition].Leader) == p.Broker {
-				ps.leader, ps.leaderOK = p.Size, true
+			if out[tp] == nil {
+				out[tp] = map[int32]int64{}
 			}
-			out[tp] = ps
+			out[tp][p.Broker] += p.Size
 		})
 	})
 	return out, err

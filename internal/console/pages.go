@@ -30,6 +30,9 @@ type pageData struct {
 	Topic, Group     string // the path's topic or group, "" for none
 	TopicHref        string // the topic's or group's read-only page
 	GroupHref        string
+	// D is a data page's answer (its JSON twin's), Err why there is none.
+	D   any
+	Err string
 }
 
 type pageKind struct {
@@ -74,11 +77,11 @@ const layout = `<!doctype html>
 <script src="/assets/charts.js" defer></script>
 </head><body data-topic="{{.Topic}}" data-group="{{.Group}}">
 <header class="top"><a class="brand" href="/">Runnel</a>
-<nav aria-label="console"><a href="/">Cluster</a><a href="/nodes">Nodes</a><a href="/topics"{{if eq .Nav "topics"}} class="active"{{end}}>Topics</a><a href="/groups"{{if eq .Nav "groups"}} class="active"{{end}}>Groups</a><a href="/reassignments">Reassignments</a><a href="/mirrors">Mirrors</a></nav>
+<nav aria-label="console"><a href="/">Cluster</a><a href="/nodes"{{if eq .Nav "nodes"}} class="active"{{end}}>Nodes</a><a href="/topics"{{if eq .Nav "topics"}} class="active"{{end}}>Topics</a><a href="/groups"{{if eq .Nav "groups"}} class="active"{{end}}>Consumer groups</a><a href="/reassignments">Reassignments</a><a href="/mirrors">Mirrors</a><a href="/acls"{{if eq .Nav "acls"}} class="active"{{end}}>ACLs</a><a href="/users"{{if eq .Nav "users"}} class="active"{{end}}>Users</a><a href="/quotas"{{if eq .Nav "quotas"}} class="active"{{end}}>Quotas</a></nav>
 <div class="tools">{{with .User}}<span>{{.}}</span>{{end}}</div></header>
 <main><h1>{{.Title}}</h1>
 <p class="error" role="alert" id="error" hidden></p>
-{{template "body" .}}
+{{with .Err}}<p class="error" role="alert" id="page-error">{{.}}</p>{{else}}{{template "body" .}}{{end}}
 </main></body></html>`
 
 const recordsBody = `{{define "body"}}

@@ -53,6 +53,11 @@ type source struct {
 	acl    authz
 	logger *slog.Logger
 	charts *chartStore // charts.go
+
+	// reassignPrev is the reassignments page's last sample of the replicas' sizes,
+	// for the rate of the next (sizes.go).
+	reassignMu   sync.Mutex
+	reassignPrev *reassignSample
 }
 
 // canDescribe reports whether the request of ctx may DESCRIBE res.
@@ -283,6 +288,7 @@ func (s *source) Topics(ctx context.Context) (*httpd.Topics, error) {
 	for _, t := range s.visibleTopics(ctx, v) {
 		out.Topics = append(out.Topics, s.summary(v, t))
 	}
+	s.fillTopicSizes(ctx, v, out)
 	return out, nil
 }
 
@@ -299,7 +305,7 @@ func (s *source) Topic(ctx context.Context, name string) (*httpd.Topic, error) {
 	if t == nil {
 		return nil, fmt.Errorf("%w: topic %q does not exist (metadata offset %d on node %d)", httpd.ErrNotFound, name, v.im.Offset, s.n.ID())
 	}
-	out := &httpd.Topic{Header: v.hdr, TopicSummary: s.summary(v, t), ID: fmt.Sprintf("%x", t.ID),
+	out := &httpd.Topic{Header: v.hdr, TopicSummary: s.summary(v, t), ID: topicID(t.ID),
 		MinISR: s.minISR(v.im, t), Configs: map[string]string{}, Partitions: []httpd.Partition{}, Groups: []httpd.TopicGroupLag{}}
 	for k, val := range t.Configs {
 		out.Configs[k] = val
@@ -458,6 +464,7 @@ func (s *source) Reassignments(ctx context.Context) (*httpd.Reassignments, error
 			out.Reassignments = append(out.Reassignments, r)
 		}
 	}
+	s.fillReassignProgress(ctx, out)
 	return out, nil
 }
 

@@ -135,6 +135,8 @@ const (
 type Topics struct {
 	Header
 	Topics []TopicSummary `json:"topics"`
+	// SizesError says why sizes or record counts are missing.
+	SizesError string `json:"sizes_error,omitempty"`
 }
 
 // TopicSummary is one topic in the list.
@@ -147,13 +149,24 @@ type TopicSummary struct {
 	UnderMinISR       int    `json:"under_min_isr_partitions"`
 	Offline           int    `json:"offline_partitions"`
 	Reassigning       int    `json:"reassigning_partitions"`
+	// In the topic list only (absent elsewhere): the topic's size (one copy: its
+	// leaders' logs; and every replica's), its records (the high watermark less the
+	// log start, summed over the partitions; compaction and transaction markers make
+	// it an upper bound), and its rates over the node's last chart sample. null when
+	// not known (a leader or node did not answer; no sample yet).
+	SizeBytes        *int64   `json:"size_bytes,omitempty"`
+	SizeOnDiskBytes  *int64   `json:"size_on_disk_bytes,omitempty"`
+	Records          *int64   `json:"records,omitempty"`
+	BytesInPerSec    *float64 `json:"bytes_in_per_sec,omitempty"`
+	RecordsInPerSec  *float64 `json:"records_in_per_sec,omitempty"`
+	RecordsOutPerSec *float64 `json:"records_out_per_sec,omitempty"`
 }
 
 // Topic is /api/v1/topics/{name}.
 type Topic struct {
 	Header
 	TopicSummary
-	// ID is the topic id (hex).
+	// ID is the topic id as Kafka prints it (URL-safe base64, no padding), as the CLI.
 	ID string `json:"id"`
 	// MinISR is the topic's effective min.insync.replicas.
 	MinISR int32 `json:"min_insync_replicas"`
@@ -278,6 +291,15 @@ type GroupOffset struct {
 type Reassignments struct {
 	Header
 	Reassignments []Reassignment `json:"reassignments"`
+	// The totals over the partitions, as the CLI's last line: null when a
+	// partition's progress is not known.
+	BytesCopied *int64   `json:"bytes_copied"`
+	BytesLeft   *int64   `json:"bytes_left"`
+	Rate        *float64 `json:"rate_bytes_per_sec"`
+	ETA         *float64 `json:"eta_seconds"`
+	// SizesError says why the progress is missing or incomplete (a node that did
+	// not answer DescribeLogDirs).
+	SizesError string `json:"sizes_error,omitempty"`
 }
 
 // Reassignment is one partition being moved (KIP-455).
@@ -298,6 +320,16 @@ type Reassignment struct {
 	// BytesRemaining is what the adding replicas still have to copy, an estimate
 	// known only on the leader's node; null elsewhere.
 	BytesRemaining *int64 `json:"bytes_remaining"`
+	// The progress as `runnel reassign status` measures it (DescribeLogDirs): the
+	// leader's log size, the bytes the adding replicas hold and still lack (summed over
+	// them), the rate they were copied at between two samples and the seconds left at
+	// that rate. null when not known (the leader did not answer; no second sample, or
+	// no progress between the two, for the rate and ETA).
+	SizeBytes   *int64   `json:"size_bytes"`
+	BytesCopied *int64   `json:"bytes_copied"`
+	BytesLeft   *int64   `json:"bytes_left"`
+	Rate        *float64 `json:"rate_bytes_per_sec"`
+	ETA         *float64 `json:"eta_seconds"`
 }
 
 // Mirrors is /api/v1/mirrors: the mirror links whose target is this cluster.

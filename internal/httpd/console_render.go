@@ -34,6 +34,9 @@ var navEntries = []struct{ Key, Href, Label string }{
 	{"groups", "/groups", "Consumer groups"},
 	{"reassignments", "/reassignments", "Reassignments"},
 	{"mirrors", "/mirrors", "Mirrors"},
+	{"acls", "/acls", "ACLs"},
+	{"users", "/users", "Users"},
+	{"quotas", "/quotas", "Quotas"},
 }
 
 // pageData is what the layout renders: the page's own data is D.
@@ -141,6 +144,16 @@ var templateFuncs = template.FuncMap{
 	"statusLabel": statusLabel,
 	"join":        strings.Join,
 	"deref":       func(v *int64) int64 { return *v },
+	"bytes":       formatBytes,
+	"rate":        formatRate,
+	"byterate": func(r *float64) string {
+		if r == nil {
+			return "—"
+		}
+		return formatBytes(ptr(int64(*r))) + "/s"
+	},
+	"eta":      formatETA,
+	"progress": progressPercent,
 	"lagClass": func(lag *int64) string {
 		switch {
 		case lag == nil:
@@ -208,4 +221,54 @@ func statusLabel(s string) string {
 		return "ok"
 	}
 	return s
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// formatBytes shows a size in binary units, an unknown one as a dash.
+func formatBytes(b *int64) string {
+	if b == nil {
+		return "—"
+	}
+	v := float64(*b)
+	for _, u := range []string{"B", "KiB", "MiB", "GiB", "TiB"} {
+		if v < 1024 || u == "TiB" {
+			if u == "B" {
+				return fmt.Sprintf("%d B", *b)
+			}
+			return fmt.Sprintf("%.1f %s", v, u)
+		}
+		v /= 1024
+	}
+	return ""
+}
+
+// formatRate shows a per-second rate, an unknown one as a dash.
+func formatRate(r *float64) string {
+	switch {
+	case r == nil:
+		return "—"
+	case *r >= 100 || *r == 0:
+		return strconv.FormatFloat(*r, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(*r, 'f', 1, 64)
+}
+
+// formatETA shows seconds left as the CLI does (1h2m3s), unknown as a dash.
+func formatETA(s *float64) string {
+	if s == nil {
+		return "—"
+	}
+	return time.Duration(*s * float64(time.Second)).Round(time.Second).String()
+}
+
+// progressPercent is copied out of copied+left in percent, "" when unknown.
+func progressPercent(copied, left *int64) string {
+	if copied == nil || left == nil {
+		return ""
+	}
+	if *copied+*left == 0 {
+		return "100"
+	}
+	return strconv.Itoa(int(*copied * 100 / (*copied + *left)))
 }

@@ -67,6 +67,16 @@ func TestConsoleReassignment(t *testing.T) {
 			case tn.id != leader && r.BytesRemaining != nil:
 				t.Fatalf("node %d, not the leader, shows bytes remaining %d", tn.id, *r.BytesRemaining)
 			}
+			// Every node measures the progress as the CLI does: the adding replica's
+			// log against the leader's, a rate from two samples (the records compress
+			// well: the copy may be whole while the throttle keeps it out of the ISR).
+			if r.SizeBytes == nil || r.BytesCopied == nil || r.BytesLeft == nil || *r.SizeBytes <= 0 ||
+				*r.BytesCopied+*r.BytesLeft != *r.SizeBytes || r.Rate == nil || r.ETA == nil && *r.BytesLeft == 0 {
+				return fmt.Errorf("node %d's progress of moving/0: size %v copied %v left %v rate %v (%s)", tn.id, show(r.SizeBytes), show(r.BytesCopied), show(r.BytesLeft), show(r.Rate), rs.SizesError)
+			}
+			if rs.BytesLeft == nil || *rs.BytesLeft != *r.BytesLeft || rs.Rate == nil {
+				return fmt.Errorf("node %d's totals: left %v rate %v, want the one partition's", tn.id, show(rs.BytesLeft), show(rs.Rate))
+			}
 			return nil
 		})
 		var c httpd.Cluster
@@ -74,7 +84,7 @@ func TestConsoleReassignment(t *testing.T) {
 		if c.Reassigning != 1 {
 			t.Errorf("node %d's overview counts %d reassignments", tn.id, c.Reassigning)
 		}
-		if code, _, body := consoleGet(t, tn, "/reassignments"); code != http.StatusOK || !strings.Contains(body, `href="/topics/moving"`) {
+		if code, _, body := consoleGet(t, tn, "/reassignments"); code != http.StatusOK || !strings.Contains(body, `href="/topics/moving"`) || !strings.Contains(body, `id="reassign-left"`) {
 			t.Errorf("node %d's reassignments page: %d\n%s", tn.id, code, body)
 		}
 	}
@@ -138,4 +148,12 @@ func TestConsoleMirrors(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, `id="mirror-dr"`) || !strings.Contains(body, "stale") {
 		t.Fatalf("the mirrors page: %d\n%s", code, body)
 	}
+}
+
+// show is *p, or nil.
+func show[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }

@@ -209,4 +209,31 @@
       });
     });
   }
+
+  // The data pages' forms (pages_admin.go): data-api="METHOD PATH" sends the form's
+  // fields as a JSON object (a number input as a number, "entity.T" fields as the
+  // object entity {T: name}, "<default>" as null, empty fields left out), or no body
+  // with data-nobody; the page reloads to show the change.
+  document.querySelectorAll("form[data-api]").forEach(function (f) {
+    f.addEventListener("submit", function (e) {
+      e.preventDefault();
+      var api = f.dataset.api, sp = api.indexOf(" ");
+      var body = {};
+      Array.prototype.forEach.call(f.elements, function (el) {
+        if (!el.name || el.value === "") return;
+        var v = el.type === "number" ? Number(el.value) : el.value;
+        var dot = el.name.indexOf(".");
+        if (dot > 0) {
+          var k = el.name.slice(0, dot);
+          body[k] = body[k] || {};
+          body[k][el.name.slice(dot + 1)] = v === "<default>" ? null : v;
+          return;
+        }
+        body[el.name] = v;
+      });
+      call(api.slice(0, sp), api.slice(sp + 1), f.dataset.nobody !== undefined ? undefined : body).then(function () {
+        location.reload();
+      });
+    });
+  });
 })();
