@@ -520,7 +520,9 @@ type QuotaAction struct {
 
 // setQuota serves POST /api/v1/quotas and removeQuota DELETE /api/v1/quotas:
 // ALTER_CONFIGS on the cluster, as AlterClientQuotas.
-func (s *source) setQuota(ctx context.Context, r *http.Request) (any, error) { return s.alterQuota(ctx, r, false) }
+func (s *source) setQuota(ctx context.Context, r *http.Request) (any, error) {
+	return s.alterQuota(ctx, r, false)
+}
 
 func (s *source) removeQuota(ctx context.Context, r *http.Request) (any, error) {
 	return s.alterQuota(ctx, r, true)

@@ -7,7 +7,9 @@ import (
 	"github.com/runnel-io/runnel/internal/metadata"
 )
 
-func tp(t string, p int32) metadata.TopicPartition { return metadata.TopicPartition{Topic: t, Partition: p} }
+func tp(t string, p int32) metadata.TopicPartition {
+	return metadata.TopicPartition{Topic: t, Partition: p}
+}
 
 // values are a series' points' values, nil for a gap.
 func values(t *testing.T, d *ChartData, metric string) []*float64 {
