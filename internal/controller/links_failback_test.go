@@ -64,11 +64,15 @@ func TestFailbackRecords(t *testing.T) {
 		c.Image().MirrorOf("orders").Failback.CutTo[0] != 5 {
 		t.Fatalf("cut again: %v, cut to %v", err, c.Image().MirrorOf("orders").Failback.CutTo)
 	}
-	// A topic mirroring is not a primary's: refused.
+	// A topic cut already is left as it is; another one widens the link's filters.
 	_, err = c.FenceFailback(ctx, newPrimary, []FailbackTopic{{Name: "orders"}, {Name: "other"}})
 	if err != nil {
 		t.Fatalf("fence of a cut topic again: %v", err)
 	}
+	if l := c.Image().Link("dr"); !slices.Equal(l.Topics, []string{"orders", "other"}) || c.Image().MirrorOf("orders").State != metadata.MirrorMirroring {
+		t.Fatalf("a second topic fenced: link filters %v (want widened to other), orders %s (want left mirroring)", l.Topics, c.Image().MirrorOf("orders").State)
+	}
+	// A topic mirroring is not a primary's: refused.
 	if err := c.CreateLink(ctx, metadata.Link{Name: "up", Source: "c:9092", ReplicationFactor: 2}, []MirrorSpec{{Name: "mirrored", Partitions: 1}}); err != nil {
 		t.Fatal(err)
 	}
