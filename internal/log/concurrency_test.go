@@ -2,6 +2,7 @@ package log
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -14,7 +15,8 @@ import (
 
 // TestConcurrentAppendReadFlush runs appenders, flushers, readers and retention at
 // once (run it with -race). Readers must always get whole, valid batches with
-// increasing offsets below the bound they asked for.
+// increasing offsets below the bound they asked for, the first holding the offset
+// asked for (the log has no gaps), or ErrOffsetOutOfRange once retention took it.
 func TestConcurrentAppendReadFlush(t *testing.T) {
 	forEachLogConfig(t, func(t *testing.T, env testEnv, cfg Config) {
 		cfg.RetentionBytes = 20_000
@@ -98,6 +100,9 @@ func waitAppenders(t *testing.T, l *Log, want int64) {
 }
 
 // readOnce reads from a random-ish place up to the log end and validates batches.
+// The log is contiguous (no cleaner, no damage) and off is below leo, so the answer
+// starts with the batch holding off: an empty answer, or one starting later, would
+// make a consumer or a follower skip records or fetch off again forever.
 func readOnce(l *Log) error {
 	leo := l.LogEndOffset()
 	start := l.LogStartOffset()
@@ -125,15 +130,76 @@ func readOnce(l *Log) error {
 		if err := b.Verify(); err != nil {
 			return err
 		}
+		if next < 0 && (b.BaseOffset() > off || b.LastOffset() < off) {
+			return fmt.Errorf("read at %d of [%d, %d) began with batch [%d, %d], not the one holding %d",
+				off, start, leo, b.BaseOffset(), b.LastOffset(), off)
+		}
 		if b.BaseOffset() <= next || b.LastOffset() >= leo {
 			return errors.New("read returned batches out of order or past the bound")
 		}
 		next, data = b.LastOffset(), rest
 	}
-	if next < off {
-		return errors.New("read ended before the offset asked for")
+	if next < 0 {
+		return fmt.Errorf("read at %d of [%d, %d) returned no batch (file %v, position %d, size %d)",
+			off, start, leo, ri.File != nil, ri.Position, ri.Size)
 	}
 	return nil
+}
+
+// TestReadOfSegmentDeletedMidReadIsOutOfRange deletes the segment a read wants
+// after the read checked the offset against the log start but before it loaded the
+// segment list (readHook). The read must say ErrOffsetOutOfRange, as one started a
+// moment later would: not answer with the records after the deleted segment as if
+// they came next (a consumer or a follower would skip the deleted records without
+// resetting), nor with nothing (it would fetch the same offset again and again).
+func TestReadOfSegmentDeletedMidReadIsOutOfRange(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		maxOffset int64 // the bound a read is given: the high watermark
+		replica   bool
+	}{
+		{"consumer below log end", 10, false},
+		{"consumer below new log start", 4, false},
+		{"follower below log end", 10, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := openLog(t, memEnv(), DefaultConfig())
+			for i := 0; i < 10; i++ { // offsets 0-9, one segment each
+				mustAppend(t, l, logtest.Batch(1, 10))
+				if err := l.Roll(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			deleted := false
+			l.readHook = func() {
+				if deleted {
+					return
+				}
+				deleted = true
+				if start, err := l.DeleteRecordsBefore(5); err != nil || start != 5 {
+					t.Errorf("DeleteRecordsBefore(5) = %d, %v", start, err)
+				}
+			}
+			read := l.Read
+			if tc.replica {
+				read = l.ReadForReplica
+			}
+			ri, err := read(2, 1<<20, tc.maxOffset, true)
+			if !deleted {
+				t.Fatal("the read hook did not run")
+			}
+			if l.NumSegments() != 6 || l.LogStartOffset() != 5 {
+				t.Fatalf("after deleting records below 5: %d segments, log start %d; want 6, 5", l.NumSegments(), l.LogStartOffset())
+			}
+			if !errors.Is(err, ErrOffsetOutOfRange) {
+				got := "no batch"
+				if ri.Size > 0 {
+					got = fmt.Sprintf("%d bytes from offset %d", ri.Size, ri.FirstOffset)
+				}
+				t.Fatalf("read at 2 whose segment was deleted mid-read: %s, err %v; want ErrOffsetOutOfRange", got, err)
+			}
+		})
+	}
 }
 
 // blockingSyncFS wraps a filesystem so that fsyncs of .log files wait for release.

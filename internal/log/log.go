@@ -96,6 +96,11 @@ type Log struct {
 	truncations atomic.Int64
 	// cleanerEnd is cleaned.firstDirty(), readable without flushMu.
 	cleanerEnd atomic.Int64
+	// readHook, set by tests before any read, is called by every read between its
+	// checks of the offset against the log start and end and its load of the segment
+	// list: the window in which retention can delete the segment the read wants. Nil
+	// in production.
+	readHook func()
 
 	// cleanMu serialises the log cleaner's passes over this log. Lock order:
 	// cleanMu -> flushMu -> mu.

@@ -88,6 +88,9 @@ func (l *Log) readChecked(offset int64, maxBytes int32, maxOffset int64, minOneB
 	if offset >= maxOffset {
 		return ReadInfo{FirstOffset: -1}, nil
 	}
+	if l.readHook != nil {
+		l.readHook()
+	}
 	ri, err := l.read(offset, maxBytes, maxOffset, minOneBatch)
 	if errors.Is(err, errReadFoundDamage) && !retried {
 		// The damage the read found is recorded now: read again, meeting it.
@@ -107,7 +110,20 @@ func (l *Log) read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 	h := getHdrBuf()
 	defer hdrPool.Put(h)
 	ss := l.segs()
-	for i := max(floorSegment(ss, offset), 0); i < len(ss); i++ {
+	first := floorSegment(ss, offset)
+	if first < 0 {
+		// offset was at or above the log start when Read checked it, but retention
+		// (or a full truncation) removed its segment before the list was loaded: the
+		// first segment's base is at or below the log start (Log.logStart), so the
+		// records at offset are gone. Reading on from the first segment would answer
+		// with later offsets as if they came next, and a consumer or a follower would
+		// skip the records between without the OffsetOutOfRange that makes it reset
+		// (or, below its high watermark, get an empty answer and fetch the same
+		// offset again).
+		return ReadInfo{}, fmt.Errorf("%w: %s-%d: offset %d is below the log start %d (its segment was deleted during the read)",
+			ErrOffsetOutOfRange, l.tp.Topic, l.tp.Partition, offset, max(l.logStart.Load(), ss[0].baseOffset))
+	}
+	for i := first; i < len(ss); i++ {
 		seg := ss[i]
 		limit := seg.size.Load()
 		pos, hdr, found, err := seg.translate(offset, limit, h)
