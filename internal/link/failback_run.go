@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel-io/runnel/internal/metadata"
 )
 
 // FailbackConfig is one failback: on Old, the old primary (the cluster that was the
@@ -57,7 +59,7 @@ func RunFailback(ctx context.Context, cfg FailbackConfig) ([]PartitionStatus, er
 	var out []PartitionStatus
 	cut := Request{Op: OpFailback, Link: cfg.Link, Failback: &FailbackArgs{Phase: PhaseCut}}
 	for _, ft := range fenced.Topics {
-		if ft.State != "failing_back" { // cut by an earlier run: report what it recorded
+		if ft.State != string(metadata.MirrorFailingBack) { // cut by an earlier run: report what it recorded
 			out = append(out, cutRows(ft)...)
 			continue
 		}
@@ -331,7 +333,8 @@ func awaitMirroring(ctx context.Context, cfg FailbackConfig, rows []PartitionSta
 				continue
 			}
 			rows[i].State, rows[i].End, rows[i].SourceEnd, rows[i].Leader = ps[j].State, ps[j].End, ps[j].SourceEnd, ps[j].Leader
-			if ps[j].State == "failing_back" || ps[j].End < rows[i].TruncatedTo || ps[j].SourceEnd < 0 && ps[j].State == "mirroring" {
+			if st := metadata.MirrorState(ps[j].State); st == metadata.MirrorFailingBack || ps[j].End < rows[i].TruncatedTo ||
+				ps[j].SourceEnd < 0 && st == metadata.MirrorMirroring {
 				done = false
 			}
 		}
@@ -453,7 +456,7 @@ func RunSwitchover(ctx context.Context, cfg SwitchoverConfig) (SwitchoverResult,
 	topics := cfg.Topics
 	if cfg.All {
 		for _, p := range ps {
-			if p.State != "promoted" && !slices.Contains(topics, p.Topic) {
+			if p.State != string(metadata.MirrorPromoted) && !slices.Contains(topics, p.Topic) {
 				topics = append(topics, p.Topic)
 			}
 		}
@@ -481,7 +484,7 @@ func RunSwitchover(ctx context.Context, cfg SwitchoverConfig) (SwitchoverResult,
 			return res, err
 		}
 		res.Promoted = slices.DeleteFunc(ps, func(p PartitionStatus) bool { return !slices.Contains(topics, p.Topic) })
-		if !slices.ContainsFunc(res.Promoted, func(p PartitionStatus) bool { return p.State != "promoted" }) {
+		if !slices.ContainsFunc(res.Promoted, func(p PartitionStatus) bool { return p.State != string(metadata.MirrorPromoted) }) {
 			break
 		}
 		if time.Now().After(deadline) {
