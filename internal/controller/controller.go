@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/vnet"
@@ -110,6 +109,10 @@ type Config struct {
 	// heartbeats reach the new active controller at once: its lease from the old one
 	// runs out a session timeout after its last heartbeat. Nil: nothing is called.
 	OnLeaderChange func()
+	// OnDiskFull is called (on a goroutine of its own) when this node's metadata log
+	// finds its disk full (raftstore.go), once per episode, so that the node reports
+	// a full disk in its heartbeats. Nil: nothing is called.
+	OnDiskFull func(error)
 
 	// BootstrapScramUsers are created with both SCRAM mechanisms by the active
 	// controller, once ready, if the metadata never held them (sasl.bootstrap.users,
@@ -155,7 +158,7 @@ type Controller struct {
 	// shares the transport's listener and so runs before, reads raft only after it.
 	raftSet chan struct{}
 	trans   *raft.NetworkTransport
-	store   *raftboltdb.BoltStore
+	store   *diskStore
 
 	// proposeMu serialises every read-validate-propose-wait sequence, so a proposal is
 	// always validated against an image that includes every earlier proposal from this

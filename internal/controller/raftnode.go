@@ -56,10 +56,14 @@ func (c *Controller) Start(ctx context.Context) error {
 		c.Close()
 		return err
 	}
-	c.wg.Add(2)
+	c.wg.Add(3)
 	go func() {
 		defer c.wg.Done()
 		c.watchLeadership()
+	}()
+	go func() {
+		defer c.wg.Done()
+		c.watchDisk()
 	}()
 	go func() {
 		defer c.wg.Done()
@@ -175,7 +179,7 @@ func (c *Controller) openRaft() (joining bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("controller: open raft log %s: %w", dir, err)
 	}
-	c.store = store
+	c.store = newDiskStore(store, dir, c.cfg.OnDiskFull)
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, retainSnapshots, hl)
 	if err != nil {
 		return false, fmt.Errorf("controller: open raft snapshots: %w", err)
@@ -183,7 +187,7 @@ func (c *Controller) openRaft() (joining bool, err error) {
 	if c.trans, err = c.newTransport(hl); err != nil {
 		return false, err
 	}
-	logs, err := raft.NewLogCache(logCacheSize, store)
+	logs, err := raft.NewLogCache(logCacheSize, c.store)
 	if err != nil {
 		return false, fmt.Errorf("controller: %w", err)
 	}
@@ -191,7 +195,7 @@ func (c *Controller) openRaft() (joining bool, err error) {
 	if joining, err = c.maybeBootstrap(rc, logs, snaps); err != nil {
 		return false, err
 	}
-	c.raft, err = raft.NewRaft(rc, c.fsm, logs, store, snaps, &patientTransport{NetworkTransport: c.trans, c: c})
+	c.raft, err = raft.NewRaft(rc, c.fsm, logs, c.store, snaps, &patientTransport{NetworkTransport: c.trans, c: c})
 	if err != nil {
 		return false, fmt.Errorf("controller: start raft: %w", err)
 	}

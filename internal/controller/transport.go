@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -28,9 +29,14 @@ import (
 // new address, UpdateRaftVoter: Raft's replication picks the new address up only
 // once this attempt returns) or the controller closes (Raft's Shutdown waits for its
 // replication goroutines).
+//
+// It also keeps a node whose metadata disk is full out of the quorum (raftstore.go).
 type patientTransport struct {
 	*raft.NetworkTransport
 	c *Controller
+
+	consumerOnce sync.Once
+	consumer     chan raft.RPC // Consumer's filtered requests
 }
 
 // refusedRetry is how often a held AppendEntries tries a refusing peer again.
