@@ -251,6 +251,13 @@ func (a *Admin) create(ctx context.Context, req Request) ([]string, error) {
 	if err := a.cfg.Controller.CreateLink(ctx, link, specs); err != nil {
 		return nil, err
 	}
+	// Answer once every live node serves the link, so that a status right after the
+	// create finds it wherever it is asked (the link exists whatever this wait says).
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := a.cfg.Controller.WaitBrokersApplied(wctx, a.cfg.Controller.Image().Offset); err != nil {
+		a.cfg.Logger.Warn("link: created, not yet applied on every node", "link", req.Link, "err", err)
+	}
 	names := make([]string, len(specs))
 	for i, s := range specs {
 		names[i] = s.Name
