@@ -1,4 +1,4 @@
-package mirror
+package mirror_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runnel-io/runnel/internal/testnode"
+	"github.com/runnel-io/runnel/mirror"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -55,7 +56,7 @@ func createTopic(t *testing.T, addr, topic string, partitions int32, configs map
 }
 
 // runMirror runs a Mirror until the test ends (or the returned stop is called).
-func runMirror(t *testing.T, cfg Config) (*Mirror, func()) {
+func runMirror(t *testing.T, cfg mirror.Config) (*mirror.Mirror, func()) {
 	t.Helper()
 	if cfg.Logger == nil {
 		logs := &testnode.LockedBuffer{}
@@ -66,7 +67,7 @@ func runMirror(t *testing.T, cfg Config) (*Mirror, func()) {
 			}
 		})
 	}
-	m, err := New(cfg)
+	m, err := mirror.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func readAll(t *testing.T, addr, topic string, n int, d time.Duration) map[int32
 func sameRecord(src, tgt *kgo.Record) error {
 	var hs []kgo.RecordHeader
 	for _, h := range tgt.Headers {
-		if h.Key != PathHeader {
+		if h.Key != mirror.PathHeader {
 			hs = append(hs, h)
 		}
 	}

@@ -1,4 +1,4 @@
-package mirror
+package mirror_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/runnel-io/runnel/internal/testutil"
+	"github.com/runnel-io/runnel/mirror"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -49,7 +50,7 @@ func TestMirrorToKfake(t *testing.T) {
 	abortedTxn(t, src, "orders", 3)
 	want = append(want, produceN(t, pcl, "orders", 3, 300, 300)...)
 
-	m, _ := runMirror(t, Config{Name: "dr", Source: []string{src}, Target: strings.Split(tgt, ","),
+	m, _ := runMirror(t, mirror.Config{Name: "dr", Source: []string{src}, Target: strings.Split(tgt, ","),
 		SourceAlias: "east", TopicRefresh: 500 * time.Millisecond})
 	got := readAll(t, tgt, "east.orders", len(want), 60*time.Second)
 	checkSame(t, want, got)
@@ -66,11 +67,11 @@ func TestMirrorToKfake(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	p, err := ReadProgress(ctx, strings.Split(tgt, ","), nil, "dr")
+	p, err := mirror.ReadProgress(ctx, strings.Split(tgt, ","), nil, "dr")
 	testutil.NoError(t, err, "read progress")
 	srcRecs := readAll(t, src, "orders", len(want), 10*time.Second)
 	for part, rs := range srcRecs {
-		tp := TopicPartition{"orders", part}
+		tp := mirror.TopicPartition{"orders", part}
 		for i, r := range rs {
 			o, _, err := p.Translate(tp, r.Offset)
 			testutil.NoError(t, err, "translate")

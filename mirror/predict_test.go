@@ -1,4 +1,4 @@
-package mirror
+package mirror_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/runnel-io/runnel/internal/testnode"
 	"github.com/runnel-io/runnel/internal/testutil"
+	"github.com/runnel-io/runnel/mirror"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -27,7 +28,7 @@ func TestMirrorPredictedOffsets(t *testing.T) {
 	createTopic(t, src, "orders", 1, nil)
 	createTopic(t, tgt, "orders", 1, nil)
 	logs := &testnode.LockedBuffer{}
-	m, _ := runMirror(t, Config{Name: "dr", Source: []string{src}, Target: []string{tgt}, Naming: Identity,
+	m, _ := runMirror(t, mirror.Config{Name: "dr", Source: []string{src}, Target: []string{tgt}, Naming: mirror.Identity,
 		Logger: slog.New(slog.NewTextHandler(logs, nil)), TopicRefresh: 300 * time.Millisecond})
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -50,11 +51,10 @@ func TestMirrorPredictedOffsets(t *testing.T) {
 		want = append(want, produceN(t, pcl, "orders", 1, round*50, 50)...)
 		waitCaughtUp(t, m)
 	}
-	w := m.worker(TopicPartition{"orders", 0})
-	if w == nil {
+	predicted, missed, _, ok := m.WorkerCounts(mirror.TopicPartition{"orders", 0})
+	if !ok {
 		t.Fatal("the mirror does not own orders/0")
 	}
-	predicted, missed := w.predicted.Load(), w.missed.Load()
 	t.Logf("%d transactions written with predicted offsets, %d predictions missed", predicted, missed)
 	if predicted == 0 {
 		t.Fatal("no transaction was written with predicted offsets")
@@ -67,7 +67,7 @@ func TestMirrorPredictedOffsets(t *testing.T) {
 	all := readAll(t, tgt, "orders", len(want)+local, 20*time.Second)
 	var mirrored []*kgo.Record
 	for _, r := range all[0] {
-		if !hasBeenOn(r, m.srcID) {
+		if !mirror.HasBeenOn(r, m.SourceID()) {
 			continue // the local record
 		}
 		mirrored = append(mirrored, r)
@@ -75,10 +75,10 @@ func TestMirrorPredictedOffsets(t *testing.T) {
 	checkSame(t, want, map[int32][]*kgo.Record{0: mirrored})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	p, err := ReadProgress(ctx, []string{tgt}, nil, "dr")
+	p, err := mirror.ReadProgress(ctx, []string{tgt}, nil, "dr")
 	testutil.NoError(t, err, "read progress")
 	for i, r := range mirrored {
-		got, _, err := p.Translate(TopicPartition{"orders", 0}, int64(i))
+		got, _, err := p.Translate(mirror.TopicPartition{"orders", 0}, int64(i))
 		testutil.NoError(t, err, "translate")
 		if got != r.Offset {
 			t.Fatalf("source offset %d translates to target offset %d, but that record is at %d", i, got, r.Offset)

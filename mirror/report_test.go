@@ -1,4 +1,4 @@
-package mirror
+package mirror_test
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-io/runnel/mirror"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -38,19 +39,19 @@ func TestMirrorReport(t *testing.T) {
 		for _, sequential := range []bool{true, false} {
 			// The same preloaded topic, copied once per commit path (to its own target
 			// topic): two round trips per transaction, then one (predicted offsets).
-			noPredict.Store(sequential)
+			mirror.NoPredict.Store(sequential)
 			name, alias := fmt.Sprintf("bench%d", size), "east"
 			if !sequential {
 				name, alias = name+"p", "eastp"
 			}
-			m, stop := runMirror(t, Config{Name: name, Source: []string{src}, Target: []string{tgt}, SourceAlias: alias,
+			m, stop := runMirror(t, mirror.Config{Name: name, Source: []string{src}, Target: []string{tgt}, SourceAlias: alias,
 				Topics: []string{fmt.Sprintf("load-%d", size)}})
 			rate, mb := mirrorRate(t, m, int64(n), int64(size))
 			stop()
 			t.Logf("REPORT size=%d sequential=%v bench-produce=%.0f rec/s %.1f MB/s mirror=%.0f rec/s %.1f MB/s (%.0f%%)",
 				size, sequential, base.RecordsPerSec, base.MBPerSec, rate, mb, 100*rate/base.RecordsPerSec)
 		}
-		noPredict.Store(false)
+		mirror.NoPredict.Store(false)
 	}
 	p50, p99 := mirrorLatency(t, src, tgt, 10000, 10*time.Second)
 	t.Logf("REPORT e2e latency source produce -> target consume at 10000 rec/s: p50=%v p99=%v", p50, p99)
@@ -70,7 +71,7 @@ func TestMirrorAddedLatencyReport(t *testing.T) {
 	// trips (records, then the state; noPredict) and one (commitPredicted).
 	for round := range 6 {
 		before := round%2 == 0
-		noPredict.Store(before)
+		mirror.NoPredict.Store(before)
 		topic := fmt.Sprintf("lat%d", round)
 		l := mirrorAddedLatency(t, src, tgt, topic, 10000, 10*time.Second)
 		mode := "one round trip (predicted offsets)"
@@ -79,7 +80,7 @@ func TestMirrorAddedLatencyReport(t *testing.T) {
 		}
 		t.Logf("REPORT added latency (source ack -> target read_committed), 100 B, %s: %s", mode, l)
 	}
-	noPredict.Store(false)
+	mirror.NoPredict.Store(false)
 }
 
 type latencies struct {
@@ -106,7 +107,7 @@ func percentile(ds []time.Duration, q float64) time.Duration {
 // acknowledgement on the source to its arrival on the target.
 func mirrorAddedLatency(t *testing.T, src, tgt, topic string, rate int, d time.Duration) latencies {
 	createTopic(t, src, topic, 3, nil)
-	m, _ := runMirror(t, Config{Name: topic, Source: []string{src}, Target: []string{tgt}, SourceAlias: "east", Topics: []string{topic}})
+	m, _ := runMirror(t, mirror.Config{Name: topic, Source: []string{src}, Target: []string{tgt}, SourceAlias: "east", Topics: []string{topic}})
 	waitCaughtUp(t, m)
 	consumer := func(addr, topic string) *kgo.Client {
 		return newClient(t, addr, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -166,9 +167,9 @@ func mirrorAddedLatency(t *testing.T, src, tgt, topic string, rate int, d time.D
 	}
 	var txns, predicted int64
 	for _, st := range m.Status(time.Now()) {
-		if w := m.worker(TopicPartition{st.Topic, st.Partition}); w != nil {
-			predicted += w.predicted.Load()
-			txns += w.txns.Load()
+		if p, _, n, ok := m.WorkerCounts(mirror.TopicPartition{st.Topic, st.Partition}); ok {
+			predicted += p
+			txns += n
 		}
 	}
 	took := <-tookCh
@@ -205,7 +206,7 @@ func benchProduce(t *testing.T, addr, topic string, n, size int) benchRep {
 }
 
 // mirrorRate times the copy of n records from the first committed transaction on.
-func mirrorRate(t *testing.T, m *Mirror, n, size int64) (float64, float64) {
+func mirrorRate(t *testing.T, m *mirror.Mirror, n, size int64) (float64, float64) {
 	var t0 time.Time
 	var r0 int64
 	deadline := time.Now().Add(5 * time.Minute)
@@ -232,7 +233,7 @@ func mirrorRate(t *testing.T, m *Mirror, n, size int64) (float64, float64) {
 // and measures, on a target consumer, now minus each record's (kept) timestamp.
 func mirrorLatency(t *testing.T, src, tgt string, rate int, d time.Duration) (time.Duration, time.Duration) {
 	createTopic(t, src, "lat", 3, nil)
-	m, _ := runMirror(t, Config{Name: "lat", Source: []string{src}, Target: []string{tgt}, SourceAlias: "east", Topics: []string{"lat"}})
+	m, _ := runMirror(t, mirror.Config{Name: "lat", Source: []string{src}, Target: []string{tgt}, SourceAlias: "east", Topics: []string{"lat"}})
 	waitCaughtUp(t, m)
 	cons := newClient(t, tgt, kgo.ConsumeTopics("east.lat"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))

@@ -1,4 +1,4 @@
-package mirror
+package mirror_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/runnel-io/runnel/internal/testutil"
+	"github.com/runnel-io/runnel/mirror"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -24,8 +25,8 @@ func TestMirrorActiveActiveIdentity(t *testing.T) {
 	pb := newClient(t, b, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produceN(t, pa, "events", 2, 0, 200)
 	produceN(t, pb, "events", 2, 1000, 200)
-	cfg := func(name, src, tgt string) Config {
-		return Config{Name: name, Source: []string{src}, Target: []string{tgt}, Naming: Identity, TopicRefresh: 500 * time.Millisecond}
+	cfg := func(name, src, tgt string) mirror.Config {
+		return mirror.Config{Name: name, Source: []string{src}, Target: []string{tgt}, Naming: mirror.Identity, TopicRefresh: 500 * time.Millisecond}
 	}
 	ab, _ := runMirror(t, cfg("a-to-b", a, b))
 	ba, _ := runMirror(t, cfg("b-to-a", b, a))
@@ -61,17 +62,17 @@ func TestMirrorActiveActiveIdentity(t *testing.T) {
 }
 
 // waitCaughtUp waits until every partition of every mirror has no lag.
-func waitCaughtUp(t *testing.T, ms ...*Mirror) {
+func waitCaughtUp(t *testing.T, ms ...*mirror.Mirror) {
 	t.Helper()
 	testutil.Eventually(t, 60*time.Second, func() error {
 		for _, m := range ms {
 			st := m.Status(time.Now())
 			if len(st) == 0 {
-				return fmt.Errorf("mirror %s owns no partition yet", m.cfg.Name)
+				return fmt.Errorf("mirror %s owns no partition yet", m.Name())
 			}
 			for _, s := range st {
 				if s.LagRecords != 0 || s.State != "running" {
-					return fmt.Errorf("mirror %s %s/%d: lag %d state %s %s", m.cfg.Name, s.Topic, s.Partition, s.LagRecords, s.State, s.Error)
+					return fmt.Errorf("mirror %s %s/%d: lag %d state %s %s", m.Name(), s.Topic, s.Partition, s.LagRecords, s.State, s.Error)
 				}
 			}
 		}
@@ -104,11 +105,11 @@ func TestMirrorGroupFailover(t *testing.T) {
 	_, err := adm.CommitOffsets(ctx, "billing", commit)
 	testutil.NoError(t, err, "commit on the source")
 
-	m, stop := runMirror(t, Config{Name: "dr", Source: []string{src}, Target: []string{tgt}, SourceAlias: "east",
+	m, stop := runMirror(t, mirror.Config{Name: "dr", Source: []string{src}, Target: []string{tgt}, SourceAlias: "east",
 		Groups: []string{"bill.*"}, GroupSyncInterval: 300 * time.Millisecond, TopicRefresh: 500 * time.Millisecond})
 	waitCaughtUp(t, m)
 	testutil.Eventually(t, 20*time.Second, func() error {
-		p, err := ReadProgress(ctx, []string{tgt}, nil, "dr")
+		p, err := mirror.ReadProgress(ctx, []string{tgt}, nil, "dr")
 		if err != nil {
 			return err
 		}
@@ -118,13 +119,13 @@ func TestMirrorGroupFailover(t *testing.T) {
 		return nil
 	})
 	stop() // the source side may now be gone: failover reads the target only
-	p, err := ReadProgress(ctx, []string{tgt}, nil, "dr")
+	p, err := mirror.ReadProgress(ctx, []string{tgt}, nil, "dr")
 	testutil.NoError(t, err, "read progress")
 	tadm := kadm.NewClient(newClient(t, tgt))
-	moves, err := PlanCommit(ctx, tadm, "billing", p.Checkpoint["billing"], true)
+	moves, err := mirror.PlanCommit(ctx, tadm, "billing", p.Checkpoint["billing"], true)
 	testutil.NoError(t, err, "plan")
 	if len(moves) > 0 {
-		testutil.NoError(t, ApplyMoves(ctx, tadm, "billing", moves), "apply")
+		testutil.NoError(t, mirror.ApplyMoves(ctx, tadm, "billing", moves), "apply")
 	}
 	// A consumer of the group on the target starts exactly after the source commit.
 	cl := newClient(t, tgt, kgo.ConsumerGroup("billing"), kgo.ConsumeTopics("east.pay"),
@@ -154,7 +155,7 @@ func TestMirrorSourceRetentionOverrun(t *testing.T) {
 	createTopic(t, src, "logs", 1, nil)
 	pcl := newClient(t, src, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produceN(t, pcl, "logs", 1, 0, 50)
-	cfg := Config{Name: "dr", Source: []string{src}, Target: []string{tgt}, SourceAlias: "east", TopicRefresh: 500 * time.Millisecond}
+	cfg := mirror.Config{Name: "dr", Source: []string{src}, Target: []string{tgt}, SourceAlias: "east", TopicRefresh: 500 * time.Millisecond}
 	m, stop := runMirror(t, cfg)
 	waitCaughtUp(t, m)
 	stop()
@@ -182,7 +183,7 @@ func TestMirrorSourceRetentionOverrun(t *testing.T) {
 		t.Fatalf("error %q does not name the lost range logs/0 50 to 79", msg)
 	}
 	stop()
-	cfg.OnDataLoss = OnDataLossSkip
+	cfg.OnDataLoss = mirror.OnDataLossSkip
 	m, _ = runMirror(t, cfg)
 	waitCaughtUp(t, m)
 	st := m.Status(time.Now())
@@ -200,15 +201,15 @@ func TestMirrorFencedOwnerStops(t *testing.T) {
 	createTopic(t, src, "t", 1, nil)
 	pcl := newClient(t, src, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produceN(t, pcl, "t", 1, 0, 10)
-	m, _ := runMirror(t, Config{Name: "dr", Source: strings.Split(src, ","), Target: []string{tgt}, SourceAlias: "east",
+	m, _ := runMirror(t, mirror.Config{Name: "dr", Source: strings.Split(src, ","), Target: []string{tgt}, SourceAlias: "east",
 		Heartbeat: 200 * time.Millisecond})
 	waitCaughtUp(t, m)
 	// The new owner: InitProducerID with the same transactional id.
-	owner := newClient(t, tgt, kgo.TransactionalID(transactionalID("dr", "t", 0)), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	owner := newClient(t, tgt, kgo.TransactionalID(mirror.TransactionalID("dr", "t", 0)), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	testutil.NoError(t, owner.BeginTransaction(), "begin")
-	testutil.NoError(t, owner.ProduceSync(ctx, &kgo.Record{Topic: ProgressTopic("dr"), Key: []byte("x")}).FirstErr(), "fence")
+	testutil.NoError(t, owner.ProduceSync(ctx, &kgo.Record{Topic: mirror.ProgressTopic("dr"), Key: []byte("x")}).FirstErr(), "fence")
 	testutil.NoError(t, owner.EndTransaction(ctx, kgo.TryAbort), "abort")
 	produceN(t, pcl, "t", 1, 10, 10)
 	testutil.Eventually(t, 20*time.Second, func() error {

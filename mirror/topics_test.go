@@ -1,4 +1,4 @@
-package mirror
+package mirror_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/runnel-io/runnel/client"
 	"github.com/runnel-io/runnel/internal/testutil"
+	"github.com/runnel-io/runnel/mirror"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -26,7 +27,7 @@ func TestMirrorSourceTopicRecreated(t *testing.T) {
 	createTopic(t, src, "orders", 1, nil)
 	pcl := newClient(t, src, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produceN(t, pcl, "orders", 1, 0, 50)
-	cfg := Config{Name: "dr", Source: []string{src}, Target: []string{tgt}, SourceAlias: "east", TopicRefresh: 300 * time.Millisecond}
+	cfg := mirror.Config{Name: "dr", Source: []string{src}, Target: []string{tgt}, SourceAlias: "east", TopicRefresh: 300 * time.Millisecond}
 	m, stop := runMirror(t, cfg)
 	waitCaughtUp(t, m)
 	stop()
@@ -59,7 +60,7 @@ func TestMirrorSourceTopicRecreated(t *testing.T) {
 	})
 	produceN(t, pcl, "orders", 1, 1000, 10)
 
-	var st PartitionState
+	var st mirror.PartitionState
 	testutil.Eventually(t, 30*time.Second, func() error {
 		for _, s := range m.Status(time.Now()) {
 			if s.State == "error" && strings.Contains(s.Error, "re-created") {
@@ -82,7 +83,7 @@ func TestMirrorSourceTopicRecreated(t *testing.T) {
 	}
 
 	skip := cfg
-	skip.OnDataLoss = OnDataLossSkip
+	skip.OnDataLoss = mirror.OnDataLossSkip
 	m, _ = runMirror(t, skip)
 	got := readAll(t, tgt, "east.orders", int(from)+10, 30*time.Second)[0]
 	for i, r := range got {
@@ -113,8 +114,8 @@ func TestMirrorActiveActivePrefix(t *testing.T) {
 	pb := newClient(t, b, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produceN(t, pa, "events", 2, 0, 200)
 	produceN(t, pb, "events", 2, 1000, 200)
-	cfg := func(name, src, tgt, alias string) Config {
-		return Config{Name: name, Source: []string{src}, Target: []string{tgt}, SourceAlias: alias, TopicRefresh: 300 * time.Millisecond}
+	cfg := func(name, src, tgt, alias string) mirror.Config {
+		return mirror.Config{Name: name, Source: []string{src}, Target: []string{tgt}, SourceAlias: alias, TopicRefresh: 300 * time.Millisecond}
 	}
 	ab, _ := runMirror(t, cfg("a-to-b", a, b, "a"))
 	ba, _ := runMirror(t, cfg("b-to-a", b, a, "b"))
@@ -179,7 +180,7 @@ func TestMirrorFollowsSourceTopics(t *testing.T) {
 	createTopic(t, src, "orders", 2, map[string]*string{"retention.ms": &retention})
 	pcl := newClient(t, src, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produceN(t, pcl, "orders", 2, 0, 20)
-	m, _ := runMirror(t, Config{Name: "dr", Source: []string{src}, Target: []string{tgt}, SourceAlias: "east",
+	m, _ := runMirror(t, mirror.Config{Name: "dr", Source: []string{src}, Target: []string{tgt}, SourceAlias: "east",
 		Topics: []string{"orders", "new-.*"}, TopicRefresh: 500 * time.Millisecond})
 	waitCaughtUp(t, m)
 	sadm, tadm := kadm.NewClient(newClient(t, src)), kadm.NewClient(newClient(t, tgt))
@@ -255,7 +256,7 @@ func TestMirrorAtLeastOnce(t *testing.T) {
 	createTopic(t, src, "orders", 1, nil)
 	pcl := newClient(t, src, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	want := produceN(t, pcl, "orders", 1, 0, 100)
-	cfg := Config{Name: "dr", Source: []string{src}, Target: []string{tgt}, SourceAlias: "east", Delivery: AtLeastOnce,
+	cfg := mirror.Config{Name: "dr", Source: []string{src}, Target: []string{tgt}, SourceAlias: "east", Delivery: mirror.AtLeastOnce,
 		TopicRefresh: 300 * time.Millisecond}
 	m, stop := runMirror(t, cfg)
 	waitCaughtUp(t, m)

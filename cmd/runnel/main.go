@@ -6,14 +6,9 @@ import (
 	"os"
 
 	"github.com/runnel-io/runnel/internal/cli"
-	"github.com/runnel-io/runnel/internal/console"
-	"github.com/runnel-io/runnel/internal/consolemirror"
 	"github.com/runnel-io/runnel/internal/server"
 )
 
 func main() {
-	// The console reads mirror links with the mirror package, which internal/console
-	// cannot import (see console.ReadMirrorLink).
-	console.ReadMirrorLink = consolemirror.Read
 	os.Exit(cli.Main(os.Args[1:], server.NewCommand(), server.NewDevClusterCommand()))
 }

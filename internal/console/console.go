@@ -1,7 +1,10 @@
 // Package console is the node's web console (docs/console.md): the data of its pages
 // and their JSON twins under /api/v1/ (source.go, shown by internal/httpd's pages),
-// the sign-in check and ACL decision (auth.go), and the record browser and write
-// actions (records.go, actions.go, pages.go). It reads the node through Node, which
+// the sign-in check and ACL decision (auth.go), the record browser and write actions
+// (records.go, actions.go, pages.go), the charts (charts.go), sizes and reassignment
+// progress (sizes.go), the node, ACL, user and quota pages (admin.go,
+// pages_admin.go) and the mirror links (mirrors.go, with the public mirror package).
+// It reads the node through Node, which
 // internal/server implements; everything else it asks over the Kafka protocol, through
 // the node's own listener, like any client.
 package console

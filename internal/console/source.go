@@ -696,28 +696,16 @@ func (s *source) Mirrors(ctx context.Context) (*httpd.Mirrors, error) {
 // mirror's name (mirror.ProgressTopic).
 const mirrorProgressPrefix = "__runnel_mirror."
 
-// ReadMirrorLink reads one mirror link's progress from the cluster at seeds with
-// opts, for the console's Mirrors page. It is set by cmd/runnel (to
-// consolemirror.Read): this package cannot import the mirror package, whose tests
-// (package mirror) start nodes through internal/testnode and internal/cluster, which
-// import the server and so this package. Unset (a test binary that did not set it),
-// the page says so for each link.
-var ReadMirrorLink func(ctx context.Context, seeds []string, opts []kgo.Opt, name string) (httpd.MirrorLink, error)
-
-// mirrorLink reads one mirror's progress topic through ReadMirrorLink.
+// mirrorLink reads one mirror's progress topic (mirrors.go).
 func (s *source) mirrorLink(ctx context.Context, name string) httpd.MirrorLink {
 	link := httpd.MirrorLink{Name: name, ProgressTopic: mirrorProgressPrefix + name, Partitions: []httpd.MirrorPartition{}, Groups: []httpd.MirrorCheckpoint{}}
-	if ReadMirrorLink == nil {
-		link.Error = fmt.Sprintf("cannot read the progress of mirror %s: this build has no mirror reader", name)
-		return link
-	}
 	seed, opts, err := s.n.KafkaClient(askTimeout)
 	if err != nil {
 		link.Error = fmt.Sprintf("cannot read the progress of mirror %s: %v", name, err)
 		return link
 	}
 	opts = append([]kgo.Opt{kgo.ClientID(fmt.Sprintf("runnel-console-%d", s.n.ID()))}, opts...)
-	got, err := ReadMirrorLink(ctx, []string{seed}, opts, name)
+	got, err := readMirrorLink(ctx, []string{seed}, opts, name)
 	if err != nil {
 		link.Error = fmt.Sprintf("cannot read the progress of mirror %s: %v", name, err)
 		return link

@@ -1,9 +1,7 @@
-// Package consolemirror shows a mirror link's progress on the web console: it reads
-// the mirror's progress topic with the public mirror package and converts it to the
-// console's types. It is apart from internal/console, which cannot import mirror (the
-// mirror's tests start nodes through internal/cluster, which imports the server);
-// cmd/runnel sets console.ReadMirrorLink to Read.
-package consolemirror
+package console
+
+// The mirror links page: a mirror's progress topic read with the public mirror
+// package, as `runnel mirror status` reads it, shown as the console's types.
 
 import (
 	"context"
@@ -16,14 +14,14 @@ import (
 	"github.com/runnel-io/runnel/mirror"
 )
 
-// StaleAfter is when a running mirror partition's state counts as stale: a running
-// mirror commits its progress far more often.
-const StaleAfter = 10 * time.Second
+// mirrorStaleAfter is when a running mirror partition's state counts as stale: a
+// running mirror commits its progress far more often.
+const mirrorStaleAfter = 10 * time.Second
 
-// Read reads one mirror's progress topic and shows it as `runnel mirror
-// status` does: a running state not committed for StaleAfter is stale, and
+// readMirrorLink reads one mirror's progress topic and shows it as `runnel mirror
+// status` does: a running state not committed for mirrorStaleAfter is stale, and
 // its lag in seconds grows by the time since.
-func Read(ctx context.Context, seeds []string, opts []kgo.Opt, name string) (httpd.MirrorLink, error) {
+func readMirrorLink(ctx context.Context, seeds []string, opts []kgo.Opt, name string) (httpd.MirrorLink, error) {
 	link := httpd.MirrorLink{Name: name, ProgressTopic: mirror.ProgressTopic(name), Partitions: []httpd.MirrorPartition{}, Groups: []httpd.MirrorCheckpoint{}}
 	p, err := mirror.ReadProgress(ctx, seeds, opts, name)
 	if err != nil {
@@ -37,7 +35,7 @@ func Read(ctx context.Context, seeds []string, opts []kgo.Opt, name string) (htt
 		mp := httpd.MirrorPartition{Topic: st.Topic, Partition: st.Partition, TargetTopic: st.TargetTopic, SourceEnd: st.SourceEnd,
 			Next: st.Next, TargetEnd: st.TargetEnd, LagRecords: st.LagRecords, LagSeconds: st.LagSeconds, Records: st.Records,
 			State: st.State, Error: st.Error, Updated: time.UnixMilli(st.Updated), Owner: st.Owner}
-		if st.State == "running" && st.Age(now) > StaleAfter {
+		if st.State == "running" && st.Age(now) > mirrorStaleAfter {
 			mp.State = "stale"
 			if mp.LagRecords > 0 {
 				mp.LagSeconds += st.Age(now).Seconds() // still behind, for at least this long
