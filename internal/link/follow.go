@@ -204,7 +204,7 @@ func (s *syncer) follow(ctx context.Context, a *Admin, cl *kgo.Client) {
 			s.followTopic(ctx, a, im, mt, t)
 			continue
 		}
-		if !s.matches(name, t.IsInternal) || im.MirrorOf(name) != nil && im.MirrorOf(name).Link == s.link.Name {
+		if !s.matches(name, t.IsInternal) || s.hadMirror(im, name) {
 			continue
 		}
 		if im.Topics[name] != nil {
@@ -228,6 +228,17 @@ func (s *syncer) follow(ctx context.Context, a *Admin, cl *kgo.Client) {
 	if s.link.SyncACLs && len(names) > 0 {
 		s.syncACLs(ctx, a, cl, names)
 	}
+}
+
+// hadMirror reports whether the link has, or had, a mirror topic of that name: one
+// promoted or failed stays as it is, and one deleted on this cluster (its mirror
+// record outlives it) was deleted on purpose and is not created again.
+func (s *syncer) hadMirror(im *metadata.Image, name string) bool {
+	if im.Links == nil {
+		return false
+	}
+	m := im.Links.Mirrors[name]
+	return m != nil && m.Link == s.link.Name
 }
 
 // matches reports whether the link mirrors a source topic of that name.

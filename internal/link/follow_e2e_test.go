@@ -229,6 +229,23 @@ func TestLinkFollowsSource(t *testing.T) {
 	}
 	awaitConfig(t, dadm, "f2", "retention.ms", "")
 
+	// A mirror topic deleted here is not created again: a topic created at the source
+	// after the deletion is mirrored, the deleted one stays gone.
+	if _, err := sadm.CreateTopic(ctx, 1, 1, nil, "f3"); err != nil {
+		t.Fatal(err)
+	}
+	awaitPartitions(t, dadm, "f3", 1)
+	if r, err := dadm.DeleteTopics(ctx, "f3"); err != nil || r.Error() != nil {
+		t.Fatalf("deleting mirror topic f3 here: %v %v", err, r.Error())
+	}
+	if _, err := sadm.CreateTopic(ctx, 1, 1, nil, "f4"); err != nil {
+		t.Fatal(err)
+	}
+	awaitPartitions(t, dadm, "f4", 1)
+	if td, err := dadm.ListTopics(ctx, "f3"); err != nil || td.Has("f3") && td["f3"].Err == nil {
+		t.Fatalf("mirror topic f3, deleted here, was created again: %+v %v", td, err)
+	}
+
 	// Deleted at the source while paused here: nothing fetches it, yet it fails.
 	runCLI(t, "link", "pause", "fl", "--topic", "f2", "-b", dst.Bootstrap())
 	if _, err := sadm.DeleteTopics(ctx, "f2"); err != nil {
