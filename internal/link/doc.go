@@ -16,6 +16,11 @@
 // that change the metadata on the active controller's node, forwarded there by any
 // other node; status on every node for the partitions it leads.
 //
+// A syncer per link (follow.go, groupsync.go) runs on every node and acts only while
+// the node is the active controller: it follows the source's topics (new ones,
+// partition counts, deletions, configs, ACLs) and copies consumer group offsets. A
+// session's fetchers share its token bucket (throttle.go, --throttle).
+//
 // Invariants:
 //
 //   - A mirrored append names the destination leader epoch it was fetched for; the
