@@ -185,44 +185,53 @@ func (s *KgoStore) ReadGroup(ctx context.Context, group string) (map[Key]Snapsho
 	return s.readPartition(ctx, group, func(got Key) bool { return got.Group == group })
 }
 
-// readPartition replays group's partition of StateTopic up to its high watermark as
-// of the call, keeping the newest snapshot of each key want accepts (a tombstone
-// removes it).
+// barrierKey is the key of the barrier records readPartition appends; decodeKey
+// refuses it (not version 0), so replays skip it, and its null value lets compaction
+// drop it.
+var barrierKey = []byte{0xff, 0xff, 'b', 'a', 'r', 'r', 'i', 'e', 'r'}
+
+// readPartition replays group's partition of StateTopic up to a barrier record it
+// appends first (acks=-1), keeping the newest snapshot of each key want accepts (a
+// tombstone removes it). Reading to the high watermark instead would miss snapshots
+// already acknowledged to their writers when the partition's leader has just changed:
+// a new leader's high watermark can lag what its predecessor had committed, until its
+// followers fetch again. Every record acknowledged before the barrier lies below it,
+// and the barrier's own acknowledgement means the high watermark has passed it.
 func (s *KgoStore) readPartition(ctx context.Context, group string, want func(Key) bool) (map[Key]Snapshot, error) {
-	_, n, err := s.client(ctx)
+	producer, n, err := s.client(ctx)
 	if err != nil {
 		return nil, err
 	}
 	p := StatePartition(group, n)
+	barrier := &kgo.Record{Topic: StateTopic, Partition: p, Key: barrierKey}
+	if err := producer.ProduceSync(ctx, barrier).FirstErr(); err != nil {
+		return nil, fmt.Errorf("appending a read barrier to %s-%d: %w", StateTopic, p, err)
+	}
 	cl, err := kgo.NewClient(append(s.Opts(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
 		StateTopic: {p: kgo.NewOffset().AtStart()},
-	}), kgo.FetchMaxWait(100*time.Millisecond))...)
+	}), kgo.FetchMaxWait(100*time.Millisecond),
+		// No fetch session: closing one sends a last fetch, which can wait on a
+		// leader that just died while the caller (a ShareFetch) holds its
+		// partition's lock.
+		kgo.DisableFetchSessions())...)
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	starts, err := adm.ListStartOffsets(ctx, StateTopic)
+	starts, err := kadm.NewClient(cl).ListStartOffsets(ctx, StateTopic)
 	if err != nil {
 		return nil, fmt.Errorf("reading the start of %s-%d: %w", StateTopic, p, err)
 	}
-	ends, err := adm.ListEndOffsets(ctx, StateTopic)
-	if err != nil {
-		return nil, fmt.Errorf("reading the end of %s-%d: %w", StateTopic, p, err)
-	}
-	end, ok := ends.Lookup(StateTopic, p)
-	if !ok || end.Err != nil {
-		return nil, fmt.Errorf("reading the end of %s-%d: %v", StateTopic, p, end.Err)
-	}
+	end := barrier.Offset + 1
 	out := map[Key]Snapshot{}
 	next := int64(0)
 	if st, ok := starts.Lookup(StateTopic, p); ok && st.Err == nil {
 		next = st.Offset
 	}
-	for next < end.Offset {
+	for next < end {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("reading %s-%d at offset %d of %d: %w", StateTopic, p, next, end.Offset, err)
+			return nil, fmt.Errorf("reading %s-%d at offset %d of %d: %w", StateTopic, p, next, end, err)
 		}
 		var ferr error
 		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
