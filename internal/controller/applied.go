@@ -46,13 +46,16 @@ func (a *appliedOffsets) report(id metadata.NodeID, epoch int64, offset uint64) 
 }
 
 // lagging returns, in id order, the unfenced brokers of im that have not reported
-// offset for their current epoch, and a channel closed at the next report.
+// offset for their current epoch, and a channel closed at the next report. A broker
+// whose disk is full is not waited for: it may be unable to store the metadata log
+// until space is freed (raftstore.go), and every admin change would time out
+// meanwhile; its lease lapses while it is behind, so it answers for no role.
 func (a *appliedOffsets) lagging(im *metadata.Image, offset uint64) ([]metadata.NodeID, <-chan struct{}) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var out []metadata.NodeID
 	for id, b := range im.Brokers {
-		if b.Fenced {
+		if b.Fenced || b.DiskFull {
 			continue
 		}
 		if r, ok := a.m[id]; !ok || r.epoch != b.Epoch || r.offset < offset {
@@ -71,7 +74,8 @@ const leadershipRecheck = 50 * time.Millisecond
 // heartbeats) that its replicas serve the metadata at offset, so that an admin change
 // is visible through every node once it is acknowledged (Kafka's brokers report the
 // same offset; KRaft itself does not wait for it). A broker that dies is fenced after
-// its session timeout and then no longer waited for. It returns ErrTimeout naming the
+// its session timeout and then no longer waited for; one whose disk is full is not
+// waited for (lagging). It returns ErrTimeout naming the
 // nodes still behind when ctx ends, ErrNotController if this node stops leading (the
 // change is committed; only the wait is cut short), ErrClosed on Close.
 func (c *Controller) WaitBrokersApplied(ctx context.Context, offset uint64) error {

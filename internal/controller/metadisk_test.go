@@ -162,3 +162,27 @@ func TestFullMetadataDiskFailedWriteStaysOut(t *testing.T) {
 		})
 	}
 }
+
+// An admin change is not held back by a broker whose disk is full: it may be unable
+// to store the metadata log until space is freed, and every change would time out.
+func TestWaitBrokersAppliedSkipsFullDisks(t *testing.T) {
+	c := startController(t, testConfig(t))
+	epochs := map[metadata.NodeID]int64{}
+	for i := metadata.NodeID(1); i <= 3; i++ {
+		epochs[i] = registerLive(t, c, metadata.Broker{ID: i})
+	}
+	beat := func(id metadata.NodeID, at uint64, full bool) {
+		t.Helper()
+		if _, err := c.BrokerHeartbeat(testCtx(t), Heartbeat{ID: id, Epoch: epochs[id], MetadataOffset: at, DiskFull: full}); err != nil {
+			t.Fatalf("heartbeat of %d: %v", id, err)
+		}
+	}
+	beat(3, c.Image().Offset, true) // records the full disk; 3 applies nothing after it
+	mustCreate(t, c, topicSpec("orders", 1, 1))
+	offset := c.Image().Offset
+	beat(1, offset, false)
+	beat(2, offset, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	wantErr(t, "wait with node 3's disk full and behind", c.WaitBrokersApplied(ctx, offset), nil)
+}

@@ -280,6 +280,7 @@ func (n *Node) controllerConfig() controller.Config {
 			return controlplane.ProcessGone(ctx, n.probe, b)
 		},
 		OnLeaderChange: n.nudgeHeartbeat,
+		OnDiskFull:     n.metadataDiskFull,
 		// A voter restarted with another --controller-listen tells the active
 		// controller before it waits for the quorum (UpdateRaftVoter, KIP-853).
 		AnnounceAddr: func(ctx context.Context, addr string) error {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -123,20 +122,25 @@ func newDiskFullGauge(d *replica.DiskMonitor) prometheus.Collector {
 	})
 }
 
-// resignOnFullDisk hands the metadata quorum's leadership to another voter when this
-// node is the active controller and its disk is full: a Raft leader must write every
-// entry to its own log first, so it could commit nothing, not even the record that
-// moves its partitions' leaderships away, and acks=all would stall until Raft
-// noticed. A follower on a full disk only falls behind in the quorum.
+// resignOnFullDisk tells the controller that the data disk is full: the metadata log
+// lives there too, so the controller hands the quorum's leadership to another voter
+// if it has it, and keeps this node out of the quorum until there is room (a Raft
+// leader must write every entry to its own log first, so it could commit nothing,
+// not even the record that moves its partitions' leaderships away).
 func (n *Node) resignOnFullDisk() {
-	if !n.ctrl.IsLeader() {
+	since, full := n.disk.State()
+	if !full {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := n.ctrl.Resign(ctx); err != nil {
-		n.logger.Warn("disk full: could not hand the metadata quorum's leadership to another voter", "err", err)
-		return
+	n.ctrl.MarkDiskFull(fmt.Errorf("data disk %s full since %s: %w", n.cfg.DataDir, since.UTC().Format(time.RFC3339), syscall.ENOSPC))
+}
+
+// metadataDiskFull is the controller's OnDiskFull: the metadata log found the disk
+// full, which the node reports like a partition's full disk (heartbeats, /readyz,
+// runnel_disk_full), so that the active controller moves its leaderships away and
+// does not wait for it to apply metadata.
+func (n *Node) metadataDiskFull(err error) {
+	if n.disk != nil {
+		n.disk.Full(err)
 	}
-	n.logger.Warn("disk full: handed the metadata quorum's leadership to another voter")
 }
