@@ -99,7 +99,7 @@ func (l *Log) readChecked(offset int64, maxBytes int32, maxOffset int64, minOneB
 	if errors.Is(err, errReadFoundDamage) {
 		return ReadInfo{}, fmt.Errorf("%w: %s-%d: the batches at offset %d fail their checks", ErrKafkaStorage, l.tp.Topic, l.tp.Partition, offset)
 	}
-	if err != nil && offset < l.logStart.Load() {
+	if err != nil && !errors.Is(err, ErrOffsetOutOfRange) && offset < l.logStart.Load() {
 		// Retention deleted the segment while we read it.
 		return ReadInfo{}, fmt.Errorf("%w: offset %d is below the log start %d", ErrOffsetOutOfRange, offset, l.logStart.Load())
 	}
@@ -113,13 +113,13 @@ func (l *Log) read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 	first := floorSegment(ss, offset)
 	if first < 0 {
 		// offset was at or above the log start when Read checked it, but retention
-		// (or a full truncation) removed its segment before the list was loaded: the
-		// first segment's base is at or below the log start (Log.logStart), so the
-		// records at offset are gone. Reading on from the first segment would answer
-		// with later offsets as if they came next, and a consumer or a follower would
-		// skip the records between without the OffsetOutOfRange that makes it reset
-		// (or, below its high watermark, get an empty answer and fetch the same
-		// offset again).
+		// (or DeleteRecords, or a full truncation) removed its segment before the list
+		// was loaded: the first segment's base is at or below the log start
+		// (Log.logStart), so the records at offset are gone. Reading on from the first
+		// segment would answer with later offsets as if they came next (a consumer or
+		// a follower would skip the records between without the OffsetOutOfRange that
+		// makes it reset), or, when maxOffset is below them, with nothing (it would
+		// fetch the same offset again).
 		return ReadInfo{}, fmt.Errorf("%w: %s-%d: offset %d is below the log start %d (its segment was deleted during the read)",
 			ErrOffsetOutOfRange, l.tp.Topic, l.tp.Partition, offset, max(l.logStart.Load(), ss[0].baseOffset))
 	}
