@@ -26,6 +26,7 @@ const commitTimeout = 10 * time.Second
 type consumeFlags struct {
 	group         string
 	groupProtocol string
+	shareGroup    string
 	partition     int32
 	offset        string
 	fromBeginning bool
@@ -52,7 +53,12 @@ since the epoch, or RFC 3339). The default is latest, or earliest with
 --from-beginning. With --group G the topic is consumed as a member of group G,
 which commits the offsets of the records printed. --group-protocol consumer joins
 with KIP-848's consumer group protocol (the broker assigns, uniform assignor);
-classic (the default) with JoinGroup/SyncGroup (cooperative-sticky).
+classic (the default) with JoinGroup/SyncGroup (cooperative-sticky). With
+--share-group G the topics are consumed as a member of share group G (KIP-932:
+members share partitions, each record delivered to one member at a time): each
+record printed is acknowledged (ACCEPT); records acquired but not printed are
+released to the group's other members when the command ends. Where a new share
+group starts is the group's share.auto.offset.reset config (latest by default).
 
 --format takes kcat's tokens: %t topic, %p partition, %o offset, %k key, %s value,
 %T timestamp (ms), %h headers (k=v,k=v), %K key length, %S value length, %% and
@@ -64,6 +70,7 @@ the escapes \n \t \r \\.`,
 	fs := cmd.Flags()
 	fs.StringVarP(&f.group, "group", "g", "", "consume as a member of this consumer group, committing offsets")
 	fs.StringVar(&f.groupProtocol, "group-protocol", "classic", "with --group: classic or consumer (KIP-848)")
+	fs.StringVar(&f.shareGroup, "share-group", "", "consume as a member of this share group (KIP-932), acknowledging each record printed")
 	fs.Int32Var(&f.partition, "partition", -1, "read only this partition (default: all)")
 	fs.StringVar(&f.offset, "offset", "", "where to start: N, earliest, latest, -N or @TIMESTAMP (default latest)")
 	fs.BoolVar(&f.fromBeginning, "from-beginning", false, "start at the earliest offset (with --group: when the group has no commit)")
@@ -86,6 +93,9 @@ type consumePlan struct {
 func (f *consumeFlags) plan() (*consumePlan, error) {
 	if f.group != "" && (f.partition >= 0 || f.offset != "") {
 		return nil, usageErrorf("--partition and --offset cannot be used with --group")
+	}
+	if err := f.checkShare(); err != nil {
+		return nil, err
 	}
 	if f.groupProtocol != "classic" && f.groupProtocol != "consumer" {
 		return nil, usageErrorf("--group-protocol must be classic or consumer, not %q", f.groupProtocol)
@@ -146,7 +156,7 @@ func runConsume(cmd *cobra.Command, conn *connFlags, f *consumeFlags, args []str
 	}
 	defer cl.Close()
 	c := &consumer{cl: cl, topic: topic, format: plan.format, limit: f.count,
-		idle: f.idleTimeout, group: f.group, out: bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10),
+		idle: f.idleTimeout, group: f.group, shareGroup: f.shareGroup, out: bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10),
 		warn: cmd.ErrOrStderr()}
 	err = c.run(cmd.Context())
 	if f.verbose {
@@ -189,6 +199,9 @@ func consumeOpts(ctx context.Context, conn *connFlags, f *consumeFlags, plan *co
 			return nil, nil, err
 		}
 		tds = append(tds, td)
+	}
+	if f.shareGroup != "" {
+		return shareConsumeOpts(f, topics, patterns), topics, nil
 	}
 	if f.group != "" {
 		note, err := groupStartNote(ctx, adm, f.group, tds, f.fromBeginning)
@@ -380,6 +393,9 @@ type consumer struct {
 	limit    int           // stop after this many records; 0: no limit
 	idle     time.Duration // stop after this long without records; 0: never
 	group    string        // the group whose offsets to commit; empty without --group
+	// shareGroup is the share group whose records to acknowledge; empty without
+	// --share-group.
+	shareGroup string
 	out      *bufio.Writer
 	warn     io.Writer // stderr, for problems that do not stop consuming
 	buf      []byte    // reused for each rendered record
@@ -460,6 +476,9 @@ func (c *consumer) print(fetches kgo.Fetches) error {
 			if c.group != "" {
 				c.cl.MarkCommitRecords(r)
 			}
+			if c.shareGroup != "" {
+				r.Ack(kgo.AckAccept)
+			}
 		}
 	})
 	if err == nil {
@@ -474,6 +493,9 @@ func (c *consumer) print(fetches kgo.Fetches) error {
 // commit commits the offsets of the printed records of a group consumer, even after
 // an interrupt.
 func (c *consumer) commit() error {
+	if c.shareGroup != "" {
+		return c.flushAcks()
+	}
 	if c.group == "" {
 		return nil
 	}

@@ -36,7 +36,7 @@ func newGroupCommand() *cobra.Command {
 type groupRow struct {
 	Group string `json:"group"`
 	State string `json:"state"`
-	// Protocol is the group's type: classic, or consumer (KIP-848).
+	// Protocol is the group's type: classic, consumer (KIP-848) or share (KIP-932).
 	Protocol     string `json:"protocol"`
 	ProtocolType string `json:"protocol_type"`
 	Coordinator  int32  `json:"coordinator"`
@@ -111,7 +111,7 @@ func newGroupDelete(conn *connFlags) *cobra.Command {
 type groupDescription struct {
 	Group string `json:"group"`
 	State string `json:"state"`
-	// Protocol is the group's type: classic, or consumer (KIP-848).
+	// Protocol is the group's type: classic, consumer (KIP-848) or share (KIP-932).
 	Protocol     string `json:"protocol"`
 	ProtocolType string `json:"protocol_type"`
 	// Assignor is a classic group's selected assignment protocol (range, ...) or a
@@ -245,6 +245,9 @@ func describeGroup(ctx context.Context, adm *kadm.Client, group string) (*groupD
 	if d, ok, err := describeConsumerGroup(ctx, adm, group); ok || err != nil {
 		return d, err
 	}
+	if d, ok, err := describeShareAsGroup(ctx, adm, group); ok || err != nil {
+		return d, err
+	}
 	lags, err := adm.Lag(ctx, group)
 	if err != nil {
 		return nil, fmt.Errorf("describe group %q: %w", group, err)
@@ -301,13 +304,13 @@ func partitionLagOf(pl kadm.GroupMemberLag) groupPartition {
 
 func printGroupDescription(w io.Writer, d *groupDescription) error {
 	epochs := ""
-	if d.Protocol == "consumer" {
+	if d.Protocol == "consumer" || d.Protocol == "share" {
 		epochs = fmt.Sprintf("  Group epoch: %d  Assignment epoch: %d", d.GroupEpoch, d.AssignmentEpoch)
 	}
 	fmt.Fprintf(w, "Group: %s  State: %s  Protocol: %s  Assignor: %s%s  Coordinator: %d  Members: %d  Total lag: %d\n",
 		d.Group, d.State, d.Protocol, orDash(d.Assignor), epochs, d.Coordinator, len(d.Members), d.TotalLag)
 	tw := newTable(w)
-	if len(d.Members) > 0 && d.Protocol == "consumer" {
+	if len(d.Members) > 0 && (d.Protocol == "consumer" || d.Protocol == "share") {
 		fmt.Fprintln(tw, "\nMEMBER-ID\tCLIENT-ID\tHOST\tEPOCH\tASSIGNMENT\tTARGET")
 		for _, m := range d.Members {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", m.MemberID, m.ClientID, m.Host, *m.MemberEpoch,

@@ -135,3 +135,35 @@ func topicsSetMap(s kadm.TopicsSet) map[string][]int32 {
 	}
 	return out
 }
+
+// describeShareAsGroup describes group for `group describe` if it is a share group
+// (KIP-932): members with their epochs and assignments (a partition may be shared, so
+// partitions name no member), and per partition the share-partition start offset as
+// the current offset and its lag (`share describe` says more). ok is false when it is
+// not one.
+func describeShareAsGroup(ctx context.Context, adm *kadm.Client, group string) (d *groupDescription, ok bool, err error) {
+	ds, err := adm.DescribeShareGroups(ctx, group)
+	if err != nil {
+		return nil, false, nil // older brokers: not served
+	}
+	if sg, found := ds[group]; !found || sg.Err != nil {
+		return nil, false, nil
+	}
+	sd, err := describeShare(ctx, adm, group)
+	if err != nil {
+		return nil, false, err
+	}
+	d = &groupDescription{Group: group, State: sd.State, Protocol: "share", ProtocolType: "share", Assignor: sd.Assignor,
+		GroupEpoch: sd.GroupEpoch, AssignmentEpoch: sd.AssignmentEpoch, Coordinator: sd.Coordinator,
+		Members: []groupMember{}, Partitions: []groupPartition{}, TotalLag: sd.TotalLag}
+	for _, m := range sd.Members {
+		epoch := m.MemberEpoch
+		d.Members = append(d.Members, groupMember{MemberID: m.MemberID, ClientID: m.ClientID, Host: m.Host,
+			MemberEpoch: &epoch, Assignment: m.Assignment})
+	}
+	for _, p := range sd.Partitions {
+		d.Partitions = append(d.Partitions, groupPartition{Topic: p.Topic, Partition: p.Partition, CommittedOffset: p.StartOffset,
+			LogEndOffset: p.LogEndOffset, Lag: p.Lag, Error: p.Error})
+	}
+	return d, true, nil
+}
