@@ -29,6 +29,9 @@ type hclogAdapter struct {
 	leaving *atomic.Bool
 	// unreachable limits the reports of a peer Raft cannot reach, shared like level.
 	unreachable *peerLog
+	// diskFull, if set, reports that this node's metadata disk is full: its failing
+	// election attempts are then expected (raftstore.go) and logged at Debug.
+	diskFull func() bool
 }
 
 func newHclogAdapter(l *slog.Logger) *hclogAdapter {
@@ -68,6 +71,9 @@ func (a *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
 	}
 	if a.leaving.Load() && level > hclog.Info && peerFailure(msg) {
 		level = hclog.Info
+	}
+	if level > hclog.Debug && a.diskFull != nil && slices.Contains(fullDiskCampaign, msg) && a.diskFull() {
+		level = hclog.Debug
 	}
 	if level == hclog.Off || level < a.GetLevel() {
 		return
@@ -235,6 +241,12 @@ func peerFailure(msg string) bool {
 	}
 	return false
 }
+
+// fullDiskCampaign are Raft's messages of an election that a node whose metadata disk
+// is full keeps starting and that fails by design (it asks for no votes): one line
+// per election timeout otherwise.
+var fullDiskCampaign = []string{"failed to make requestVote RPC", "Election timeout reached, restarting election",
+	"heartbeat timeout reached, starting election", "entering candidate state"}
 
 // Raft's leader reports every failed heartbeat to a peer that is down ("failed to
 // heartbeat to", at Error, four times a second: 43 lines in 10 s) and every failed

@@ -180,6 +180,7 @@ func (c *Controller) openRaft() (joining bool, err error) {
 		return false, fmt.Errorf("controller: open raft log %s: %w", dir, err)
 	}
 	c.store = newDiskStore(store, dir, c.cfg.OnDiskFull)
+	hl.diskFull = c.store.isFull
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, retainSnapshots, hl)
 	if err != nil {
 		return false, fmt.Errorf("controller: open raft snapshots: %w", err)
