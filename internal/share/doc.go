@@ -28,12 +28,21 @@
 // fnv32a(group) % 50, so a group's offsets are read from one partition.
 //
 //	key:   int16 version 0 | int16 len | group | topic id (16 bytes) | int32 partition
-//	value: JSON {leader_epoch, seq, start, batches: [{first, last, state, deliveries}], written_ms}
+//	value: JSON {state_epoch, deleted, leader_epoch, seq, start, batches: [{first, last, state, deliveries}], written_ms}
 //	       (a null value is a tombstone)
 //
-// The snapshot with the highest (leader_epoch, seq) wins on replay, whatever order
-// records reached the log in, so a deposed leader's late write never overrides its
-// successor's. A snapshot is written before any ACCEPT, RELEASE, REJECT or gap
+// The snapshot with the highest (state_epoch, leader_epoch, seq) wins on replay,
+// whatever order records reached the log in, so a deposed leader's late write never
+// overrides its successor's, and no leader's write overrides an admin request's
+// (AlterShareGroupOffsets, DeleteShareGroupOffsets: admin.go), which starts a new state
+// epoch. A leader checks the Store's state epoch when a member opens a share session
+// on a partition it has loaded, and reloads if an admin request replaced the state.
+//
+// A read (a load, a check, an admin request) first appends a barrier record (a key of
+// another version, null value) acks=-1, and replays the partition up to it: reading to
+// the high watermark would miss snapshots already acknowledged to their writers while
+// a just-elected leader of the state partition has a high watermark that lags.
+// Clients cannot produce to the topic (it is internal); only the Store's client id may. A snapshot is written before any ACCEPT, RELEASE, REJECT or gap
 // acknowledgement is answered, and when a share partition is first initialized (its
 // start offset from share.auto.offset.reset, so that a reload never jumps to a newer
 // log end). Acquisitions and lock renewals are not written (as Kafka): an acquired
