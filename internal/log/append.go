@@ -177,7 +177,44 @@ func (l *Log) checkProducersLocked(batches []recordbatch.Batch) (info AppendInfo
 // leader epochs are kept. The first batch must start at or after the log end offset
 // (ErrOffsetOutOfRange otherwise; after the leader's log cleaner removed batches,
 // the next one may start later) and offsets must increase.
+//
+// One exception, Kafka's (Partition.appendRecordsToFollowerOrFutureReplica): an empty
+// log (its start is its end: a follower restarted at its leader's log start, a mirror
+// at its source's) whose first batch begins below its end and reaches it. DeleteRecords
+// moved the leader's log start into that batch, which the leader keeps whole; the log
+// restarts at the batch's base offset, stores it whole, and keeps its log start, so the
+// offsets below stay unreadable as on the leader. Refused, the append would fail at
+// every fetch and the replica never catch up.
 func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
+	info, err := l.appendAsFollower(records)
+	var mid errStartsMidBatch
+	if !errors.As(err, &mid) {
+		return info, err
+	}
+	if err := l.TruncateFullyAndStartAt(mid.base); err != nil {
+		return AppendInfo{}, err
+	}
+	if info, err = l.appendAsFollower(records); err != nil {
+		return info, err
+	}
+	if _, err := l.DeleteRecordsBefore(mid.logStart); err != nil {
+		return AppendInfo{}, err
+	}
+	info.LogStartOffset = l.LogStartOffset()
+	return info, nil
+}
+
+// errStartsMidBatch is appendAsFollower's refusal of a first batch that begins below
+// the end of an empty log and reaches it (see AppendAsFollower).
+type errStartsMidBatch struct{ base, logStart int64 }
+
+func (e errStartsMidBatch) Error() string {
+	return fmt.Sprintf("%v: follower append starts at %d, inside the batch holding the log start %d", ErrOffsetOutOfRange, e.base, e.logStart)
+}
+
+func (e errStartsMidBatch) Unwrap() error { return ErrOffsetOutOfRange }
+
+func (l *Log) appendAsFollower(records []byte) (AppendInfo, error) {
 	var inline [maxInlineBatches]recordbatch.Batch
 	v, err := frameBatches(records, false, 0, inline[:0])
 	if err != nil {
@@ -192,6 +229,9 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	info := AppendInfo{FirstOffset: v.list[0].BaseOffset(), LogAppendTime: -1,
 		NumBatches: len(v.list), NumRecords: v.records, Bytes: len(records)}
 	if info.FirstOffset < leo {
+		if leo == l.logStart.Load() && v.list[0].NextOffset() > leo {
+			return AppendInfo{}, errStartsMidBatch{base: info.FirstOffset, logStart: leo}
+		}
 		return AppendInfo{}, fmt.Errorf("%w: follower append starts at %d, the log ends at %d", ErrOffsetOutOfRange, info.FirstOffset, leo)
 	}
 	next := leo
