@@ -387,19 +387,19 @@ func logBounds(ctx context.Context, adm *kadm.Client, topic string) (map[int32]l
 
 // consumer polls records and prints them.
 type consumer struct {
-	cl       *kgo.Client
-	topic    string
-	format   *recordFormat
-	limit    int           // stop after this many records; 0: no limit
-	idle     time.Duration // stop after this long without records; 0: never
-	group    string        // the group whose offsets to commit; empty without --group
+	cl     *kgo.Client
+	topic  string
+	format *recordFormat
+	limit  int           // stop after this many records; 0: no limit
+	idle   time.Duration // stop after this long without records; 0: never
+	group  string        // the group whose offsets to commit; empty without --group
 	// shareGroup is the share group whose records to acknowledge; empty without
 	// --share-group.
 	shareGroup string
-	out      *bufio.Writer
-	warn     io.Writer // stderr, for problems that do not stop consuming
-	buf      []byte    // reused for each rendered record
-	consumed int       // records printed; only grows
+	out        *bufio.Writer
+	warn       io.Writer // stderr, for problems that do not stop consuming
+	buf        []byte    // reused for each rendered record
+	consumed   int       // records printed; only grows
 }
 
 // run prints records until the limit, the idle timeout, an interrupt (all exit 0) or

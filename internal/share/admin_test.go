@@ -26,8 +26,10 @@ func TestAdminStateEpoch(t *testing.T) {
 	store := NewMemStore()
 	now := time.Unix(1000, 0)
 	m := NewManager(ManagerConfig{
-		Store:           store,
-		Limits:          func(string) Limits { return Limits{LockDuration: 10 * time.Second, DeliveryLimit: 5, MaxInFlight: 1000} },
+		Store: store,
+		Limits: func(string) Limits {
+			return Limits{LockDuration: 10 * time.Second, DeliveryLimit: 5, MaxInFlight: 1000}
+		},
 		AutoOffsetReset: func(string) string { return "earliest" },
 		Now:             func() time.Time { return now },
 	})
