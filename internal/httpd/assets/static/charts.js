@@ -34,7 +34,10 @@
     var svg = el("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img",
       "aria-label": cap.textContent }, fig);
     el("rect", { x: 0, y: 0, width: W, height: H, class: "chart-bg" }, svg);
-    var now = Date.now(), span = 3600 * 1000;
+    // The x axis spans the samples the node has, at most the hour it keeps: a node
+    // that started minutes ago shows those minutes across the whole width.
+    var now = Date.now(), oldest = s.points.length ? s.points[0][0] : now;
+    var span = Math.min(3600 * 1000, Math.max(now - oldest, 4 * interval * 1000));
     var top = 0;
     vals.forEach(function (p) { top = Math.max(top, p[1]); });
     top = top > 0 ? top * 1.1 : 1;
@@ -54,7 +57,7 @@
     });
     flush();
     el("text", { x: PAD + 2, y: 12, class: "chart-axis" }, svg).textContent = fmt(top / 1.1 || 0) + " max";
-    el("text", { x: PAD + 2, y: H - 6, class: "chart-axis" }, svg).textContent = "60 min ago";
+    el("text", { x: PAD + 2, y: H - 6, class: "chart-axis" }, svg).textContent = Math.round(span / 60000) + " min ago";
     el("text", { x: W - PAD - 2, y: H - 6, class: "chart-axis", "text-anchor": "end" }, svg).textContent = "now";
     box.appendChild(fig);
   }
