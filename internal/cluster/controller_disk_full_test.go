@@ -19,8 +19,10 @@ import (
 // leadership off a node whose disk filled and commit a change without it.
 const controllerMoveBound = 15 * time.Second
 
-// TestControllerDiskFull fills the disk of the active controller (every node's data
-// dir is a small tmpfs of its own) under a checked acks=all load. Within
+// TestControllerDiskFull fills the disk of the active controller under a checked
+// acks=all load: its whole data dir ("data dir": every node's data dir is a small
+// tmpfs of its own), or only its metadata log ("metadata dir": a tmpfs on every
+// node's DATA_DIR/__raft, the partitions keep their room). Within
 // controllerMoveBound another voter must be the active controller, a topic creation
 // must be acknowledged (it waits for every node that can apply it, not for the full
 // one), and the full node's partitions must have other leaders. Once the file is
@@ -29,11 +31,18 @@ const controllerMoveBound = 15 * time.Second
 // needs root to mount the tmpfs, and skips otherwise.
 func TestControllerDiskFull(t *testing.T) {
 	skipIfShort(t)
+	for name, sub := range map[string]string{"data dir": "", "metadata dir": "__raft"} {
+		t.Run(name, func(t *testing.T) { controllerDiskFull(t, sub) })
+	}
+}
+
+// controllerDiskFull is TestControllerDiskFull with the tmpfs on DATA_DIR/sub.
+func controllerDiskFull(t *testing.T, sub string) {
 	dirs := map[int32]string{}
 	c := cluster.Start(t, cluster.Options{Nodes: 3, InProcess: true, Sets: cluster.FastFailureDetection, StartTimeout: startTimeout,
 		Prepare: func(n *cluster.Node) error {
-			dirs[n.ID] = n.DataDir
-			return mountSmallDisk(t, n.DataDir, "64m")
+			dirs[n.ID] = filepath.Join(n.DataDir, sub)
+			return mountSmallDisk(t, dirs[n.ID], "64m")
 		}})
 	topic := topicName(t)
 	const parts = 3

@@ -76,9 +76,13 @@ const (
 	diskProbeSize = 64 << 10
 )
 
-// diskHasRoom is the disk monitor's probe: the data directory's filesystem has room
-// beyond the margin, and a small write there succeeds.
+// diskHasRoom is the disk monitor's probe: the metadata log has room (the controller
+// probes its directory, which may be a filesystem of its own), the data directory's
+// filesystem has room beyond the margin, and a small write there succeeds.
 func (n *Node) diskHasRoom() error {
+	if n.ctrl != nil && n.ctrl.DiskFull() {
+		return errors.New("the metadata log's disk is full")
+	}
 	dir := n.cfg.DataDir
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
