@@ -29,7 +29,7 @@ import (
 //
 //   - an active controller hands its leadership to another voter (watchDisk);
 //   - the node asks for no votes and accepts no TimeoutNow, so it is not elected
-//     (fullDiskTransport);
+//     (patientTransport's RequestVote, RequestPreVote and Consumer, below);
 //   - it refuses the requests that would make it store a newer term, which it may
 //     not be able to (a panic), and whose entries it could not store anyway: it
 //     stays at its term, behind the quorum, and takes no part in it;
