@@ -96,6 +96,7 @@ type Broker struct {
 	GroupConsumerHeartbeatIntervalMs int32  `config:"group.consumer.heartbeat.interval.ms"` // 5000
 	GroupConsumerAssignors           string `config:"group.consumer.assignors"`             // uniform,range
 	GroupConsumerMaxSize             int32  `config:"group.consumer.max.size"`              // Int.MAX
+	GroupConsumerMigrationPolicy     string `config:"group.consumer.migration.policy"`      // bidirectional
 	// KIP-932 share groups.
 	GroupShareSessionTimeoutMs        int32 `config:"group.share.session.timeout.ms"`         // 45000
 	GroupShareHeartbeatIntervalMs     int32 `config:"group.share.heartbeat.interval.ms"`      // 5000

@@ -30,6 +30,9 @@ type JoinRequest struct {
 	// is told to skip assigning instead of being hidden from the leadership.
 	SupportsSkipAssignment bool
 	Reason                 string
+	// Topics resolves the subscription of a classic member joining a consumer group
+	// (migration.go); nil refuses such a join.
+	Topics TopicImage
 }
 
 // JoinMember is one member as the leader sees it in its join response.

@@ -153,6 +153,8 @@ type consumerMember struct {
 	// revokeDeadline is when a member still owing revocations is fenced; zero when it
 	// owes none.
 	revokeDeadline time.Time
+	// classic is set for a member speaking the classic protocol (migration.go).
+	classic *classicMember
 }
 
 func (m *consumerMember) sessionExpiry() time.Time { return m.lastHeartbeat.Add(m.sessionTimeout) }

@@ -127,6 +127,8 @@ type ConsumerMemberDescription struct {
 	SubscribedTopicRegex           *string
 	Assignment, TargetAssignment   []TopicPartitions
 	PendingRevocation              []TopicPartitions
+	// Classic: the member speaks the classic protocol (JoinGroup; migration.go).
+	Classic bool
 }
 
 // ConsumerGroupDescription is one group in ConsumerGroupDescribe.
@@ -223,7 +225,7 @@ func (cg *consumerGroup) describe(id string) ConsumerGroupDescription {
 			RackID: m.rackID, MemberEpoch: m.epoch, State: m.state.String(),
 			SubscribedTopicNames: slices.Clone(m.subscribedNames),
 			Assignment:           m.assigned.sorted(), TargetAssignment: cg.target[m.id].sorted(),
-			PendingRevocation: m.pending.sorted(),
+			PendingRevocation: m.pending.sorted(), Classic: m.classic != nil,
 		}
 		if m.regex != "" {
 			r := m.regex

@@ -27,15 +27,21 @@ func (g *groupMetadata) consumerHeartbeat(now time.Time, req ConsumerHeartbeatRe
 		return
 	}
 	if g.consumer == nil {
-		if len(g.members) > 0 || len(g.pending) > 0 || g.phase != Empty {
+		switch {
+		case g.canUpgrade(req):
+			if err := g.upgradeToConsumer(now, req.Topics); err != nil {
+				reply(heartbeatError(ErrGroupIDNotFound, err.Error()))
+				return
+			}
+		case len(g.members) > 0 || len(g.pending) > 0 || g.phase != Empty:
 			reply(heartbeatError(ErrGroupIDNotFound, fmt.Sprintf("Group %s is not a consumer group.", g.id)))
 			return
-		}
-		if req.MemberEpoch != 0 {
+		case req.MemberEpoch != 0:
 			reply(heartbeatError(ErrUnknownMemberID, ""))
 			return
+		default:
+			g.toConsumerGroup()
 		}
-		g.toConsumerGroup()
 	}
 	var records []kv
 	var res ConsumerHeartbeatResult
@@ -57,6 +63,7 @@ func (g *groupMetadata) consumerHeartbeat(now time.Time, req ConsumerHeartbeatRe
 		}
 		reply(res)
 	})
+	g.maybeDowngrade(now)
 }
 
 // toConsumerGroup makes an empty classic group a consumer group, tombstoning its

@@ -28,6 +28,10 @@ func (g *groupMetadata) validateConsumerCommit(req CommitRequest, transactional 
 		return ErrUnknownMemberID, nil
 	case req.InstanceID != nil && cg.static[*req.InstanceID] != req.MemberID:
 		return ErrFencedInstanceID, nil
+	case m.classic != nil && req.Generation != m.epoch: // generation = member epoch
+		return ErrIllegalGeneration, nil
+	case m.classic != nil:
+		return nil, make([]error, len(req.Offsets))
 	case !transactional && req.Version < 9:
 		return ErrUnsupportedVersion, nil
 	case req.Generation > m.epoch:

@@ -129,7 +129,7 @@ func memberMetadataRecord(group string, m *consumerMember) kv {
 	w.nstr(regex)
 	w.nstr(assignor)
 	w.i32(int32(m.rebalanceTimeout / time.Millisecond))
-	w.i8(-1) // no classic member metadata: Runnel does not convert groups online
+	w.classicMember(m.classic)
 	w.tags()
 	return kv{consumerKey(recConsumerMemberMetadata, group, &m.id), w.b}
 }
@@ -335,6 +335,7 @@ func decodeConsumerRecord(typ int16, key, value []byte, groupOf func(string) *lo
 			m.serverAssignor = *a
 		}
 		m.rebalanceTimeout = time.Duration(r.i32()) * time.Millisecond
+		m.classic = r.classicMember()
 		lc.members[member] = m
 	case recTargetAssignmentMember:
 		if value == nil {
@@ -372,6 +373,9 @@ func restoreConsumerGroup(lc *loadedConsumer, lim limits, now time.Time) *consum
 			m.assigned, m.pending = cur.assigned, cur.pending
 		}
 		m.sessionTimeout, m.lastHeartbeat = lim.consumerSessionTimeout, now
+		if m.classic != nil {
+			m.sessionTimeout = m.classic.sessionTimeout
+		}
 		if m.state == memberUnrevoked {
 			m.revokeDeadline = now.Add(m.rebalanceTimeout)
 		}

@@ -41,6 +41,8 @@ type Config struct {
 	ConsumerAssignors []string
 	// ConsumerMaxSize is group.consumer.max.size (0: unlimited).
 	ConsumerMaxSize int
+	// MigrationPolicy is group.consumer.migration.policy ("": bidirectional).
+	MigrationPolicy string
 	// AppendTimeout bounds each append to __consumer_offsets, replication included
 	// (Kafka's offsets.commit.timeout.ms; default 5 s).
 	AppendTimeout time.Duration
@@ -67,6 +69,7 @@ func ConfigFromBroker(b *config.Broker) Config {
 		ConsumerHeartbeatInterval: time.Duration(b.GroupConsumerHeartbeatIntervalMs) * time.Millisecond,
 		ConsumerAssignors:         splitAssignors(b.GroupConsumerAssignors),
 		ConsumerMaxSize:           int(b.GroupConsumerMaxSize),
+		MigrationPolicy:           b.GroupConsumerMigrationPolicy,
 	}
 }
 
@@ -154,6 +157,11 @@ func NewCoordinator(cfg Config) *Coordinator {
 	}
 	if cfg.ConsumerMaxSize > 0 {
 		lim.consumerMaxSize = cfg.ConsumerMaxSize
+	}
+	if p, err := parseMigrationPolicy(cfg.MigrationPolicy); err == nil {
+		lim.migration = p
+	} else {
+		cfg.Logger.Error("online migration between classic and consumer groups disabled", "err", err)
 	}
 	return &Coordinator{cfg: cfg, lim: lim, logger: cfg.Logger.With("component", "group-coordinator"), shards: coordshard.New[*shard]()}
 }

@@ -7,6 +7,10 @@ import (
 // join handles a JoinGroup (Kafka GroupCoordinator.handleJoinGroup). reply is called
 // once, now or when the join phase ends.
 func (g *groupMetadata) join(now time.Time, req JoinRequest, reply func(JoinResult)) {
+	if g.classicJoinsConsumer() {
+		g.consumerClassicJoin(now, req, reply)
+		return
+	}
 	if err := g.validateJoin(req); err != nil {
 		reply(joinError(req.MemberID, err))
 		return

@@ -50,6 +50,8 @@ type limits struct {
 	consumerHeartbeatInterval time.Duration
 	consumerAssignors         []string
 	consumerMaxSize           int
+	// migration is group.consumer.migration.policy (migration.go).
+	migration migrationPolicy
 }
 
 func defaultLimits() limits {

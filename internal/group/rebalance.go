@@ -93,6 +93,10 @@ func (g *groupMetadata) assignments() map[string][]byte {
 // sync handles a SyncGroup (Kafka handleSyncGroup). reply is called once, now or when
 // the leader's assignment is stored.
 func (g *groupMetadata) sync(now time.Time, req SyncRequest, reply func(SyncResult)) {
+	if g.consumer != nil && g.phase != Dead {
+		g.consumerClassicSync(now, req, reply)
+		return
+	}
 	if err := g.validateSync(req); err != nil {
 		reply(SyncResult{Err: err})
 		return
@@ -174,6 +178,9 @@ func (g *groupMetadata) heartbeat(now time.Time, req HeartbeatRequest) error {
 	if g.phase == Dead {
 		return ErrCoordinatorNotAvailable
 	}
+	if g.consumer != nil {
+		return g.consumerClassicHeartbeat(now, req)
+	}
 	if err := g.validateMember(req.MemberID, req.InstanceID); err != nil {
 		return err
 	}
@@ -192,6 +199,9 @@ func (g *groupMetadata) heartbeat(now time.Time, req HeartbeatRequest) error {
 
 // leave handles a LeaveGroup; it returns one error per member, in order.
 func (g *groupMetadata) leave(now time.Time, members []LeaveMember) []error {
+	if g.consumer != nil && g.phase != Dead {
+		return g.consumerClassicLeave(now, members)
+	}
 	errs := make([]error, len(members))
 	for i, lm := range members {
 		errs[i] = g.leaveOne(now, lm)
@@ -263,6 +273,7 @@ func (g *groupMetadata) tick(now time.Time) {
 	g.tryCompleteJoin(now)
 	if g.consumer != nil {
 		g.consumerTick(now)
+		g.maybeDowngrade(now)
 	}
 	g.expireOffsets(now)
 }

@@ -6,8 +6,8 @@ package kafka
 // assignment epoch and assignor, and per member its epoch, subscription, current
 // assignment and target assignment (topics by id and name). A group that does not
 // exist or is a classic group answers GROUP_ID_NOT_FOUND, as Kafka. v1: MemberType
-// (1: the member speaks the consumer protocol; Runnel has no classic members in
-// consumer groups). Authorized operations as DescribeGroups (authorized_ops.go).
+// (1: the member speaks the consumer protocol, 0: a classic member of a consumer
+// group, group/migration.go). Authorized operations as DescribeGroups (authorized_ops.go).
 
 import (
 	"context"
@@ -61,7 +61,10 @@ func handleConsumerGroupDescribe(ctx context.Context, s *Server, r *request) (km
 				rm.SubscribedTopics = []string{}
 			}
 			rm.Assignment, rm.TargetAssignment = describedAssignment(im, m.Assignment), describedAssignment(im, m.TargetAssignment)
-			rm.MemberType = 1
+			rm.MemberType = 1 // consumer
+			if m.Classic {
+				rm.MemberType = 0 // classic
+			}
 			rg.Members = append(rg.Members, rm)
 		}
 		if req.IncludeAuthorizedOperations {
