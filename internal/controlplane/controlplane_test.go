@@ -193,7 +193,7 @@ func TestTxnPeersClosed(t *testing.T) {
 	im := metadata.Empty()
 	p := NewTxnPeers(TxnPeersConfig{Self: 1, Image: func() *metadata.Image { return im }})
 	p.Close()
-	_, err := p.client("127.0.0.1:1")
+	_, err := p.client(peerConn{addr: "127.0.0.1:1"})
 	testutil.ErrorIs(t, err, txn.ErrNotCoordinator, "client after Close")
 	err = p.WriteMarker(context.Background(), metadata.TopicPartition{Topic: "none"}, 1, 0, 0, true)
 	testutil.ErrorIs(t, err, replica.ErrUnknownTopicOrPartition, "marker for an unknown partition")

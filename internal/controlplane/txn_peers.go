@@ -47,18 +47,35 @@ type TxnPeersConfig struct {
 // TxnPeers is the transaction coordinator's RPCs to other nodes: WriteTxnMarkers to a
 // partition's leader (txn.Config.Markers) and the KIP-890 AddPartitionsToTxn check of
 // a transactional produce against the coordinator on another node
-// (txn.Config.RemoteVerify, RemoteAdd). It keeps one kgo client per peer address.
+// (txn.Config.RemoteVerify, RemoteAdd).
+//
+// It keeps two kgo clients per peer address, so markers and checks never share a
+// connection. A peer runs a connection's requests one after another (kafka's
+// per-connection order), and a check can wait at the coordinator for the entry lock
+// that the coordinator holds while it writes that transaction's markers. Were a
+// marker queued behind a check on one connection, two nodes each writing markers to
+// the other while the other's checks wait for those same markers would wait on each
+// other until the marker round timed out, and again at every retry (their producers
+// would get CONCURRENT_TRANSACTIONS without end). A marker
+// waits for nothing that waits for a check, so on their own connection markers
+// always progress, and every check waits for at most one marker round.
 type TxnPeers struct {
 	cfg TxnPeersConfig // immutable
 
-	mu      sync.Mutex             // guards clients and closed
-	clients map[string]*kgo.Client // by broker address
+	mu      sync.Mutex               // guards clients and closed
+	clients map[peerConn]*kgo.Client // by broker address and use
 	closed  bool
+}
+
+// peerConn names one of the clients of a peer: the markers' or the checks'.
+type peerConn struct {
+	addr    string
+	markers bool
 }
 
 // NewTxnPeers returns TxnPeers; Close closes its clients.
 func NewTxnPeers(cfg TxnPeersConfig) *TxnPeers {
-	return &TxnPeers{cfg: cfg, clients: map[string]*kgo.Client{}}
+	return &TxnPeers{cfg: cfg, clients: map[peerConn]*kgo.Client{}}
 }
 
 // Close closes every client; later calls fail with txn.ErrNotCoordinator.
@@ -87,7 +104,7 @@ func (peers *TxnPeers) WriteMarker(ctx context.Context, tp metadata.TopicPartiti
 	if !ok {
 		return fmt.Errorf("%w: %s-%d has no leader", replica.ErrNotLeader, tp.Topic, tp.Partition)
 	}
-	cl, err := peers.client(BrokerAddr(b))
+	cl, err := peers.client(peerConn{addr: BrokerAddr(b), markers: true})
 	if err != nil {
 		return err
 	}
@@ -115,18 +132,18 @@ func (peers *TxnPeers) WriteMarker(ctx context.Context, tp metadata.TopicPartiti
 	return nil
 }
 
-// client returns the kgo client of a broker address, created on first use.
-func (peers *TxnPeers) client(addr string) (*kgo.Client, error) {
+// client returns the kgo client of a broker address and use, created on first use.
+func (peers *TxnPeers) client(pc peerConn) (*kgo.Client, error) {
 	peers.mu.Lock()
 	defer peers.mu.Unlock()
 	if peers.closed {
 		return nil, txn.ErrNotCoordinator
 	}
-	if cl := peers.clients[addr]; cl != nil {
+	if cl := peers.clients[pc]; cl != nil {
 		return cl, nil
 	}
 	const dialTimeout = 10 * time.Second // kgo's default
-	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID("runnel-txn-" + strconv.Itoa(int(peers.cfg.Self))), kgo.RequestRetries(0)}
+	opts := []kgo.Opt{kgo.SeedBrokers(pc.addr), kgo.ClientID("runnel-txn-" + strconv.Itoa(int(peers.cfg.Self))), kgo.RequestRetries(0)}
 	if peers.cfg.PeerClient != nil {
 		opts = append(opts, peers.cfg.PeerClient(dialTimeout)...)
 	} else {
@@ -136,7 +153,7 @@ func (peers *TxnPeers) client(addr string) (*kgo.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	peers.clients[addr] = cl
+	peers.clients[pc] = cl
 	return cl, nil
 }
 
@@ -173,7 +190,7 @@ func (peers *TxnPeers) ask(ctx context.Context, txnID string, pid int64, epoch i
 		// No leader, or this node leads but has not loaded the partition yet.
 		return fmt.Errorf("%w: coordinator of %q not ready", txn.ErrCoordinatorNotAvailable, txnID)
 	}
-	cl, err := peers.client(BrokerAddr(b))
+	cl, err := peers.client(peerConn{addr: BrokerAddr(b)})
 	if err != nil {
 		return err
 	}
