@@ -50,12 +50,7 @@ func (m *Manager) OpenSession(k SessionKey, parts []PartitionID) *Session {
 	}
 	m.mu.Lock()
 	m.sessions[k] = s
-	var loaded []*sharePartition
-	for _, p := range parts {
-		if sp := m.parts[Key{Group: k.Group, TopicID: p.TopicID, Partition: p.Partition}]; sp != nil {
-			loaded = append(loaded, sp)
-		}
-	}
+	loaded := m.loadedLocked(k.Group, parts)
 	m.mu.Unlock()
 	// A member (re)joining may follow an admin request that changed the group's state
 	// in the Store while the group was empty: check before using the loaded state.
@@ -63,6 +58,17 @@ func (m *Manager) OpenSession(k SessionKey, parts []PartitionID) *Session {
 		sp.verify.Store(true)
 	}
 	return s
+}
+
+// loadedLocked returns group's loaded share partitions among parts. m.mu must be held.
+func (m *Manager) loadedLocked(group string, parts []PartitionID) []*sharePartition {
+	var loaded []*sharePartition
+	for _, p := range parts {
+		if sp := m.parts[Key{Group: group, TopicID: p.TopicID, Partition: p.Partition}]; sp != nil {
+			loaded = append(loaded, sp)
+		}
+	}
+	return loaded
 }
 
 // UpdateSession checks a request's epoch against k's session, adds and removes
@@ -78,6 +84,12 @@ func (m *Manager) UpdateSession(k SessionKey, epoch int32, add, forget []Partiti
 		return nil, ErrInvalidSessionEpoch
 	}
 	for _, p := range add {
+		if _, ok := s.parts[p]; !ok {
+			// New to the session: checked as at an opening (OpenSession).
+			for _, sp := range m.loadedLocked(k.Group, []PartitionID{p}) {
+				sp.verify.Store(true)
+			}
+		}
 		s.parts[p] = struct{}{}
 	}
 	for _, p := range forget {
