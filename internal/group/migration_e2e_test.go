@@ -1,0 +1,391 @@
+package group_test
+
+// The rolling upgrade of KIP-848's online migration against the shared node: six
+// franz-go consumers of one group, replaced one at a time from the classic protocol
+// (kgo's default cooperative-sticky group consumer) to the consumer protocol
+// (kgo.ServerSideBalancer) and back, under a steady producer.
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// migrationConsumer is one consumer of the rolling upgrade, recording each record it
+// consumes and the partitions it holds.
+type migrationConsumer struct {
+	name   string
+	cl     *kgo.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu       sync.Mutex
+	assigned map[int32]bool
+}
+
+// consumption is one record consumed: which partition and offset, by whom, when.
+type consumption struct {
+	partition int32
+	offset    int64
+	by        string
+	at        time.Time
+}
+
+// migrationLog collects what every consumer consumed.
+type migrationLog struct {
+	mu   sync.Mutex
+	recs []consumption
+}
+
+func startMigrationConsumer(t *testing.T, log *migrationLog, name, group, topic string, consumerProtocol bool) *migrationConsumer {
+	t.Helper()
+	c := &migrationConsumer{name: name, assigned: map[int32]bool{}, done: make(chan struct{})}
+	opts := append(seed(t),
+		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.ClientID(name),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.SessionTimeout(3*time.Second), kgo.HeartbeatInterval(300*time.Millisecond),
+		kgo.RebalanceTimeout(10*time.Second), kgo.FetchMaxWait(200*time.Millisecond),
+		kgo.AutoCommitInterval(300*time.Millisecond),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			for _, p := range a[topic] {
+				c.assigned[p] = true
+			}
+		}),
+		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, r map[string][]int32) {
+			if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+				t.Logf("%s: commit on revoke: %v", name, err)
+			}
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			for _, p := range r[topic] {
+				delete(c.assigned, p)
+			}
+		}),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, l map[string][]int32) {
+			t.Logf("%s lost %v", name, l[topic])
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			for _, p := range l[topic] {
+				delete(c.assigned, p)
+			}
+		}),
+	)
+	if consumerProtocol {
+		opts = append(opts, kgo.ServerSideBalancer())
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.cl = cl
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	go func() {
+		defer close(c.done)
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			now := time.Now()
+			var got []consumption
+			fs.EachRecord(func(r *kgo.Record) {
+				got = append(got, consumption{r.Partition, r.Offset, name, now})
+			})
+			log.mu.Lock()
+			log.recs = append(log.recs, got...)
+			log.mu.Unlock()
+		}
+	}()
+	return c
+}
+
+// stop ends the consumer as a rolling restart does: it stops polling, then closes
+// (committing what it consumed and leaving the group).
+func (c *migrationConsumer) stop() {
+	c.cancel()
+	<-c.done
+	c.cl.Close()
+}
+
+func (c *migrationConsumer) partitions() []int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ps []int32
+	for p := range c.assigned {
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// waitSpread waits until the consumers hold every partition, each exactly once, and
+// each consumer holds some.
+func waitSpread(t *testing.T, what string, n int32, cs []*migrationConsumer) {
+	t.Helper()
+	eventually(t, 20*time.Second, what, func() error {
+		seen := map[int32]string{}
+		for _, c := range cs {
+			ps := c.partitions()
+			if len(ps) == 0 {
+				return fmt.Errorf("%s holds nothing", c.name)
+			}
+			for _, p := range ps {
+				if o, ok := seen[p]; ok {
+					return fmt.Errorf("partition %d held by %s and %s", p, o, c.name)
+				}
+				seen[p] = c.name
+			}
+		}
+		if int32(len(seen)) != n {
+			return fmt.Errorf("%d of %d partitions held", len(seen), n)
+		}
+		return nil
+	})
+}
+
+// commitWatch polls the group's committed offsets and records, per partition, every
+// value seen with when it was seen; a commit that goes backwards is an error.
+type commitWatch struct {
+	mu        sync.Mutex
+	seen      map[int32][]commitSeen
+	backwards []string
+}
+
+type commitSeen struct {
+	offset int64
+	at     time.Time
+}
+
+func (w *commitWatch) run(ctx context.Context, adm *kadm.Client, group, topic string, done chan<- struct{}) {
+	defer close(done)
+	for ctx.Err() == nil {
+		os, err := adm.FetchOffsets(ctx, group)
+		now := time.Now()
+		if err == nil {
+			w.mu.Lock()
+			os.Each(func(o kadm.OffsetResponse) {
+				if o.Topic != topic || o.Err != nil {
+					return
+				}
+				h := w.seen[o.Partition]
+				if n := len(h); n > 0 && o.At < h[n-1].offset {
+					w.backwards = append(w.backwards, fmt.Sprintf("partition %d commit went from %d to %d", o.Partition, h[n-1].offset, o.At))
+				}
+				if n := len(h); n == 0 || h[n-1].offset != o.At {
+					w.seen[o.Partition] = append(h, commitSeen{o.At, now})
+				}
+			})
+			w.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// committedBefore is the highest commit of partition p seen before t.
+func (w *commitWatch) committedBefore(p int32, t time.Time) int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := int64(-1)
+	for _, s := range w.seen[p] {
+		if s.at.Before(t) {
+			c = max(c, s.offset)
+		}
+	}
+	return c
+}
+
+// waitProgress waits until the log holds n more consumptions than it did at from.
+func (l *migrationLog) waitProgress(t *testing.T, what string, from, n int) {
+	t.Helper()
+	eventually(t, 20*time.Second, what, func() error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if got := len(l.recs) - from; got < n {
+			return fmt.Errorf("%d records consumed", got)
+		}
+		return nil
+	})
+}
+
+func (l *migrationLog) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.recs)
+}
+
+// groupType is the group's type in ListGroups v5.
+func groupType(t *testing.T, adm *kadm.Client, group string) string {
+	t.Helper()
+	ls, err := adm.ListGroups(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ls[group].GroupType
+}
+
+func TestRollingMigrationClassicToConsumerAndBack(t *testing.T) {
+	const topic, group, parts, fleet = "migrate", "g-migrate", 12, 6
+	createTopic(t, topic, parts, 0)
+	adm := newAdmin(t)
+	start := time.Now()
+
+	// The steady producer: one record every 2 ms, round robin over the partitions.
+	type produced struct {
+		partition int32
+		offset    int64
+	}
+	var pmu sync.Mutex
+	var sent []produced
+	pcl, err := kgo.NewClient(append(seed(t), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(0))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pcl.Close()
+	pctx, pstop := context.WithCancel(context.Background())
+	pdone := make(chan struct{})
+	go func() {
+		defer close(pdone)
+		for i := 0; pctx.Err() == nil; i++ {
+			r, err := pcl.ProduceSync(pctx, &kgo.Record{Topic: topic, Value: []byte(fmt.Sprint(i))}).First()
+			if err != nil {
+				continue
+			}
+			pmu.Lock()
+			sent = append(sent, produced{r.Partition, r.Offset})
+			pmu.Unlock()
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	defer func() { pstop(); <-pdone }()
+
+	watch := &commitWatch{seen: map[int32][]commitSeen{}}
+	wctx, wstop := context.WithCancel(context.Background())
+	wdone := make(chan struct{})
+	go watch.run(wctx, adm, group, topic, wdone)
+	defer func() { wstop(); <-wdone }()
+
+	log := &migrationLog{}
+	cs := make([]*migrationConsumer, fleet)
+	defer func() {
+		for _, c := range cs {
+			if c != nil {
+				c.stop()
+			}
+		}
+	}()
+	for i := range cs {
+		cs[i] = startMigrationConsumer(t, log, fmt.Sprintf("classic-%d", i), group, topic, false)
+	}
+	waitSpread(t, "six classic consumers sharing the partitions", parts, cs)
+	if typ := groupType(t, adm, group); typ != "classic" {
+		t.Fatalf("group type %q before the upgrade, want classic", typ)
+	}
+
+	// Classic to consumer, one at a time: the first ConsumerGroupHeartbeat converts the
+	// group; the classic members left keep consuming as classic members of it.
+	for i := range cs {
+		cs[i].stop()
+		cs[i] = startMigrationConsumer(t, log, fmt.Sprintf("consumer-%d", i), group, topic, true)
+		before := log.len()
+		waitSpread(t, fmt.Sprintf("upgrade step %d", i), parts, cs)
+		log.waitProgress(t, fmt.Sprintf("consumption after step %d", i), before, 100)
+		if typ := groupType(t, adm, group); typ != "consumer" {
+			t.Fatalf("upgrade step %d: group type %q, want consumer", i, typ)
+		}
+		if i == fleet/2 {
+			checkMemberTypes(t, adm, group, fleet/2+1, fleet/2-1)
+		}
+	}
+	// And back: the last consumer-protocol member to leave converts the group to a
+	// classic group again.
+	for i := range cs {
+		cs[i].stop()
+		cs[i] = startMigrationConsumer(t, log, fmt.Sprintf("classic-again-%d", i), group, topic, false)
+		before := log.len()
+		waitSpread(t, fmt.Sprintf("downgrade step %d", i), parts, cs)
+		log.waitProgress(t, fmt.Sprintf("consumption after step %d", i), before, 100)
+		if i == fleet/2 {
+			checkMemberTypes(t, adm, group, fleet/2-1, fleet/2+1)
+		}
+	}
+	if typ := groupType(t, adm, group); typ != "classic" {
+		t.Fatalf("group type %q after the downgrade, want classic", typ)
+	}
+
+	pstop()
+	<-pdone
+	pmu.Lock()
+	want := append([]produced(nil), sent...)
+	pmu.Unlock()
+	eventually(t, 20*time.Second, "every produced record consumed", func() error {
+		got := map[produced]bool{}
+		log.mu.Lock()
+		for _, c := range log.recs {
+			got[produced{c.partition, c.offset}] = true
+		}
+		log.mu.Unlock()
+		for _, p := range want {
+			if !got[p] {
+				return fmt.Errorf("partition %d offset %d never consumed (of %d produced)", p.partition, p.offset, len(want))
+			}
+		}
+		return nil
+	})
+
+	// At least once, no more: a record consumed again was past its partition's commit
+	// (as far as the watch saw it before the second consumption).
+	log.mu.Lock()
+	recs := append([]consumption(nil), log.recs...)
+	log.mu.Unlock()
+	first := map[produced]consumption{}
+	dups := 0
+	for _, c := range recs {
+		k := produced{c.partition, c.offset}
+		f, ok := first[k]
+		if !ok {
+			first[k] = c
+			continue
+		}
+		dups++
+		if committed := watch.committedBefore(c.partition, c.at); committed > c.offset {
+			t.Errorf("partition %d offset %d consumed by %s and again by %s although the commit had reached %d", c.partition, c.offset, f.by, c.by, committed)
+		}
+	}
+	watch.mu.Lock()
+	for _, b := range watch.backwards {
+		t.Error(b)
+	}
+	watch.mu.Unlock()
+	t.Logf("%d records produced, %d consumptions, %d consumed twice; took %v", len(want), len(recs), dups, time.Since(start))
+}
+
+// checkMemberTypes checks with ConsumerGroupDescribe v1 that the group has the
+// given numbers of consumer-protocol (MemberType 1) and classic (0) members.
+func checkMemberTypes(t *testing.T, adm *kadm.Client, group string, consumers, classics int) {
+	t.Helper()
+	eventually(t, 10*time.Second, "the members' types", func() error {
+		ds, err := adm.DescribeConsumerGroups(context.Background(), group)
+		if err != nil {
+			return err
+		}
+		d := ds[group]
+		if d.Err != nil {
+			return d.Err
+		}
+		n := map[int8]int{}
+		for _, m := range d.Members {
+			n[m.MemberType]++
+		}
+		if n[1] != consumers || n[0] != classics {
+			return fmt.Errorf("member types %v, want %d consumer and %d classic", n, consumers, classics)
+		}
+		return nil
+	})
+}
