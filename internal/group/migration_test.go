@@ -1,0 +1,249 @@
+package group
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// classicProtocols is a classic consumer's JoinGroup protocols: subscribed to topics,
+// reporting owned (topic -> partitions).
+func classicProtocols(topics []string, owned map[string][]int32) []Protocol {
+	meta := kmsg.NewConsumerMemberMetadata()
+	meta.Version, meta.Topics = 1, topics
+	for t, ps := range owned {
+		op := kmsg.NewConsumerMemberMetadataOwnedPartition()
+		op.Topic, op.Partitions = t, ps
+		meta.OwnedPartitions = append(meta.OwnedPartitions, op)
+	}
+	return []Protocol{{Name: "cooperative-sticky", Metadata: meta.AppendTo(nil)}}
+}
+
+func (h *consumerHarness) classicJoin(id string, owned map[string][]int32) JoinResult {
+	h.t.Helper()
+	var got *JoinResult
+	h.g.join(h.now, JoinRequest{GroupID: "g", MemberID: id, ProtocolType: "consumer", Protocols: classicProtocols([]string{"t"}, owned),
+		SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second, ClientID: "c", Topics: h.topics}, func(r JoinResult) { got = &r })
+	h.flush()
+	if got == nil {
+		h.t.Fatalf("join of %q not answered", id)
+	}
+	return *got
+}
+
+func (h *consumerHarness) classicSync(id string, gen int32) ([]int32, error) {
+	h.t.Helper()
+	var got *SyncResult
+	h.g.sync(h.now, SyncRequest{GroupID: "g", MemberID: id, Generation: gen}, func(r SyncResult) { got = &r })
+	h.flush()
+	if got.Err != nil {
+		return nil, got.Err
+	}
+	var a kmsg.ConsumerMemberAssignment
+	if err := a.ReadFrom(got.Assignment); err != nil {
+		h.t.Fatal(err)
+	}
+	var ps []int32
+	for _, at := range a.Topics {
+		ps = append(ps, at.Partitions...)
+	}
+	return ps, nil
+}
+
+// stableClassicGroup makes a stable classic group of members a (partitions 0, 1) and
+// b (2, 3) in generation 1.
+func stableClassicGroup(h *consumerHarness) (a, b string) {
+	h.t.Helper()
+	h.g.lim.initialRebalanceDelay = 0
+	ids := []string{"a", "b"}
+	n := 0
+	h.g.newMemberID = func(string) string { n++; return ids[n-1] }
+	for range ids {
+		h.g.join(h.now, JoinRequest{GroupID: "g", ProtocolType: "consumer", Protocols: classicProtocols([]string{"t"}, nil),
+			SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second}, func(JoinResult) {})
+	}
+	for i := 0; i < 3 && h.g.phase == PreparingRebalance; i++ {
+		h.advance(0) // the initial join phase ends once no new member came
+	}
+	if h.g.phase != CompletingRebalance {
+		h.t.Fatalf("classic group in %v", h.g.phase)
+	}
+	assign := func(ps ...int32) []byte {
+		a := kmsg.NewConsumerMemberAssignment()
+		at := kmsg.NewConsumerMemberAssignmentTopic()
+		at.Topic, at.Partitions = "t", ps
+		a.Topics = append(a.Topics, at)
+		return a.AppendTo(nil)
+	}
+	h.g.sync(h.now, SyncRequest{MemberID: h.g.leader, Generation: 1, Assignments: []Assignment{{"a", assign(0, 1)}, {"b", assign(2, 3)}}}, func(SyncResult) {})
+	h.g.sync(h.now, SyncRequest{MemberID: "a", Generation: 1}, func(SyncResult) {})
+	h.g.sync(h.now, SyncRequest{MemberID: "b", Generation: 1}, func(SyncResult) {})
+	h.flush()
+	if h.g.phase != Stable {
+		h.t.Fatalf("classic group in %v", h.g.phase)
+	}
+	h.g.newMemberID = func(string) string { return "new" }
+	return "a", "b"
+}
+
+// TestMigrationUpgradeAndDowngrade: a ConsumerGroupHeartbeat converts a stable
+// classic group; its classic members keep their partitions until they rejoin, revoke
+// before a consumer member gets what they held, commit with generation = member epoch;
+// the last consumer member's leave converts the group back.
+func TestMigrationUpgradeAndDowngrade(t *testing.T) {
+	h := newConsumerHarness(t, map[string]int32{"t": 4})
+	h.g.lim.migration = migrateUpgrade | migrateDowngrade
+	a, b := stableClassicGroup(h)
+
+	r := h.join("c", "t")
+	if r.Err != nil {
+		t.Fatalf("consumer member joining the classic group: %v", r.Err)
+	}
+	cg := h.g.consumer
+	if cg == nil || len(h.g.members) != 0 || len(cg.members) != 3 {
+		t.Fatalf("not converted: consumer %v, %d classic members", cg != nil, len(h.g.members))
+	}
+	if ma := cg.members[a]; ma.classic == nil || ma.epoch != 1 || ma.assigned.count() != 2 {
+		t.Fatalf("a after the upgrade: classic %v epoch %d holding %d", ma.classic != nil, ma.epoch, ma.assigned.count())
+	}
+	if len(r.Assignment) != 0 {
+		t.Fatalf("c got %v while a and b hold every partition", r.Assignment)
+	}
+	h.checkExclusive()
+
+	// a and b are told to rejoin; their commits at generation 1 still count.
+	if err := h.g.heartbeat(h.now, HeartbeatRequest{MemberID: a, Generation: 1}); !errors.Is(err, ErrRebalanceInProgress) {
+		t.Fatalf("a's heartbeat after the group epoch moved: %v", err)
+	}
+	commit := func(id string, gen int32) error {
+		var errs []error
+		h.g.commit(h.now, CommitRequest{Version: 7, GroupID: "g", MemberID: id, Generation: gen, Offsets: []OffsetCommit{{Topic: "t", TopicID: tid("t"), Partition: 0, Offset: 5}}}, func(e []error) { errs = e })
+		h.flush()
+		return errs[0]
+	}
+	if err := commit(a, 1); err != nil {
+		t.Fatalf("a's v7 commit at generation 1 = its member epoch: %v", err)
+	}
+	if err := commit(a, 2); !errors.Is(err, ErrIllegalGeneration) {
+		t.Fatalf("a's commit at another generation: %v", err)
+	}
+
+	// The member whose target shrank rejoins still owning both its partitions: it
+	// must revoke one of them first.
+	owned := map[string][]int32{a: {0, 1}, b: {2, 3}}
+	if cg.target[a].count() == 2 {
+		a, b = b, a
+	}
+	jr := h.classicJoin(a, map[string][]int32{"t": owned[a]})
+	if jr.Err != nil || jr.Generation != 1 || jr.MemberID != a {
+		t.Fatalf("a's rejoin owing a revocation: %+v", jr)
+	}
+	if ps, err := h.classicSync(a, jr.Generation); err != nil || len(ps) != 1 {
+		t.Fatalf("a's sync: %v %v, want one partition kept", ps, err)
+	}
+	if err := h.g.heartbeat(h.now, HeartbeatRequest{MemberID: a, Generation: jr.Generation}); !errors.Is(err, ErrRebalanceInProgress) {
+		t.Fatalf("a's heartbeat while it owes a revocation: %v", err)
+	}
+	kept := cg.members[a].assigned.sorted()[0].Partitions
+	jr = h.classicJoin(a, map[string][]int32{"t": kept})
+	if jr.Generation != cg.assignmentEpoch {
+		t.Fatalf("a at generation %d after revoking, group at %d", jr.Generation, cg.assignmentEpoch)
+	}
+	if err := h.g.heartbeat(h.now, HeartbeatRequest{MemberID: a, Generation: jr.Generation}); err != nil {
+		t.Fatalf("a's heartbeat once reconciled: %v", err)
+	}
+	h.checkExclusive()
+	r = h.beat("c", r.MemberEpoch, []TopicPartitions{})
+	if n := len(r.Assignment); n == 0 {
+		t.Fatalf("c has nothing after a revoked")
+	}
+
+	// c leaves: only classic members remain, and the group is classic again, in a
+	// join phase at the generation of its most advanced member.
+	h.hb(ConsumerHeartbeatRequest{MemberID: "c", MemberEpoch: -1})
+	if h.g.consumer != nil || len(h.g.members) != 2 || h.g.phase != PreparingRebalance {
+		t.Fatalf("not converted back: consumer %v, %d classic members, %v", h.g.consumer != nil, len(h.g.members), h.g.phase)
+	}
+	if h.g.generation != jr.Generation {
+		t.Fatalf("classic generation %d, a's epoch %d", h.g.generation, jr.Generation)
+	}
+	if err := h.g.heartbeat(h.now, HeartbeatRequest{MemberID: a, Generation: jr.Generation}); !errors.Is(err, ErrRebalanceInProgress) {
+		t.Fatalf("a's heartbeat after the downgrade: %v", err)
+	}
+	if err := commit(a, jr.Generation); err != nil {
+		t.Fatalf("a's commit during the downgrade's join phase: %v", err)
+	}
+	_ = b
+}
+
+// TestMigrationDisabled: with the policy disabled a group is never converted.
+func TestMigrationDisabled(t *testing.T) {
+	h := newConsumerHarness(t, map[string]int32{"t": 4})
+	stableClassicGroup(h)
+	if r := h.join("c", "t"); !errors.Is(r.Err, ErrGroupIDNotFound) || h.g.consumer != nil {
+		t.Fatalf("consumer heartbeat to a classic group with members, policy disabled: %v", r.Err)
+	}
+	h2 := newConsumerHarness(t, map[string]int32{"t": 4})
+	h2.join("c", "t")
+	if jr := h2.classicJoin("", nil); !errors.Is(jr.Err, ErrInconsistentGroupProtocol) {
+		t.Fatalf("classic join to a consumer group with members, policy disabled: %v", jr.Err)
+	}
+}
+
+// TestMigrationPolicyDirections: upgrade only never converts back; downgrade only
+// never converts a classic group.
+func TestMigrationPolicyDirections(t *testing.T) {
+	h := newConsumerHarness(t, map[string]int32{"t": 4})
+	h.g.lim.migration = migrateDowngrade
+	stableClassicGroup(h)
+	if r := h.join("c", "t"); !errors.Is(r.Err, ErrGroupIDNotFound) {
+		t.Fatalf("policy downgrade: consumer heartbeat to a classic group: %v", r.Err)
+	}
+
+	h = newConsumerHarness(t, map[string]int32{"t": 4})
+	h.g.lim.migration = migrateUpgrade
+	stableClassicGroup(h)
+	h.join("c", "t")
+	h.hb(ConsumerHeartbeatRequest{MemberID: "c", MemberEpoch: -1})
+	if h.g.consumer == nil || len(h.g.consumer.members) != 2 {
+		t.Fatalf("policy upgrade: the group was converted back")
+	}
+	for _, s := range []string{"", "bidirectional", "upgrade", "downgrade", "disabled"} {
+		if _, err := parseMigrationPolicy(s); err != nil {
+			t.Errorf("%q: %v", s, err)
+		}
+	}
+	if _, err := parseMigrationPolicy("both"); err == nil {
+		t.Error("policy both accepted")
+	}
+}
+
+// TestMigrationClassicMemberReplayed: a classic member of a consumer group survives a
+// reload (its protocols and session timeout are in its member record).
+func TestMigrationClassicMemberReplayed(t *testing.T) {
+	h := newConsumerHarness(t, map[string]int32{"t": 4})
+	h.g.lim.migration = migrateUpgrade | migrateDowngrade
+	a, _ := stableClassicGroup(h)
+	h.join("c", "t")
+	lc := newLoadedConsumer()
+	for _, w := range h.log {
+		for _, r := range w.records {
+			typ := int16(r.key[0])<<8 | int16(r.key[1])
+			if typ >= recConsumerGroupMetadata && typ != 4 {
+				if err := decodeConsumerRecord(typ, r.key, r.value, func(string) *loadedConsumer { return lc }); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	cg := restoreConsumerGroup(lc, h.g.lim, h.now)
+	m := cg.members[a]
+	if m == nil || m.classic == nil || len(m.classic.protocols) != 1 || m.sessionTimeout != 10*time.Second || m.classic.protocols[0].Name != "cooperative-sticky" {
+		t.Fatalf("replayed a: %+v", m)
+	}
+	if cg.members["c"].classic != nil {
+		t.Fatal("replayed c as a classic member")
+	}
+}
