@@ -61,9 +61,9 @@
 // A group is classic or consumer, never both (groupMetadata.consumer is nil for a
 // classic group). The first ConsumerGroupHeartbeat of an empty classic group (or of a
 // new group) makes it a consumer group; a classic JoinGroup on an empty consumer group
-// makes it classic again; either request on a group of the other kind with members is
-// refused (GROUP_ID_NOT_FOUND, resp. INCONSISTENT_GROUP_PROTOCOL): members are not
-// converted online. The broker assigns (consumer_assignor.go: uniform, range) and
+// makes it classic again. Groups with members convert online as
+// group.consumer.migration.policy allows (migration.go): a consumer group may hold
+// classic members, which keep the classic requests. The broker assigns (consumer_assignor.go: uniform, range) and
 // reconciles each member through its heartbeats (consumer_reconcile.go): a member
 // revokes before a partition moves, and the coordinator hands a partition to a member
 // only once no other member holds it. Member epochs fence heartbeats
