@@ -136,6 +136,9 @@ type groupMember struct {
 	// target is what the broker reconciles the member towards.
 	MemberEpoch      *int32             `json:"member_epoch,omitempty"`
 	TargetAssignment map[string][]int32 `json:"target_assignment,omitempty"`
+	// Protocol is what a consumer group member speaks: consumer, or classic for a
+	// classic member during an online migration (ConsumerGroupDescribe v1 MemberType).
+	Protocol string `json:"protocol,omitempty"`
 }
 
 // groupPartition is the group's position in one partition. Offsets and lag are -1
@@ -311,10 +314,10 @@ func printGroupDescription(w io.Writer, d *groupDescription) error {
 		d.Group, d.State, d.Protocol, orDash(d.Assignor), epochs, d.Coordinator, len(d.Members), d.TotalLag)
 	tw := newTable(w)
 	if len(d.Members) > 0 && (d.Protocol == "consumer" || d.Protocol == "share") {
-		fmt.Fprintln(tw, "\nMEMBER-ID\tCLIENT-ID\tHOST\tEPOCH\tASSIGNMENT\tTARGET")
+		fmt.Fprintln(tw, "\nMEMBER-ID\tCLIENT-ID\tHOST\tEPOCH\tASSIGNMENT\tTARGET\tPROTOCOL")
 		for _, m := range d.Members {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", m.MemberID, m.ClientID, m.Host, *m.MemberEpoch,
-				assignmentString(m.Assignment), assignmentString(m.TargetAssignment))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", m.MemberID, m.ClientID, m.Host, *m.MemberEpoch,
+				assignmentString(m.Assignment), assignmentString(m.TargetAssignment), orDash(m.Protocol))
 		}
 	} else if len(d.Members) > 0 {
 		fmt.Fprintln(tw, "\nMEMBER-ID\tCLIENT-ID\tHOST\tASSIGNMENT")

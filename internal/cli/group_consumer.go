@@ -48,6 +48,12 @@ func describeConsumerGroup(ctx context.Context, adm *kadm.Client, group string) 
 		if m.InstanceID != nil {
 			gm.InstanceID = *m.InstanceID
 		}
+		switch m.MemberType {
+		case 0:
+			gm.Protocol = "classic"
+		case 1:
+			gm.Protocol = "consumer"
+		}
 		d.Members = append(d.Members, gm)
 	}
 	for i := range d.Members {
