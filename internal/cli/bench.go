@@ -7,9 +7,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/runnel-io/runnel/client"
+	"github.com/runnel-io/runnel/internal/bench"
 	"github.com/runnel-io/runnel/internal/benchfmt"
-	"github.com/runnel-io/runnel/internal/gcfloor"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -17,7 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// newBenchCommand is the `runnel bench` group: produce, consume and e2e load.
+// newBenchCommand is the `runnel bench` group: produce, consume and e2e load. The
+// generator is package bench; these commands turn the flags into its Config and
+// create (or find) the topic.
 func newBenchCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -58,7 +59,7 @@ type benchFlags struct {
 	duration      time.Duration
 	timeout       time.Duration
 	json          bool
-	breakdown     breakdownFlags
+	breakdown     bench.Breakdown
 }
 
 // addTopicFlags registers the flags that name and create the topic.
@@ -87,7 +88,9 @@ func (f *benchFlags) addProducerFlags(fs *pflag.FlagSet, linger time.Duration) {
 	fs.IntVar(&o.bufferBytes, "buffer-bytes", 0, "most bytes buffered in each client (0: no limit)")
 	fs.StringVar(&o.onFull, "on-full", "block", "when the buffer is full: block, drop or error")
 	fs.StringVar(&o.enqueueTimeout, "enqueue-timeout", "", "how long to wait for buffer room; -1 for ever (default: -1 with block, 0 otherwise)")
-	f.breakdown.add(fs)
+	fs.BoolVar(&f.breakdown.On, "breakdown", false, "also report where the nodes spent the produce requests' time, by stage, from their /metrics")
+	fs.StringSliceVar(&f.breakdown.MetricsURLs, "metrics-url", []string{"http://localhost:9644/metrics"},
+		"the /metrics of every node the topic lives on, for --breakdown (comma-separated; empty: only the clients' stages)")
 }
 
 func newBenchProduceCommand() *cobra.Command {
@@ -99,7 +102,7 @@ func newBenchProduceCommand() *cobra.Command {
 	}
 	conn := addConnFlagsAs(cmd.Flags(), benchClientID, true)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		return withGCFloor(f, func() error { return runBenchProduce(cmd, conn, f) })
+		return runBenchProduce(cmd, conn, f)
 	}
 	f.addTopicFlags(cmd.Flags())
 	f.addProducerFlags(cmd.Flags(), 5*time.Millisecond)
@@ -117,7 +120,7 @@ func newBenchConsumeCommand() *cobra.Command {
 	}
 	conn := addConnFlagsAs(cmd.Flags(), benchClientID, true)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		return withGCFloor(f, func() error { return runBenchConsume(cmd, conn, f) })
+		return runBenchConsume(cmd, conn, f)
 	}
 	f.addTopicFlags(cmd.Flags())
 	cmd.Flags().Int64VarP(&f.records, "records", "n", 0, "records that must be there (0: whatever the topic holds, checked for holes only)")
@@ -133,7 +136,7 @@ func newBenchE2ECommand() *cobra.Command {
 	}
 	conn := addConnFlagsAs(cmd.Flags(), benchClientID, true)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		return withGCFloor(f, func() error { return runBenchE2E(cmd, conn, f) })
+		return runBenchE2E(cmd, conn, f)
 	}
 	f.addTopicFlags(cmd.Flags())
 	f.addProducerFlags(cmd.Flags(), 0)
@@ -164,7 +167,7 @@ func (f *benchFlags) validate(producing bool) error {
 	if _, err := f.producerOpts(); err != nil {
 		return err
 	}
-	_, err := f.overloadOptions()
+	_, err := f.overload.overloadOptions(f.producerRate())
 	return err
 }
 
@@ -187,22 +190,87 @@ func (f *benchFlags) producerOpts() ([]kgo.Opt, error) {
 	return append(append(opts, acks...), kgo.ProducerBatchCompression(codec)), nil
 }
 
-// overloadOptions are each producer's overload options (client.Producer), each
-// producer with its share of --rate.
-func (f *benchFlags) overloadOptions() ([]client.Option, error) {
-	return f.overload.overloadOptions(f.producerRate())
-}
-
 // producerRate is one producer's share of --rate.
 func (f *benchFlags) producerRate() float64 {
 	return f.overload.rate / float64(max(f.producers, 1))
 }
 
-// consumerOpts are the kgo options of the bench consumer: large fetches.
-func consumerOpts() []kgo.Opt {
-	return []kgo.Opt{kgo.FetchMaxBytes(64 << 20),
-		kgo.FetchMaxPartitionBytes(16 << 20), kgo.BrokerMaxReadBytes(128 << 20),
-		kgo.FetchMaxWait(500 * time.Millisecond)}
+// config is the generator's Config for topic (with parts partitions): the flags
+// turned into client options. Call it once validate passed.
+func (f *benchFlags) config(cmd *cobra.Command, conn *connFlags, topic string, parts int, producing bool) (bench.Config, error) {
+	base, err := conn.baseOpts()
+	if err != nil {
+		return bench.Config{}, err
+	}
+	cfg := bench.Config{Client: base, Topic: topic, Partitions: parts, Records: f.records,
+		RecordSize: f.recordSize, Producers: f.producers, NoAcks: f.acks == "0", Rate: f.overload.rate,
+		BufferRecords: f.overload.bufferRecords, BufferBytes: f.overload.bufferBytes,
+		Duration: f.duration, Timeout: f.timeout, Breakdown: f.breakdown, JSON: f.json,
+		Out: cmd.OutOrStdout(), Log: cmd.ErrOrStderr()}
+	if !producing {
+		return cfg, nil
+	}
+	if cfg.Producer, err = f.producerOpts(); err != nil {
+		return bench.Config{}, err
+	}
+	cfg.Overload, err = f.overload.overloadOptions(cfg.ProducerRate())
+	return cfg, err
+}
+
+func runBenchProduce(cmd *cobra.Command, conn *connFlags, f *benchFlags) error {
+	if err := f.validate(true); err != nil {
+		return err
+	}
+	topic, parts, err := prepareTopic(cmd.Context(), conn, f)
+	if err != nil {
+		return err
+	}
+	cfg, err := f.config(cmd, conn, topic, parts, true)
+	if err != nil {
+		return err
+	}
+	return overloadError(bench.Produce(cmd.Context(), cfg), &f.overload)
+}
+
+func runBenchConsume(cmd *cobra.Command, conn *connFlags, f *benchFlags) error {
+	if f.topic == "" {
+		return usageErrorf("bench consume needs --topic: the topic bench produce filled")
+	}
+	if err := f.validate(false); err != nil {
+		return err
+	}
+	adm, err := conn.admin()
+	if err != nil {
+		return err
+	}
+	parts, err := existingTopic(cmd.Context(), adm, f.topic)
+	adm.Close()
+	if err != nil {
+		return err
+	}
+	cfg, err := f.config(cmd, conn, f.topic, parts, false)
+	if err != nil {
+		return err
+	}
+	return bench.Consume(cmd.Context(), cfg)
+}
+
+func runBenchE2E(cmd *cobra.Command, conn *connFlags, f *benchFlags) error {
+	if err := f.validate(true); err != nil {
+		return err
+	}
+	if f.duration <= 0 {
+		return usageErrorf("--duration must be positive")
+	}
+	topic, parts, err := prepareTopic(cmd.Context(), conn, f)
+	if err != nil {
+		return err
+	}
+	cfg, err := f.config(cmd, conn, topic, parts, true)
+	if err != nil {
+		return err
+	}
+	return overloadError(bench.E2E(cmd.Context(), cfg), &f.overload)
 }
 
 // benchClientID is runnel bench's client id without --client-id.
@@ -275,36 +343,17 @@ func existingTopic(ctx context.Context, adm *kadm.Client, topic string) (int, er
 	return len(td.Partitions), nil
 }
 
-// benchGCFloor is the load generator's GC ballast (see package gcfloor): franz-go
-// allocates per record (records fetched, promises), and with a small live heap the
-// generator's own collections were a visible part of the e2e tail it reports (p99 1.9
-// ms against kfake, 1.1 ms with the ballast). bench/natsbench keeps the same one, so
-// the comparison stays fair. It is prefaulted (gcfloor.Prefault): on this project's
-// virtual machines the first touch of the garbage that fills the floor made the first
-// second of every run slow.
-const benchGCFloor = 256 << 20
-
-func withGCFloor(f *benchFlags, fn func() error) error {
-	return gcfloor.RunPrefaulted(benchGCFloor, f.prefaultBytes(), fn)
-}
-
-// prefaultBytes is how much heap the generator is expected to touch: the floor, and
-// twice what its producers may buffer (live records, then as much garbage again
-// before a collection; see gcfloor.RunPrefaulted), at most maxPrefault. Without it a
-// 1 KiB produce run (100,000 records buffered) grew from 280 to 585 MB resident in
-// its first seconds, a host fault per page on this project's virtual machines.
-func (f *benchFlags) prefaultBytes() int {
-	buffered := int64(f.overload.bufferRecords) * int64(f.recordSize+recordOverhead)
-	if b := int64(f.overload.bufferBytes); b > 0 && (buffered <= 0 || b < buffered) {
-		buffered = b
+// prepareTopic picks the topic (--topic or a random name) and creates it if missing.
+func prepareTopic(ctx context.Context, conn *connFlags, f *benchFlags) (string, int, error) {
+	topic := f.topic
+	if topic == "" {
+		topic = randomTopic()
 	}
-	n := int64(benchGCFloor) + 2*int64(max(f.producers, 1))*max(buffered, 0)
-	return int(min(n, maxPrefault))
+	cl, err := conn.client()
+	if err != nil {
+		return "", 0, err
+	}
+	defer cl.Close()
+	parts, err := ensureTopic(ctx, cl, topic, f.partitions, f.replication)
+	return topic, parts, err
 }
-
-// recordOverhead is the heap a buffered record costs beside its value: franz-go's
-// record, promise and batch bookkeeping (an estimate).
-const recordOverhead = 128
-
-// maxPrefault bounds what a run touches before it starts.
-const maxPrefault = 1 << 30

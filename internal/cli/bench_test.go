@@ -2,10 +2,7 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
-	"math"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,133 +48,11 @@ func TestBenchFlagDefaults(t *testing.T) {
 		}
 	}
 	f := &benchFlags{producers: 4, overload: produceFlags{bufferRecords: 100000, onFull: "block", rate: 1000}}
-	if _, err := f.overloadOptions(); err != nil {
+	if _, err := f.overload.overloadOptions(f.producerRate()); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.producerRate(); got != 250 {
 		t.Fatalf("each of 4 producers is limited to %v/s, want 250/s", got)
-	}
-}
-
-// tracker returns a seqTracker that saw the given seqs of each producer.
-func tracker(seqs ...[]int64) *seqTracker {
-	t := &seqTracker{}
-	v := make([]byte, benchfmt.HeaderSize)
-	for p, ss := range seqs {
-		for _, s := range ss {
-			benchfmt.PutHeader(v, uint32(p), uint64(s), 0)
-			t.add(v)
-		}
-	}
-	return t
-}
-
-func seqRange(from, to int64) []int64 {
-	var s []int64
-	for i := from; i < to; i++ {
-		s = append(s, i)
-	}
-	return s
-}
-
-func TestSeqTrackerCheckTotal(t *testing.T) {
-	full := tracker(seqRange(0, 500), seqRange(0, 500))
-	if err := full.checkTotal(1000); err != nil {
-		t.Fatalf("all 1000 seen: %v", err)
-	}
-	if err := full.checkTotal(0); err != nil {
-		t.Fatalf("no expectation, no holes: %v", err)
-	}
-	if err := full.checkTotal(1001); !errors.Is(err, errLostRecords) || !strings.Contains(err.Error(), "1 of 1001") {
-		t.Fatalf("one short: %v", err)
-	}
-	hole := tracker(seqRange(0, 500), append(seqRange(0, 70), seqRange(71, 500)...))
-	err := hole.checkTotal(0)
-	if !errors.Is(err, errLostRecords) || !strings.Contains(err.Error(), "producer 1: first missing seq 70") {
-		t.Fatalf("hole at producer 1 seq 70: %v", err)
-	}
-	dup := tracker(append(seqRange(0, 10), 3, 3))
-	if err := dup.checkTotal(10); err != nil || dup.duplicates != 2 {
-		t.Fatalf("duplicates: err %v, count %d", err, dup.duplicates)
-	}
-	foreign := tracker(seqRange(0, 3))
-	foreign.add([]byte("short"))
-	if err := foreign.checkTotal(3); !errors.Is(err, errForeignRecords) {
-		t.Fatalf("foreign record: %v", err)
-	}
-}
-
-func TestSeqTrackerCheckAcked(t *testing.T) {
-	tr := tracker(seqRange(0, 100), append(seqRange(0, 40), seqRange(41, 60)...))
-	if err := tr.checkAcked([]int64{100, 59}, []int64{100, 60}); err != nil {
-		t.Fatalf("a dropped (unacknowledged) record is no loss: %v", err)
-	}
-	if err := tr.checkAcked([]int64{100, 60}, []int64{100, 60}); !errors.Is(err, errLostRecords) {
-		t.Fatalf("an acknowledged record missing: %v", err)
-	}
-	if err := tr.checkAcked([]int64{100, 59}, []int64{100, 50}); !errors.Is(err, errForeignRecords) {
-		t.Fatalf("a seq never sent: %v", err)
-	}
-	if err := tr.checkAcked([]int64{100}, []int64{100}); !errors.Is(err, errForeignRecords) {
-		t.Fatalf("records of a producer the run lacks: %v", err)
-	}
-}
-
-func TestCheckPartitions(t *testing.T) {
-	ok := map[int32]*partitionCount{0: {start: 5, end: 10, count: 5}, 1: {start: 0, end: 0}}
-	if err := checkPartitions(ok); err != nil {
-		t.Fatal(err)
-	}
-	short := map[int32]*partitionCount{0: {start: 0, end: 10, count: 9}}
-	if err := checkPartitions(short); !errors.Is(err, errLostRecords) || !strings.Contains(err.Error(), "1 missing") {
-		t.Fatalf("a partition one record short: %v", err)
-	}
-}
-
-func TestLatencySummary(t *testing.T) {
-	h := benchfmt.NewLatencyHist()
-	if h.Summary() != nil {
-		t.Fatal("an empty histogram has no summary")
-	}
-	for i := 1; i <= 10000; i++ {
-		h.Record(time.Duration(i) * 100 * time.Microsecond) // 0.1 ms .. 1000 ms
-	}
-	h.Record(-time.Second) // clamped to 1 µs, not an error
-	s := h.Summary()
-	near := func(name string, got, want float64) {
-		if math.Abs(got-want) > want*0.002 {
-			t.Errorf("%s = %v ms, want %v ms ±0.2%%", name, got, want)
-		}
-	}
-	near("p50", s.P50, 500)
-	near("p90", s.P90, 900)
-	near("p99", s.P99, 990)
-	near("p99.9", s.P999, 999)
-	near("max", s.Max, 1000)
-	if s.Count != 10001 {
-		t.Errorf("count %d, want 10001", s.Count)
-	}
-	other := benchfmt.NewLatencyHist()
-	other.Record(2 * time.Hour) // clamped to the histogram's hour
-	h.Merge(other)
-	if got := h.Summary().Max; got < 3590000 || got > 3610000 {
-		t.Errorf("merged max %v ms, want about an hour", got)
-	}
-}
-
-func TestBenchHeaderRoundTrip(t *testing.T) {
-	v := make([]byte, 100)
-	benchfmt.PutHeader(v, 7, 1<<33, -42)
-	p, s, ts, ok := benchfmt.ParseHeader(v)
-	if !ok || p != 7 || s != 1<<33 || ts != -42 {
-		t.Fatalf("got %d %d %d %v", p, s, ts, ok)
-	}
-	if _, _, _, ok := benchfmt.ParseHeader(v[:19]); ok {
-		t.Fatal("a 19-byte value has no header")
-	}
-	benchfmt.PutHeader(v, benchfmt.MaxProducers, 0, 0)
-	if _, _, _, ok := benchfmt.ParseHeader(v); ok {
-		t.Fatal("producer out of range accepted")
 	}
 }
 
@@ -234,28 +109,6 @@ func TestBenchE2EKfake(t *testing.T) {
 	}
 }
 
-// TestBenchRecordAllocs: records and values come from slabs, so building a record
-// allocates nothing of its own (two slab allocations per up to 1024 records).
-func TestBenchRecordAllocs(t *testing.T) {
-	var acked atomic.Int64
-	p := newBenchProducer(nil, nil, 0, "t", 100, &acked)
-	seq := uint64(0)
-	allocs := testing.AllocsPerRun(2000, func() {
-		r := p.next(seq)
-		seq++
-		if len(r.Value) != 100 {
-			t.Fatalf("value of %d bytes", len(r.Value))
-		}
-	})
-	if allocs != 0 {
-		t.Fatalf("%v allocations per record, want 0 (amortized)", allocs)
-	}
-	r := p.next(seq)
-	if prod, s, _, ok := benchfmt.ParseHeader(r.Value); !ok || prod != 0 || s != seq {
-		t.Fatalf("header: producer %d seq %d ok %v, want seq %d", prod, s, ok, seq)
-	}
-}
-
 // --timeout ends bench e2e and bench produce when nothing is acknowledged or consumed
 // for that long: here the broker parks every Produce request.
 func TestBenchTimeoutFires(t *testing.T) {
@@ -284,28 +137,5 @@ func TestBenchTimeoutFires(t *testing.T) {
 				t.Fatalf("bench %s --timeout 1s still runs after 15s with every Produce parked", mode)
 			}
 		})
-	}
-}
-
-// The generator prefaults its floor and twice what its producers may buffer: by record
-// count, or by --buffer-bytes when that is the tighter bound, and never more than
-// maxPrefault; a consumer buffers nothing of its own.
-func TestBenchPrefaultCoversTheBufferedRecords(t *testing.T) {
-	per := int64(1024 + recordOverhead)
-	for _, c := range []struct {
-		name string
-		f    benchFlags
-		want int64
-	}{
-		{"records", benchFlags{producers: 1, recordSize: 1024, overload: produceFlags{bufferRecords: 100000}}, benchGCFloor + 2*100000*per},
-		{"two producers", benchFlags{producers: 2, recordSize: 1024, overload: produceFlags{bufferRecords: 1000}}, benchGCFloor + 4*1000*per},
-		{"bytes tighter", benchFlags{producers: 1, recordSize: 1024, overload: produceFlags{bufferRecords: 100000, bufferBytes: 10 << 20}}, benchGCFloor + 2*10<<20},
-		{"records tighter", benchFlags{producers: 1, recordSize: 1024, overload: produceFlags{bufferRecords: 10, bufferBytes: 10 << 20}}, benchGCFloor + 2*10*per},
-		{"capped", benchFlags{producers: 8, recordSize: 1 << 20, overload: produceFlags{bufferRecords: 100000}}, maxPrefault},
-		{"consumer", benchFlags{}, benchGCFloor},
-	} {
-		if got := int64(c.f.prefaultBytes()); got != c.want {
-			t.Errorf("%s: prefault %d bytes, want %d", c.name, got, c.want)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"github.com/spf13/pflag"
 
 	"github.com/runnel-io/runnel/internal/benchfmt"
 )
@@ -37,16 +36,12 @@ var (
 // fetchStagePrefix names a fetch stage by its fetcher label.
 var fetchStagePrefix = map[string]string{"consumer": "fetch.", "follower": "follow."}
 
-// breakdownFlags are --breakdown and the nodes' /metrics addresses it reads.
-type breakdownFlags struct {
-	on   bool
-	urls []string
-}
-
-func (b *breakdownFlags) add(fs *pflag.FlagSet) {
-	fs.BoolVar(&b.on, "breakdown", false, "also report where the nodes spent the produce requests' time, by stage, from their /metrics")
-	fs.StringSliceVar(&b.urls, "metrics-url", []string{"http://localhost:9644/metrics"},
-		"the /metrics of every node the topic lives on, for --breakdown (comma-separated; empty: only the clients' stages)")
+// Breakdown is --breakdown: whether to report where the time went, by stage, and the
+// /metrics of every node the topic lives on (an empty URL is skipped: only the
+// clients' stages, e.g. against kfake).
+type Breakdown struct {
+	On          bool
+	MetricsURLs []string
 }
 
 // stageCounts are the breakdown histograms summed over the nodes: stage -> bucket
@@ -54,12 +49,12 @@ func (b *breakdownFlags) add(fs *pflag.FlagSet) {
 type stageCounts map[string]map[float64]uint64
 
 // snapshot reads the histograms of every node; nil when --breakdown is off.
-func (b *breakdownFlags) snapshot(ctx context.Context) (stageCounts, error) {
-	if !b.on {
+func (b *Breakdown) snapshot(ctx context.Context) (stageCounts, error) {
+	if !b.On {
 		return nil, nil
 	}
 	out := stageCounts{}
-	for _, url := range b.urls {
+	for _, url := range b.MetricsURLs {
 		if url == "" { // --metrics-url= : the clients' stages only (e2e), e.g. against kfake
 			continue
 		}

@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"errors"
@@ -164,4 +164,13 @@ func checkPartitions(parts map[int32]*partitionCount) error {
 		}
 	}
 	return nil
+}
+
+// plural is n and the noun in the number n takes: "1 record", "2 records" (as the
+// CLI's own, which this package cannot import).
+func plural[N ~int | ~int32 | ~int64](n N, one, many string) string {
+	if n == 1 || n == -1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

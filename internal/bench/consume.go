@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/runnel-io/runnel/internal/benchfmt"
-	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -18,9 +17,9 @@ import (
 // records it waits for are still missing.
 var errStalled = errors.New("consumer stalled")
 
-// benchConsumer reads a bench topic from given offsets, checking each record's
+// consumer reads a bench topic from given offsets, checking each record's
 // header and, in e2e runs, measuring the time from produce to consume.
-type benchConsumer struct {
+type consumer struct {
 	cl      *kgo.Client
 	topic   string
 	timeout time.Duration // errStalled after this long without a record
@@ -40,8 +39,9 @@ type benchConsumer struct {
 	timeline *e2eTimeline
 }
 
-// newBenchConsumer starts consuming topic from starts (partition → offset).
-func newBenchConsumer(conn *connFlags, topic string, starts map[int32]int64, timeout time.Duration, extra ...kgo.Opt) (*benchConsumer, error) {
+// newConsumer starts consuming cfg.Topic from starts (partition → offset).
+func newConsumer(cfg *Config, starts map[int32]int64, extra ...kgo.Opt) (*consumer, error) {
+	topic, timeout := cfg.Topic, cfg.Timeout
 	offsets := make(map[int32]kgo.Offset, len(starts))
 	parts := make(map[int32]*partitionCount, len(starts))
 	for p, o := range starts {
@@ -49,11 +49,11 @@ func newBenchConsumer(conn *connFlags, topic string, starts map[int32]int64, tim
 		parts[p] = &partitionCount{start: o, end: -1, next: o}
 	}
 	opts := append(append(consumerOpts(), extra...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}))
-	cl, err := conn.client(opts...)
+	cl, err := cfg.newClient(opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &benchConsumer{cl: cl, topic: topic, timeout: timeout, target: make(chan consumeTarget, 1), parts: parts}, nil
+	return &consumer{cl: cl, topic: topic, timeout: timeout, target: make(chan consumeTarget, 1), parts: parts}, nil
 }
 
 // consumeTarget is where a bench consumer stops: once every partition reached its
@@ -65,7 +65,7 @@ type consumeTarget struct {
 
 // run consumes until it reached the target sent on c.target, or fails when nothing
 // arrives for c.timeout.
-func (c *benchConsumer) run(ctx context.Context) error {
+func (c *consumer) run(ctx context.Context) error {
 	lastProgress := time.Now()
 	var target *consumeTarget
 	for target == nil || !c.reached(target) {
@@ -93,7 +93,7 @@ func (c *benchConsumer) run(ctx context.Context) error {
 }
 
 // reached reports whether the consumer got to t.
-func (c *benchConsumer) reached(t *consumeTarget) bool {
+func (c *consumer) reached(t *consumeTarget) bool {
 	if c.seqs.total() < t.want {
 		return false
 	}
@@ -105,14 +105,14 @@ func (c *benchConsumer) reached(t *consumeTarget) bool {
 	return true
 }
 
-func (c *benchConsumer) setEnds(ends map[int32]int64) {
+func (c *consumer) setEnds(ends map[int32]int64) {
 	for p, pc := range c.parts {
 		pc.end = ends[p]
 	}
 }
 
 // poll handles one fetch, waiting at most a second so run can check for a stall.
-func (c *benchConsumer) poll(ctx context.Context) (int, error) {
+func (c *consumer) poll(ctx context.Context) (int, error) {
 	pctx, cancel := context.WithTimeout(ctx, time.Second)
 	fs := c.cl.PollFetches(pctx)
 	cancel()
@@ -138,7 +138,7 @@ func (c *benchConsumer) poll(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-func (c *benchConsumer) record(r *kgo.Record, now int64) {
+func (c *consumer) record(r *kgo.Record, now int64) {
 	pc := c.parts[r.Partition]
 	if pc == nil {
 		return
@@ -160,11 +160,11 @@ func (c *benchConsumer) record(r *kgo.Record, now int64) {
 	}
 }
 
-func (c *benchConsumer) close() { c.cl.Close() }
+func (c *consumer) close() { c.cl.Close() }
 
 // counted is the number of records received within the target offsets; call it once
 // run returned.
-func (c *benchConsumer) counted() int64 {
+func (c *consumer) counted() int64 {
 	var n int64
 	for _, pc := range c.parts {
 		n += pc.count
@@ -178,8 +178,9 @@ func (c *benchConsumer) counted() int64 {
 const listOffsetsRetry = 15 * time.Second
 
 // listOffsets returns each partition's start and end offset.
-func listOffsets(ctx context.Context, conn *connFlags, topic string) (starts, ends map[int32]int64, err error) {
-	adm, err := conn.admin()
+func listOffsets(ctx context.Context, cfg *Config) (starts, ends map[int32]int64, err error) {
+	topic := cfg.Topic
+	adm, err := cfg.newAdmin()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -228,34 +229,25 @@ func offsetMap(l kadm.ListedOffsets, topic string) map[int32]int64 {
 	return m
 }
 
-func runBenchConsume(cmd *cobra.Command, conn *connFlags, f *benchFlags) error {
-	if f.topic == "" {
-		return usageErrorf("bench consume needs --topic: the topic bench produce filled")
-	}
-	if err := f.validate(false); err != nil {
-		return err
-	}
-	ctx := cmd.Context()
-	adm, err := conn.admin()
+// Consume reads cfg.Topic from its start to its end offsets as of now, checks that
+// every record bench produce wrote is there (errLostRecords otherwise), and prints
+// the report: throughput.
+func Consume(ctx context.Context, cfg Config) error {
+	return cfg.withGCFloor(func() error { return consume(ctx, &cfg) })
+}
+
+func consume(ctx context.Context, cfg *Config) error {
+	starts, ends, err := listOffsets(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	parts, err := existingTopic(ctx, adm, f.topic)
-	adm.Close()
-	if err != nil {
-		return err
-	}
-	starts, ends, err := listOffsets(ctx, conn, f.topic)
-	if err != nil {
-		return err
-	}
-	c, err := newBenchConsumer(conn, f.topic, starts, f.timeout)
+	c, err := newConsumer(cfg, starts)
 	if err != nil {
 		return err
 	}
 	defer c.close()
 	c.target <- consumeTarget{ends: ends}
-	prog := startProgress(cmd.ErrOrStderr(), "consume", progressCounter{"consumed", &c.received})
+	prog := startProgress(cfg.Log, "consume", progressCounter{"consumed", &c.received})
 	start := time.Now()
 	err = c.run(ctx)
 	took := time.Since(start)
@@ -263,18 +255,18 @@ func runBenchConsume(cmd *cobra.Command, conn *connFlags, f *benchFlags) error {
 	if err != nil {
 		return err
 	}
-	return reportConsume(cmd, c, f, parts, took)
+	return reportConsume(cfg, c, took)
 }
 
 // reportConsume checks the delivery and prints the report; a loss is an error.
-func reportConsume(cmd *cobra.Command, c *benchConsumer, f *benchFlags, parts int, took time.Duration) error {
+func reportConsume(cfg *Config, c *consumer, took time.Duration) error {
 	if err := checkPartitions(c.parts); err != nil {
 		return err
 	}
-	if err := c.seqs.checkTotal(f.records); err != nil {
+	if err := c.seqs.checkTotal(cfg.Records); err != nil {
 		return err
 	}
-	rep := &benchfmt.Report{Mode: "consume", Topic: f.topic, Partitions: parts, Duplicates: c.seqs.duplicates}
+	rep := &benchfmt.Report{Mode: "consume", Topic: cfg.Topic, Partitions: cfg.Partitions, Duplicates: c.seqs.duplicates}
 	rep.SetRate(c.counted(), c.bytes.Load(), took)
-	return rep.Write(cmd.OutOrStdout(), f.json)
+	return rep.Write(cfg.Out, cfg.JSON)
 }

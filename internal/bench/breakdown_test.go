@@ -1,6 +1,8 @@
-package cli
+package bench
 
 import (
+	"bytes"
+	"context"
 	"math"
 	"slices"
 	"strings"
@@ -10,15 +12,16 @@ import (
 	"github.com/runnel-io/runnel/internal/testutil"
 )
 
-// TestBenchBreakdown: bench produce --breakdown against a real node reports every stage
+// TestBenchBreakdown: Produce with a breakdown against a real node reports every stage
 // a produce with acks=all passes through, each counted once per request, and the stages
 // add up to no more than what the producer measured.
 func TestBenchBreakdown(t *testing.T) {
 	httpAddr := testutil.FreeAddr(t)
 	bs := testnode.Start(t, "http.listen="+httpAddr)
 	url := "http://" + httpAddr + "/metrics"
-	rep := benchJSON(t, "bench", "produce", "-b", bs, "--records", "20000", "--partitions", "1",
-		"--breakdown", "--metrics-url", url)
+	cfg := testConfig(t, bs, 1)
+	cfg.Records, cfg.Breakdown = 20000, Breakdown{On: true, MetricsURLs: []string{url}}
+	rep := runJSON(t, Produce, cfg)
 	if rep.Records != 20000 {
 		t.Fatalf("produce report %+v", rep)
 	}
@@ -61,14 +64,15 @@ func TestBenchBreakdown(t *testing.T) {
 	}
 
 	// The text form prints the table.
-	r := run(t, "", "bench", "produce", "-b", bs, "--records", "1000", "--breakdown", "--metrics-url", url)
-	if r.code != 0 || !strings.Contains(r.stdout, "produce breakdown on the nodes") || !strings.Contains(r.stdout, "replicate") {
-		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	var out bytes.Buffer
+	cfg.Records, cfg.Out = 1000, &out
+	if err := Produce(context.Background(), cfg); err != nil || !strings.Contains(out.String(), "produce breakdown on the nodes") || !strings.Contains(out.String(), "replicate") {
+		t.Fatalf("text report: %v, %q", err, out.String())
 	}
 	// A wrong address fails before producing, naming it.
-	r = run(t, "", "bench", "produce", "-b", bs, "--records", "10", "--breakdown", "--metrics-url", "http://"+httpAddr+"/nope")
-	if r.code == 0 || !strings.Contains(r.stderr, "/nope") {
-		t.Fatalf("a wrong --metrics-url: exit %d, stderr %q", r.code, r.stderr)
+	cfg.Records, cfg.Breakdown.MetricsURLs = 10, []string{"http://" + httpAddr + "/nope"}
+	if err := Produce(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "/nope") {
+		t.Fatalf("a wrong metrics URL: %v", err)
 	}
 }
 

@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/runnel-io/runnel/client"
 	"github.com/runnel-io/runnel/internal/benchfmt"
 	"github.com/runnel-io/runnel/internal/testnode"
 	"github.com/runnel-io/runnel/internal/testutil"
@@ -68,15 +69,18 @@ func TestTimelineAttribution(t *testing.T) {
 	}
 }
 
-// TestBenchE2EBreakdown: bench e2e --breakdown against a real node reports the clients'
+// TestBenchE2EBreakdown: E2E with a breakdown against a real node reports the clients'
 // stages of every record and, when the node serves them, its fetch stages; each
 // client stage's median stays within the end-to-end p99.
 func TestBenchE2EBreakdown(t *testing.T) {
 	httpAddr := testutil.FreeAddr(t)
 	bs := testnode.Start(t, "http.listen="+httpAddr)
 	url := "http://" + httpAddr + "/metrics"
-	rep := benchJSON(t, "bench", "e2e", "-b", bs, "--rate", "2000", "--duration", "1s", "--partitions", "1",
-		"--breakdown", "--metrics-url", url)
+	cfg := testConfig(t, bs, 1)
+	cfg.Rate, cfg.Duration = 2000, time.Second
+	cfg.Overload = append(cfg.Overload, client.WithRate(cfg.ProducerRate()))
+	cfg.Breakdown = Breakdown{On: true, MetricsURLs: []string{url}}
+	rep := runJSON(t, E2E, cfg)
 	if rep.EndToEnd == nil || rep.EndToEnd.Count < 1900 {
 		t.Fatalf("e2e report %+v", rep)
 	}

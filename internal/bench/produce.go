@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"context"
@@ -11,16 +11,15 @@ import (
 
 	"github.com/runnel-io/runnel/client"
 	"github.com/runnel-io/runnel/internal/benchfmt"
-	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// benchProducer is one producer client of a bench run. It produces records whose
-// values carry its id and a sequence number (bench_check.go), carving values and
+// producer is one producer client of a bench run. It produces records whose
+// values carry its id and a sequence number (check.go), carving values and
 // kgo.Records out of slabs so that a record costs no allocation of its own.
-type benchProducer struct {
+type producer struct {
 	prod     *client.Producer
-	overload *produceFlags // the overload flags, to name the one behind a buffer-full failure
 	id       uint32
 	topic    string
 	size     int    // bytes per value; >= benchfmt.HeaderSize
@@ -46,16 +45,16 @@ type benchProducer struct {
 // slabBytes is about how much value memory one slab allocation covers.
 const slabBytes = 256 << 10
 
-func newBenchProducer(prod *client.Producer, overload *produceFlags, id int, topic string, size int, acked *atomic.Int64) *benchProducer {
-	p := &benchProducer{prod: prod, overload: overload, id: uint32(id), topic: topic, size: size,
-		template: benchFiller(size), hist: benchfmt.NewLatencyHist(), acked: acked}
+func newProducer(prod *client.Producer, id int, topic string, size int, acked *atomic.Int64) *producer {
+	p := &producer{prod: prod, id: uint32(id), topic: topic, size: size,
+		template: filler(size), hist: benchfmt.NewLatencyHist(), acked: acked}
 	p.promiseFn = p.promise
 	return p
 }
 
-// benchFiller returns size random upper-case letters, as Kafka's
+// filler returns size random upper-case letters, as Kafka's
 // producer-perf-test fills its payloads: compressible, but not trivially.
-func benchFiller(size int) []byte {
+func filler(size int) []byte {
 	b := make([]byte, size)
 	for i := range b {
 		b[i] = 'A' + byte(rand.IntN(26))
@@ -64,7 +63,7 @@ func benchFiller(size int) []byte {
 }
 
 // next returns the record with sequence number seq, stamped with the time now.
-func (p *benchProducer) next(seq uint64) *kgo.Record {
+func (p *producer) next(seq uint64) *kgo.Record {
 	if len(p.recs) == 0 {
 		n := min(max(slabBytes/p.size, 16), 1024)
 		p.recs = make([]kgo.Record, n)
@@ -84,14 +83,14 @@ func (p *benchProducer) next(seq uint64) *kgo.Record {
 }
 
 // run produces n records (n < 0: until stop is set), then flushes the client.
-func (p *benchProducer) run(ctx context.Context, n int64, stop *atomic.Bool) error {
+func (p *producer) run(ctx context.Context, n int64, stop *atomic.Bool) error {
 	for ; n < 0 || p.sent < n; p.sent++ {
 		if p.failed.Load() || stop.Load() {
 			break
 		}
 		err := p.prod.Produce(ctx, p.next(uint64(p.sent)), p.promiseFn)
 		if err != nil && !errors.Is(err, client.ErrDropped) { // drops are counted (producerGroup.dropped)
-			return fmt.Errorf("produce to %q: %w", p.topic, overloadError(err, p.overload))
+			return fmt.Errorf("produce to %q: %w", p.topic, err)
 		}
 	}
 	if err := p.prod.Flush(ctx); err != nil {
@@ -101,7 +100,7 @@ func (p *benchProducer) run(ctx context.Context, n int64, stop *atomic.Bool) err
 }
 
 // promise records the produce latency of an acknowledged record, or the first failure.
-func (p *benchProducer) promise(r *kgo.Record, err error) {
+func (p *producer) promise(r *kgo.Record, err error) {
 	if err != nil {
 		p.fail(recordError(r, err))
 		return
@@ -115,7 +114,20 @@ func (p *benchProducer) promise(r *kgo.Record, err error) {
 	p.acked.Add(1)
 }
 
-func (p *benchProducer) fail(err error) {
+// recordError names the topic and partition of a record that failed, as `runnel
+// produce` does.
+func recordError(r *kgo.Record, err error) error {
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return fmt.Errorf("produce: topic %q does not exist (%w)", r.Topic, err)
+	}
+	where := fmt.Sprintf("produce to %q", r.Topic)
+	if r.Partition >= 0 {
+		where += fmt.Sprintf(" partition %d", r.Partition)
+	}
+	return fmt.Errorf("%s: %w", where, err)
+}
+
+func (p *producer) fail(err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.firstErr == nil {
@@ -124,7 +136,7 @@ func (p *benchProducer) fail(err error) {
 	p.failed.Store(true)
 }
 
-func (p *benchProducer) err() error {
+func (p *producer) err() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.firstErr
@@ -132,29 +144,21 @@ func (p *benchProducer) err() error {
 
 // producerGroup is the --producers clients of one run.
 type producerGroup struct {
-	ps    []*benchProducer
+	ps    []*producer
 	acked atomic.Int64 // acknowledged records over all producers; only grows
 	stop  atomic.Bool  // set to end an unbounded run (e2e)
 }
 
-// newProducerGroup connects f.producers clients; the caller closes the group.
-func newProducerGroup(conn *connFlags, f *benchFlags, topic string) (*producerGroup, error) {
-	opts, err := f.producerOpts()
-	if err != nil {
-		return nil, err
-	}
-	overload, err := f.overloadOptions()
-	if err != nil {
-		return nil, err
-	}
+// newProducerGroup connects cfg.Producers clients; the caller closes the group.
+func newProducerGroup(cfg *Config) (*producerGroup, error) {
 	g := &producerGroup{}
-	for i := range f.producers {
-		prod, err := newOverloadProducer(conn, opts, overload)
+	for i := range cfg.Producers {
+		prod, err := cfg.connectProducer()
 		if err != nil {
 			g.close()
 			return nil, err
 		}
-		g.ps = append(g.ps, newBenchProducer(prod, &f.overload, i, topic, f.recordSize, &g.acked))
+		g.ps = append(g.ps, newProducer(prod, i, cfg.Topic, cfg.RecordSize, &g.acked))
 	}
 	return g, nil
 }
@@ -215,60 +219,44 @@ func (g *producerGroup) counts() (acked, sent []int64) {
 	return acked, sent
 }
 
-func runBenchProduce(cmd *cobra.Command, conn *connFlags, f *benchFlags) error {
-	if err := f.validate(true); err != nil {
-		return err
-	}
-	ctx := cmd.Context()
-	topic, parts, err := prepareTopic(ctx, conn, f)
-	if err != nil {
-		return err
-	}
-	g, err := newProducerGroup(conn, f, topic)
+// Produce produces cfg.Records records as fast as the producers' options allow,
+// then prints the report: throughput and produce latency. A record not acknowledged
+// is an error (unless cfg.NoAcks).
+func Produce(ctx context.Context, cfg Config) error {
+	return cfg.withGCFloor(func() error { return produce(ctx, &cfg) })
+}
+
+func produce(ctx context.Context, cfg *Config) error {
+	g, err := newProducerGroup(cfg)
 	if err != nil {
 		return err
 	}
 	defer g.close()
-	before, err := f.breakdown.snapshot(ctx)
+	before, err := cfg.Breakdown.snapshot(ctx)
 	if err != nil {
 		return err
 	}
-	prog := startProgress(cmd.ErrOrStderr(), "produce", progressCounter{"acked", &g.acked})
+	prog := startProgress(cfg.Log, "produce", progressCounter{"acked", &g.acked})
 	start := time.Now()
-	wctx, stopWatch := watchStall(ctx, f.timeout, progressCount{"acknowledged", &g.acked})
-	err = stallCause(wctx, g.run(wctx, f.records))
+	wctx, stopWatch := watchStall(ctx, cfg.Timeout, progressCount{"acknowledged", &g.acked})
+	err = stallCause(wctx, g.run(wctx, cfg.Records))
 	stopWatch()
 	took := time.Since(start)
 	prog.stop()
 	if err != nil {
 		return err
 	}
-	after, err := f.breakdown.snapshot(ctx)
+	after, err := cfg.Breakdown.snapshot(ctx)
 	if err != nil {
 		return err
 	}
-	rep := &benchfmt.Report{Mode: "produce", Topic: topic, Partitions: parts, Producers: f.producers,
-		RecordSize: f.recordSize, Dropped: g.dropped(), Produce: g.latency().Summary(),
+	rep := &benchfmt.Report{Mode: "produce", Topic: cfg.Topic, Partitions: cfg.Partitions, Producers: cfg.Producers,
+		RecordSize: cfg.RecordSize, Dropped: g.dropped(), Produce: g.latency().Summary(),
 		Breakdown: summarizeStages(before, after)}
 	acked := g.acked.Load()
-	rep.SetRate(acked, acked*int64(f.recordSize), took)
-	if f.acks != "0" && acked+rep.Dropped < f.records {
-		return fmt.Errorf("%w: only %d of %s acknowledged", errLostRecords, acked, plural(f.records, "record", "records"))
+	rep.SetRate(acked, acked*int64(cfg.RecordSize), took)
+	if !cfg.NoAcks && acked+rep.Dropped < cfg.Records {
+		return fmt.Errorf("%w: only %d of %s acknowledged", errLostRecords, acked, plural(cfg.Records, "record", "records"))
 	}
-	return rep.Write(cmd.OutOrStdout(), f.json)
-}
-
-// prepareTopic picks the topic (--topic or a random name) and creates it if missing.
-func prepareTopic(ctx context.Context, conn *connFlags, f *benchFlags) (string, int, error) {
-	topic := f.topic
-	if topic == "" {
-		topic = randomTopic()
-	}
-	cl, err := conn.client()
-	if err != nil {
-		return "", 0, err
-	}
-	defer cl.Close()
-	parts, err := ensureTopic(ctx, cl, topic, f.partitions, f.replication)
-	return topic, parts, err
+	return rep.Write(cfg.Out, cfg.JSON)
 }

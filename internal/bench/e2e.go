@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"context"
@@ -6,76 +6,70 @@ import (
 	"time"
 
 	"github.com/runnel-io/runnel/internal/benchfmt"
-	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // e2eRun is one `bench e2e`: producers and a consumer on the same topic at once.
 type e2eRun struct {
-	f     *benchFlags
-	topic string
-	parts int
-	g     *producerGroup
-	c     *benchConsumer
+	cfg *Config
+	g   *producerGroup
+	c   *consumer
 }
 
-func runBenchE2E(cmd *cobra.Command, conn *connFlags, f *benchFlags) error {
-	if err := f.validate(true); err != nil {
-		return err
-	}
-	if f.duration <= 0 {
-		return usageErrorf("--duration must be positive")
-	}
-	r, err := startE2E(cmd.Context(), conn, f)
+// E2E produces at cfg.Rate for cfg.Duration while consuming, checks that every
+// acknowledged record came back (errLostRecords otherwise), and prints the report:
+// throughput, produce and end-to-end latency.
+func E2E(ctx context.Context, cfg Config) error {
+	return cfg.withGCFloor(func() error { return e2e(ctx, &cfg) })
+}
+
+func e2e(ctx context.Context, cfg *Config) error {
+	r, err := startE2E(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer r.close()
-	before, err := f.breakdown.snapshot(cmd.Context())
+	before, err := cfg.Breakdown.snapshot(ctx)
 	if err != nil {
 		return err
 	}
 	if r.c.timeline != nil {
 		r.c.timeline.started = sampleRuntime()
 	}
-	prog := startProgress(cmd.ErrOrStderr(), "e2e",
+	prog := startProgress(cfg.Log, "e2e",
 		progressCounter{"acked", &r.g.acked}, progressCounter{"consumed", &r.c.received})
-	took, err := r.run(cmd.Context(), conn)
+	took, err := r.run(ctx)
 	prog.stop()
 	if err != nil {
 		return err
 	}
-	after, err := f.breakdown.snapshot(cmd.Context())
+	after, err := cfg.Breakdown.snapshot(ctx)
 	if err != nil {
 		return err
 	}
-	return r.report(cmd, took, summarizeStages(before, after))
+	return r.report(took, summarizeStages(before, after))
 }
 
-// startE2E creates the topic and connects the consumer, positioned at the current
-// end of every partition, and the producers.
-func startE2E(ctx context.Context, conn *connFlags, f *benchFlags) (*e2eRun, error) {
-	topic, parts, err := prepareTopic(ctx, conn, f)
-	if err != nil {
-		return nil, err
-	}
-	_, ends, err := listOffsets(ctx, conn, topic)
+// startE2E connects the consumer, positioned at the current end of every
+// partition, and the producers.
+func startE2E(ctx context.Context, cfg *Config) (*e2eRun, error) {
+	_, ends, err := listOffsets(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	var tl *e2eTimeline
 	var hooks []kgo.Opt
-	if f.breakdown.on {
-		tl = newE2ETimeline(f.producers, int64(f.producerRate()*f.duration.Seconds()))
+	if cfg.Breakdown.On {
+		tl = newE2ETimeline(cfg.Producers, int64(cfg.ProducerRate()*cfg.Duration.Seconds()))
 		hooks = append(hooks, kgo.WithHooks(tl))
 	}
-	c, err := newBenchConsumer(conn, topic, ends, f.timeout, hooks...)
+	c, err := newConsumer(cfg, ends, hooks...)
 	if err != nil {
 		return nil, err
 	}
 	c.e2e = benchfmt.NewLatencyHist()
 	c.timeline = tl
-	g, err := newProducerGroup(conn, f, topic)
+	g, err := newProducerGroup(cfg)
 	if err != nil {
 		c.close()
 		return nil, err
@@ -83,7 +77,7 @@ func startE2E(ctx context.Context, conn *connFlags, f *benchFlags) (*e2eRun, err
 	for _, p := range g.ps {
 		p.timeline = tl
 	}
-	return &e2eRun{f: f, topic: topic, parts: parts, g: g, c: c}, nil
+	return &e2eRun{cfg: cfg, g: g, c: c}, nil
 }
 
 func (r *e2eRun) close() {
@@ -93,11 +87,11 @@ func (r *e2eRun) close() {
 
 // run produces for --duration while consuming, then consumes up to the end offsets
 // and every acknowledged record. It returns how long producing took.
-func (r *e2eRun) run(ctx context.Context, conn *connFlags) (time.Duration, error) {
-	ctx, stopWatch := watchStall(ctx, r.f.timeout,
+func (r *e2eRun) run(ctx context.Context) (time.Duration, error) {
+	ctx, stopWatch := watchStall(ctx, r.cfg.Timeout,
 		progressCount{"acknowledged", &r.g.acked}, progressCount{"consumed", &r.c.received})
 	defer stopWatch()
-	took, err := r.runWatched(ctx, conn)
+	took, err := r.runWatched(ctx)
 	err = stallCause(ctx, err)
 	if errors.Is(err, errStalled) {
 		// A record acknowledged but never served: say which, not just "stalled".
@@ -109,19 +103,19 @@ func (r *e2eRun) run(ctx context.Context, conn *connFlags) (time.Duration, error
 	return took, err
 }
 
-func (r *e2eRun) runWatched(ctx context.Context, conn *connFlags) (time.Duration, error) {
+func (r *e2eRun) runWatched(ctx context.Context) (time.Duration, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cerr := make(chan error, 1)
 	go func() { cerr <- r.c.run(cctx) }()
-	timer := time.AfterFunc(r.f.duration, func() { r.g.stop.Store(true) })
+	timer := time.AfterFunc(r.cfg.Duration, func() { r.g.stop.Store(true) })
 	defer timer.Stop()
 	start := time.Now()
 	err := r.g.run(ctx, -1)
 	took := time.Since(start)
 	if err == nil {
 		var ends map[int32]int64
-		if _, ends, err = listOffsets(ctx, conn, r.topic); err == nil {
+		if _, ends, err = listOffsets(ctx, r.cfg); err == nil {
 			r.c.target <- consumeTarget{ends: ends, want: r.g.acked.Load()}
 		}
 	}
@@ -134,7 +128,7 @@ func (r *e2eRun) runWatched(ctx context.Context, conn *connFlags) (time.Duration
 }
 
 // report checks that every acknowledged record came back and prints the result.
-func (r *e2eRun) report(cmd *cobra.Command, took time.Duration, breakdown []benchfmt.StageSummary) error {
+func (r *e2eRun) report(took time.Duration, breakdown []benchfmt.StageSummary) error {
 	if err := checkPartitions(r.c.parts); err != nil {
 		return err
 	}
@@ -145,14 +139,14 @@ func (r *e2eRun) report(cmd *cobra.Command, took time.Duration, breakdown []benc
 	if tl := r.c.timeline; tl != nil {
 		tl.resolve()
 		breakdown = append(breakdown, tl.stages()...)
-		tl.writeOutliers(cmd.ErrOrStderr(), 10)
-		writeRuntime(cmd.ErrOrStderr(), tl.started, sampleRuntime())
+		tl.writeOutliers(r.cfg.Log, 10)
+		writeRuntime(r.cfg.Log, tl.started, sampleRuntime())
 	}
-	rep := &benchfmt.Report{Mode: "e2e", Topic: r.topic, Partitions: r.parts, Producers: r.f.producers,
-		RecordSize: r.f.recordSize, Consumed: r.c.counted(), Dropped: r.g.dropped(),
+	rep := &benchfmt.Report{Mode: "e2e", Topic: r.cfg.Topic, Partitions: r.cfg.Partitions, Producers: r.cfg.Producers,
+		RecordSize: r.cfg.RecordSize, Consumed: r.c.counted(), Dropped: r.g.dropped(),
 		Duplicates: r.c.seqs.duplicates, Produce: r.g.latency().Summary(), EndToEnd: r.c.e2e.Summary(),
 		Breakdown: breakdown}
 	total := r.g.acked.Load()
-	rep.SetRate(total, total*int64(r.f.recordSize), took)
-	return rep.Write(cmd.OutOrStdout(), r.f.json)
+	rep.SetRate(total, total*int64(r.cfg.RecordSize), took)
+	return rep.Write(r.cfg.Out, r.cfg.JSON)
 }
