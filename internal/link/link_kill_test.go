@@ -3,10 +3,12 @@ package link_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/recordbatch"
 	"github.com/runnel-io/runnel/internal/testutil"
 )
 
@@ -111,7 +113,34 @@ func TestLinkKillMidCopy(t *testing.T) {
 	h.Check(t, dst, topic)
 	scl, dcl := src.Client(t), dst.Client(t)
 	for p := range int32(3) {
-		sameBatches(t, fmt.Sprintf("%s-%d", topic, p), batches(t, scl, topic, p), batches(t, dcl, topic, p))
+		sl, _ := src.WaitLeader(t, topic, p, 10*time.Second)
+		dl, _ := dst.WaitLeader(t, topic, p, 10*time.Second)
+		sb, db := batchesAt(t, scl, sl, topic, p), batchesAt(t, dcl, dl, topic, p)
+		if len(sb) != len(db) {
+			t.Errorf("%s-%d: %d batches on the source, %d on the destination; first difference:\n%s", topic, p, len(sb), len(db), firstDifference(sb, db))
+			continue
+		}
+		sameBatches(t, fmt.Sprintf("%s-%d", topic, p), sb, db)
 	}
 	t.Logf("checked in %v", time.Since(began))
+}
+
+// firstDifference describes the batches around the first index where src and dst
+// differ in offsets.
+func firstDifference(src, dst []recordbatch.Batch) string {
+	i := 0
+	for i < len(src) && i < len(dst) && src[i].BaseOffset() == dst[i].BaseOffset() && src[i].LastOffset() == dst[i].LastOffset() {
+		i++
+	}
+	var b strings.Builder
+	show := func(side string, bs []recordbatch.Batch) {
+		for j := max(0, i-2); j < min(len(bs), i+3); j++ {
+			x := bs[j]
+			fmt.Fprintf(&b, "  %s[%d]: offsets %d-%d, %d records, producer %d epoch %d seq %d, leader epoch %d, crc %08x, %d bytes\n", side, j,
+				x.BaseOffset(), x.LastOffset(), x.RecordCount(), x.ProducerID(), x.ProducerEpoch(), x.BaseSequence(), x.PartitionLeaderEpoch(), x.CRC(), len(x))
+		}
+	}
+	show("source", src)
+	show("destination", dst)
+	return b.String()
 }

@@ -22,6 +22,14 @@ import (
 // answers OFFSET_OUT_OF_RANGE at 0): every batch as stored, in offset order.
 func batchesFrom(t *testing.T, cl *kgo.Client, topic string, partition int32) []recordbatch.Batch {
 	t.Helper()
+	return batchesAt(t, cl, -1, topic, partition)
+}
+
+// batchesAt is batchesFrom asking broker node only (-1: any broker, as kgo sends a
+// Fetch). A follower serves a consumer's Fetch up to its own high watermark (KIP-392),
+// which may lag the leader's for a moment: a check of the whole log asks the leader.
+func batchesAt(t *testing.T, cl *kgo.Client, node int32, topic string, partition int32) []recordbatch.Batch {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	starts, err := kadm.NewClient(cl).ListStartOffsets(ctx, topic)
@@ -52,9 +60,17 @@ func batchesFrom(t *testing.T, cl *kgo.Client, topic string, partition int32) []
 		fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch, fp.LogStartOffset = partition, off, 4<<20, -1, -1
 		ft.Partitions = append(ft.Partitions, fp)
 		req.Topics = append(req.Topics, ft)
-		resp, err := req.RequestWith(ctx, cl)
+		var resp *kmsg.FetchResponse
+		if node < 0 {
+			resp, err = req.RequestWith(ctx, cl)
+		} else {
+			var r kmsg.Response
+			if r, err = cl.Broker(int(node)).RetriableRequest(ctx, req); err == nil {
+				resp = r.(*kmsg.FetchResponse)
+			}
+		}
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("fetch %s-%d at %d from node %d: %v", topic, partition, off, node, err)
 		}
 		rp := resp.Topics[0].Partitions[0]
 		if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
