@@ -175,7 +175,14 @@ func TestMigrationUpgradeAndDowngrade(t *testing.T) {
 	if err := commit(a, jr.Generation); err != nil {
 		t.Fatalf("a's commit during the downgrade's join phase: %v", err)
 	}
-	_ = b
+	// The log says the same: a classic group of a and b, no consumer group records.
+	groups := map[string]*loadedGroup{}
+	if _, err := replay(groups, encodeWrites(h.log)); err != nil {
+		t.Fatal(err)
+	}
+	if got := restoreGroup("g", groups["g"], h.g.lim, nil, h.now); got.consumer != nil || len(got.members) != 2 || got.members[b] == nil || got.generation != jr.Generation {
+		t.Fatalf("replayed downgraded group: consumer %v, %d classic members, generation %d", got.consumer != nil, len(got.members), got.generation)
+	}
 }
 
 // TestMigrationDisabled: with the policy disabled a group is never converted.
@@ -227,18 +234,14 @@ func TestMigrationClassicMemberReplayed(t *testing.T) {
 	h.g.lim.migration = migrateUpgrade | migrateDowngrade
 	a, _ := stableClassicGroup(h)
 	h.join("c", "t")
-	lc := newLoadedConsumer()
-	for _, w := range h.log {
-		for _, r := range w.records {
-			typ := int16(r.key[0])<<8 | int16(r.key[1])
-			if typ >= recConsumerGroupMetadata && typ != 4 {
-				if err := decodeConsumerRecord(typ, r.key, r.value, func(string) *loadedConsumer { return lc }); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
+	groups := map[string]*loadedGroup{}
+	if _, err := replay(groups, encodeWrites(h.log)); err != nil {
+		t.Fatal(err)
 	}
-	cg := restoreConsumerGroup(lc, h.g.lim, h.now)
+	cg := restoreGroup("g", groups["g"], h.g.lim, nil, h.now).consumer
+	if cg == nil || len(cg.members) != 3 {
+		t.Fatalf("replayed upgraded group: %+v", cg)
+	}
 	m := cg.members[a]
 	if m == nil || m.classic == nil || len(m.classic.protocols) != 1 || m.sessionTimeout != 10*time.Second || m.classic.protocols[0].Name != "cooperative-sticky" {
 		t.Fatalf("replayed a: %+v", m)
