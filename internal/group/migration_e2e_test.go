@@ -42,7 +42,7 @@ type migrationLog struct {
 	recs []consumption
 }
 
-func startMigrationConsumer(t *testing.T, log *migrationLog, name, group, topic string, consumerProtocol bool) *migrationConsumer {
+func startMigrationConsumer(t *testing.T, log *migrationLog, name, group, topic string, consumerProtocol bool, classic kgo.GroupBalancer) *migrationConsumer {
 	t.Helper()
 	c := &migrationConsumer{name: name, assigned: map[int32]bool{}, done: make(chan struct{})}
 	opts := append(seed(t),
@@ -79,6 +79,8 @@ func startMigrationConsumer(t *testing.T, log *migrationLog, name, group, topic 
 	)
 	if consumerProtocol {
 		opts = append(opts, kgo.ServerSideBalancer())
+	} else {
+		opts = append(opts, kgo.Balancers(classic))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -231,7 +233,20 @@ func groupType(t *testing.T, adm *kadm.Client, group string) string {
 }
 
 func TestRollingMigrationClassicToConsumerAndBack(t *testing.T) {
-	const topic, group, parts, fleet = "migrate", "g-migrate", 12, 6
+	for _, c := range []struct {
+		name string
+		b    kgo.GroupBalancer
+	}{{"cooperative", kgo.CooperativeStickyBalancer()}, {"eager", kgo.RangeBalancer()}} {
+		t.Run(c.name, func(t *testing.T) { rollingMigration(t, "migrate-"+c.name, c.b) })
+	}
+}
+
+// rollingMigration runs the rolling upgrade and downgrade with classic consumers
+// using balancer classic (cooperative: they revoke only what moves; eager: they revoke
+// everything at each rejoin).
+func rollingMigration(t *testing.T, topic string, classic kgo.GroupBalancer) {
+	const parts, fleet = 12, 6
+	group := "g-" + topic
 	createTopic(t, topic, parts, 0)
 	adm := newAdmin(t)
 	start := time.Now()
@@ -281,7 +296,7 @@ func TestRollingMigrationClassicToConsumerAndBack(t *testing.T) {
 		}
 	}()
 	for i := range cs {
-		cs[i] = startMigrationConsumer(t, log, fmt.Sprintf("classic-%d", i), group, topic, false)
+		cs[i] = startMigrationConsumer(t, log, fmt.Sprintf("classic-%d", i), group, topic, false, classic)
 	}
 	waitSpread(t, "six classic consumers sharing the partitions", parts, cs)
 	if typ := groupType(t, adm, group); typ != "classic" {
@@ -292,7 +307,7 @@ func TestRollingMigrationClassicToConsumerAndBack(t *testing.T) {
 	// group; the classic members left keep consuming as classic members of it.
 	for i := range cs {
 		cs[i].stop()
-		cs[i] = startMigrationConsumer(t, log, fmt.Sprintf("consumer-%d", i), group, topic, true)
+		cs[i] = startMigrationConsumer(t, log, fmt.Sprintf("consumer-%d", i), group, topic, true, nil)
 		before := log.len()
 		waitSpread(t, fmt.Sprintf("upgrade step %d", i), parts, cs)
 		log.waitProgress(t, fmt.Sprintf("consumption after step %d", i), before, 100)
@@ -307,7 +322,7 @@ func TestRollingMigrationClassicToConsumerAndBack(t *testing.T) {
 	// classic group again.
 	for i := range cs {
 		cs[i].stop()
-		cs[i] = startMigrationConsumer(t, log, fmt.Sprintf("classic-again-%d", i), group, topic, false)
+		cs[i] = startMigrationConsumer(t, log, fmt.Sprintf("classic-again-%d", i), group, topic, false, classic)
 		before := log.len()
 		waitSpread(t, fmt.Sprintf("downgrade step %d", i), parts, cs)
 		log.waitProgress(t, fmt.Sprintf("consumption after step %d", i), before, 100)
