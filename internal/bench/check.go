@@ -8,15 +8,16 @@ import (
 	"github.com/runnel-io/runnel/internal/benchfmt"
 )
 
-// errLostRecords is returned by a bench run that did not get back every record it
-// should have: a hole in a producer's sequence, fewer records than expected, or a
+// ErrLostRecords is returned by a run that did not get back every record it should
+// have: Produce when fewer records were acknowledged than asked for; Consume and
+// E2E on a hole in a producer's sequence, fewer records than expected, or a
 // partition that served fewer records than its offsets span.
-var errLostRecords = errors.New("records lost")
+var ErrLostRecords = errors.New("records lost")
 
-// errForeignRecords is returned when the topic holds records runnel bench did not
-// write (too short, or header fields out of range), which makes the check
-// meaningless.
-var errForeignRecords = errors.New("records not written by runnel bench")
+// ErrForeignRecords is returned by Consume and E2E when the topic holds records
+// runnel bench did not write (too short, header fields out of range, or a producer
+// or sequence number this run never used), which makes the check meaningless.
+var ErrForeignRecords = errors.New("records not written by runnel bench")
 
 // seqTracker records which (producer, seq) pairs a consumer has seen. It is used by
 // one goroutine.
@@ -104,7 +105,7 @@ func (t *seqTracker) checkTotal(expected int64) error {
 		lost = short
 	}
 	if lost > 0 {
-		return fmt.Errorf("%w: %d of %s never consumed%s", errLostRecords, lost, plural(max(expected, t.total()+lost), "record", "records"), first)
+		return fmt.Errorf("%w: %d of %s never consumed%s", ErrLostRecords, lost, plural(max(expected, t.total()+lost), "record", "records"), first)
 	}
 	return nil
 }
@@ -124,25 +125,25 @@ func (t *seqTracker) checkAcked(acked, sent []int64) error {
 		if p < len(t.distinct) {
 			got = t.distinct[p]
 			if t.maxSeq[p] >= sent[p] {
-				return fmt.Errorf("%w: producer %d seq %d was consumed but never produced", errForeignRecords, p, t.maxSeq[p])
+				return fmt.Errorf("%w: producer %d seq %d was consumed but never produced", ErrForeignRecords, p, t.maxSeq[p])
 			}
 		}
 		lost += max(0, acked[p]-got)
 	}
 	for p := len(acked); p < len(t.distinct); p++ {
 		if t.distinct[p] > 0 {
-			return fmt.Errorf("%w: %s from producer %d, which this run does not have", errForeignRecords, plural(t.distinct[p], "record", "records"), p)
+			return fmt.Errorf("%w: %s from producer %d, which this run does not have", ErrForeignRecords, plural(t.distinct[p], "record", "records"), p)
 		}
 	}
 	if lost > 0 {
-		return fmt.Errorf("%w: %d of %s never consumed", errLostRecords, lost, plural(want, "acknowledged record", "acknowledged records"))
+		return fmt.Errorf("%w: %d of %s never consumed", ErrLostRecords, lost, plural(want, "acknowledged record", "acknowledged records"))
 	}
 	return nil
 }
 
 func (t *seqTracker) checkForeign() error {
 	if t.foreign > 0 {
-		return fmt.Errorf("%w: %s without a bench header; use a fresh --topic", errForeignRecords, plural(t.foreign, "record", "records"))
+		return fmt.Errorf("%w: %s without a bench header; use a fresh --topic", ErrForeignRecords, plural(t.foreign, "record", "records"))
 	}
 	return nil
 }
@@ -160,7 +161,7 @@ func checkPartitions(parts map[int32]*partitionCount) error {
 	for p, pc := range parts {
 		if want := pc.end - pc.start; pc.count < want {
 			return fmt.Errorf("%w: partition %d served %s for offsets %d..%d (%d missing)",
-				errLostRecords, p, plural(pc.count, "record", "records"), pc.start, pc.end, want-pc.count)
+				ErrLostRecords, p, plural(pc.count, "record", "records"), pc.start, pc.end, want-pc.count)
 		}
 	}
 	return nil

@@ -37,12 +37,12 @@ func TestSeqTrackerCheckTotal(t *testing.T) {
 	if err := full.checkTotal(0); err != nil {
 		t.Fatalf("no expectation, no holes: %v", err)
 	}
-	if err := full.checkTotal(1001); !errors.Is(err, errLostRecords) || !strings.Contains(err.Error(), "1 of 1001") {
+	if err := full.checkTotal(1001); !errors.Is(err, ErrLostRecords) || !strings.Contains(err.Error(), "1 of 1001") {
 		t.Fatalf("one short: %v", err)
 	}
 	hole := tracker(seqRange(0, 500), append(seqRange(0, 70), seqRange(71, 500)...))
 	err := hole.checkTotal(0)
-	if !errors.Is(err, errLostRecords) || !strings.Contains(err.Error(), "producer 1: first missing seq 70") {
+	if !errors.Is(err, ErrLostRecords) || !strings.Contains(err.Error(), "producer 1: first missing seq 70") {
 		t.Fatalf("hole at producer 1 seq 70: %v", err)
 	}
 	dup := tracker(append(seqRange(0, 10), 3, 3))
@@ -51,7 +51,7 @@ func TestSeqTrackerCheckTotal(t *testing.T) {
 	}
 	foreign := tracker(seqRange(0, 3))
 	foreign.add([]byte("short"))
-	if err := foreign.checkTotal(3); !errors.Is(err, errForeignRecords) {
+	if err := foreign.checkTotal(3); !errors.Is(err, ErrForeignRecords) {
 		t.Fatalf("foreign record: %v", err)
 	}
 }
@@ -61,13 +61,13 @@ func TestSeqTrackerCheckAcked(t *testing.T) {
 	if err := tr.checkAcked([]int64{100, 59}, []int64{100, 60}); err != nil {
 		t.Fatalf("a dropped (unacknowledged) record is no loss: %v", err)
 	}
-	if err := tr.checkAcked([]int64{100, 60}, []int64{100, 60}); !errors.Is(err, errLostRecords) {
+	if err := tr.checkAcked([]int64{100, 60}, []int64{100, 60}); !errors.Is(err, ErrLostRecords) {
 		t.Fatalf("an acknowledged record missing: %v", err)
 	}
-	if err := tr.checkAcked([]int64{100, 59}, []int64{100, 50}); !errors.Is(err, errForeignRecords) {
+	if err := tr.checkAcked([]int64{100, 59}, []int64{100, 50}); !errors.Is(err, ErrForeignRecords) {
 		t.Fatalf("a seq never sent: %v", err)
 	}
-	if err := tr.checkAcked([]int64{100}, []int64{100}); !errors.Is(err, errForeignRecords) {
+	if err := tr.checkAcked([]int64{100}, []int64{100}); !errors.Is(err, ErrForeignRecords) {
 		t.Fatalf("records of a producer the run lacks: %v", err)
 	}
 }
@@ -78,7 +78,7 @@ func TestCheckPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	short := map[int32]*partitionCount{0: {start: 0, end: 10, count: 9}}
-	if err := checkPartitions(short); !errors.Is(err, errLostRecords) || !strings.Contains(err.Error(), "1 missing") {
+	if err := checkPartitions(short); !errors.Is(err, ErrLostRecords) || !strings.Contains(err.Error(), "1 missing") {
 		t.Fatalf("a partition one record short: %v", err)
 	}
 }

@@ -89,11 +89,10 @@ func consumerOpts() []kgo.Opt {
 
 // gcFloor is the load generator's GC ballast (see package gcfloor): franz-go
 // allocates per record (records fetched, promises), and with a small live heap the
-// generator's own collections were a visible part of the e2e tail it reports (p99 1.9
-// ms against kfake, 1.1 ms with the ballast). bench/natsbench keeps the same one, so
-// the comparison stays fair. It is prefaulted (gcfloor.Prefault): on this project's
-// virtual machines the first touch of the garbage that fills the floor made the first
-// second of every run slow.
+// generator's own collections would be part of the e2e tail it reports.
+// bench/natsbench keeps the same one, so the comparison stays fair. It is prefaulted
+// (gcfloor.Prefault) so that the first touch of the garbage filling the floor does
+// not slow the run's first second. Measurements: docs/benchmarks.md.
 const gcFloor = 256 << 20
 
 func (c *Config) withGCFloor(fn func() error) error {
@@ -102,9 +101,8 @@ func (c *Config) withGCFloor(fn func() error) error {
 
 // prefaultBytes is how much heap the generator is expected to touch: the floor, and
 // twice what its producers may buffer (live records, then as much garbage again
-// before a collection; see gcfloor.RunPrefaulted), at most maxPrefault. Without it a
-// 1 KiB produce run (100,000 records buffered) grew from 280 to 585 MB resident in
-// its first seconds, a host fault per page on this project's virtual machines.
+// before a collection; see gcfloor.RunPrefaulted), at most maxPrefault, so that a
+// run's resident set does not grow a page fault at a time while it measures.
 func (c *Config) prefaultBytes() int {
 	buffered := int64(c.BufferRecords) * int64(c.RecordSize+recordOverhead)
 	if b := int64(c.BufferBytes); b > 0 && (buffered <= 0 || b < buffered) {

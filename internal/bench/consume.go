@@ -13,16 +13,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// errStalled is returned when a bench consumer got no record for --timeout while
-// records it waits for are still missing.
-var errStalled = errors.New("consumer stalled")
-
 // consumer reads a bench topic from given offsets, checking each record's
 // header and, in e2e runs, measuring the time from produce to consume.
 type consumer struct {
 	cl      *kgo.Client
 	topic   string
-	timeout time.Duration // errStalled after this long without a record
+	timeout time.Duration // ErrStalled after this long without a record
 
 	// target receives where to stop once it is known: at the start for bench
 	// consume, after the producers finish for e2e.
@@ -41,19 +37,18 @@ type consumer struct {
 
 // newConsumer starts consuming cfg.Topic from starts (partition → offset).
 func newConsumer(cfg *Config, starts map[int32]int64, extra ...kgo.Opt) (*consumer, error) {
-	topic, timeout := cfg.Topic, cfg.Timeout
 	offsets := make(map[int32]kgo.Offset, len(starts))
 	parts := make(map[int32]*partitionCount, len(starts))
 	for p, o := range starts {
 		offsets[p] = kgo.NewOffset().At(o)
 		parts[p] = &partitionCount{start: o, end: -1, next: o}
 	}
-	opts := append(append(consumerOpts(), extra...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}))
+	opts := append(append(consumerOpts(), extra...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: offsets}))
 	cl, err := cfg.newClient(opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &consumer{cl: cl, topic: topic, timeout: timeout, target: make(chan consumeTarget, 1), parts: parts}, nil
+	return &consumer{cl: cl, topic: cfg.Topic, timeout: cfg.Timeout, target: make(chan consumeTarget, 1), parts: parts}, nil
 }
 
 // consumeTarget is where a bench consumer stops: once every partition reached its
@@ -86,7 +81,7 @@ func (c *consumer) run(ctx context.Context) error {
 		case n > 0:
 			lastProgress = time.Now()
 		case time.Since(lastProgress) > c.timeout:
-			return fmt.Errorf("%w: no record for %v with %d consumed", errStalled, c.timeout, c.received.Load())
+			return fmt.Errorf("%w: no record for %v with %d consumed", ErrStalled, c.timeout, c.received.Load())
 		}
 	}
 	return nil
@@ -160,8 +155,6 @@ func (c *consumer) record(r *kgo.Record, now int64) {
 	}
 }
 
-func (c *consumer) close() { c.cl.Close() }
-
 // counted is the number of records received within the target offsets; call it once
 // run returned.
 func (c *consumer) counted() int64 {
@@ -230,7 +223,7 @@ func offsetMap(l kadm.ListedOffsets, topic string) map[int32]int64 {
 }
 
 // Consume reads cfg.Topic from its start to its end offsets as of now, checks that
-// every record bench produce wrote is there (errLostRecords otherwise), and prints
+// every record bench produce wrote is there (ErrLostRecords otherwise), and prints
 // the report: throughput.
 func Consume(ctx context.Context, cfg Config) error {
 	return cfg.withGCFloor(func() error { return consume(ctx, &cfg) })
@@ -245,7 +238,7 @@ func consume(ctx context.Context, cfg *Config) error {
 	if err != nil {
 		return err
 	}
-	defer c.close()
+	defer c.cl.Close()
 	c.target <- consumeTarget{ends: ends}
 	prog := startProgress(cfg.Log, "consume", progressCounter{"consumed", &c.received})
 	start := time.Now()

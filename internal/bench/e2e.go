@@ -17,7 +17,7 @@ type e2eRun struct {
 }
 
 // E2E produces at cfg.Rate for cfg.Duration while consuming, checks that every
-// acknowledged record came back (errLostRecords otherwise), and prints the report:
+// acknowledged record came back (ErrLostRecords otherwise), and prints the report:
 // throughput, produce and end-to-end latency.
 func E2E(ctx context.Context, cfg Config) error {
 	return cfg.withGCFloor(func() error { return e2e(ctx, &cfg) })
@@ -71,7 +71,7 @@ func startE2E(ctx context.Context, cfg *Config) (*e2eRun, error) {
 	c.timeline = tl
 	g, err := newProducerGroup(cfg)
 	if err != nil {
-		c.close()
+		c.cl.Close()
 		return nil, err
 	}
 	for _, p := range g.ps {
@@ -82,7 +82,7 @@ func startE2E(ctx context.Context, cfg *Config) (*e2eRun, error) {
 
 func (r *e2eRun) close() {
 	r.g.close()
-	r.c.close()
+	r.c.cl.Close()
 }
 
 // run produces for --duration while consuming, then consumes up to the end offsets
@@ -93,7 +93,7 @@ func (r *e2eRun) run(ctx context.Context) (time.Duration, error) {
 	defer stopWatch()
 	took, err := r.runWatched(ctx)
 	err = stallCause(ctx, err)
-	if errors.Is(err, errStalled) {
+	if errors.Is(err, ErrStalled) {
 		// A record acknowledged but never served: say which, not just "stalled".
 		acked, sent := r.g.counts()
 		if lerr := r.c.seqs.checkAcked(acked, sent); lerr != nil {

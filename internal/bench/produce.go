@@ -256,7 +256,7 @@ func produce(ctx context.Context, cfg *Config) error {
 	acked := g.acked.Load()
 	rep.SetRate(acked, acked*int64(cfg.RecordSize), took)
 	if !cfg.NoAcks && acked+rep.Dropped < cfg.Records {
-		return fmt.Errorf("%w: only %d of %s acknowledged", errLostRecords, acked, plural(cfg.Records, "record", "records"))
+		return fmt.Errorf("%w: only %d of %s acknowledged", ErrLostRecords, acked, plural(cfg.Records, "record", "records"))
 	}
 	return rep.Write(cfg.Out, cfg.JSON)
 }

@@ -2,11 +2,18 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
 )
+
+// ErrStalled is returned by Produce, Consume and E2E when the run made no progress
+// for Config.Timeout: no record acknowledged or consumed (the error says which
+// counters stood still, and at what), or, for the consumer, no record while ones it
+// waits for are still missing.
+var ErrStalled = errors.New("consumer stalled")
 
 // progressCount is one counter a stall watch follows.
 type progressCount struct {
@@ -14,7 +21,7 @@ type progressCount struct {
 	n    *atomic.Int64
 }
 
-// watchStall returns a context that is cancelled, with an errStalled cause, once none
+// watchStall returns a context that is cancelled, with an ErrStalled cause, once none
 // of counts grew for timeout: --timeout of bench produce and e2e. Producers blocked on
 // a full buffer or on a broker that never answers, and a consumer waiting for records
 // that never come, all end then. stop releases the watch.
@@ -61,7 +68,7 @@ func describeStall(timeout time.Duration, counts []progressCount) string {
 		strings.Join(names, " or "), timeout, strings.Join(values, ", "))
 }
 
-// stallCause returns ctx's errStalled cause if the watch fired, else err.
+// stallCause returns ctx's ErrStalled cause if the watch fired, else err.
 func stallCause(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
@@ -72,8 +79,8 @@ func stallCause(ctx context.Context, err error) error {
 	return err
 }
 
-// noProgressError is the cause a stall watch cancels with; it is an errStalled.
+// noProgressError is the cause a stall watch cancels with; it is an ErrStalled.
 type noProgressError string
 
 func (e noProgressError) Error() string        { return string(e) }
-func (e noProgressError) Is(target error) bool { return target == errStalled }
+func (e noProgressError) Is(target error) bool { return target == ErrStalled }

@@ -145,30 +145,41 @@ func newBenchE2ECommand() *cobra.Command {
 	return cmd
 }
 
-// validate checks the flags common to every subcommand and, when producing, those of
-// producers, so that bad usage fails before anything connects.
-func (f *benchFlags) validate(producing bool) error {
+// config checks the flags common to every subcommand and, when producing, those of
+// producers, so that bad usage fails before anything connects, and turns them into
+// the generator's Config; the run adds the connection, the topic and the streams.
+func (f *benchFlags) config(producing bool) (bench.Config, error) {
 	switch {
 	case f.records < 0:
-		return usageErrorf("--records must be at least 0")
+		return bench.Config{}, usageErrorf("--records must be at least 0")
 	case f.partitions < 1:
-		return usageErrorf("--partitions must be at least 1")
+		return bench.Config{}, usageErrorf("--partitions must be at least 1")
 	case f.timeout <= 0:
-		return usageErrorf("--timeout must be positive")
-	case !producing:
-		return nil
+		return bench.Config{}, usageErrorf("--timeout must be positive")
+	}
+	cfg := bench.Config{Records: f.records, RecordSize: f.recordSize, Producers: f.producers,
+		NoAcks: f.acks == "0", Rate: f.overload.rate, BufferRecords: f.overload.bufferRecords,
+		BufferBytes: f.overload.bufferBytes, Duration: f.duration, Timeout: f.timeout,
+		Breakdown: f.breakdown, JSON: f.json}
+	if !producing {
+		return cfg, nil
+	}
+	switch {
 	case f.recordSize < benchfmt.HeaderSize:
-		return usageErrorf("--record-size must be at least %d (the bench header)", benchfmt.HeaderSize)
+		return bench.Config{}, usageErrorf("--record-size must be at least %d (the bench header)", benchfmt.HeaderSize)
 	case f.producers < 1 || f.producers > benchfmt.MaxProducers:
-		return usageErrorf("--producers must be between 1 and %d", benchfmt.MaxProducers)
+		return bench.Config{}, usageErrorf("--producers must be between 1 and %d", benchfmt.MaxProducers)
 	case f.batchMaxBytes < int32(f.recordSize)+100:
-		return usageErrorf("--batch-max-bytes %d cannot hold one record of --record-size %d", f.batchMaxBytes, f.recordSize)
+		return bench.Config{}, usageErrorf("--batch-max-bytes %d cannot hold one record of --record-size %d", f.batchMaxBytes, f.recordSize)
 	}
-	if _, err := f.producerOpts(); err != nil {
-		return err
+	var err error
+	if cfg.Producer, err = f.producerOpts(); err != nil {
+		return bench.Config{}, err
 	}
-	_, err := f.overload.overloadOptions(f.producerRate())
-	return err
+	if cfg.Overload, err = f.overload.overloadOptions(cfg.ProducerRate()); err != nil {
+		return bench.Config{}, err
+	}
+	return cfg, nil
 }
 
 // producerOpts turns the producer flags into kgo options.
@@ -190,87 +201,62 @@ func (f *benchFlags) producerOpts() ([]kgo.Opt, error) {
 	return append(append(opts, acks...), kgo.ProducerBatchCompression(codec)), nil
 }
 
-// producerRate is one producer's share of --rate.
-func (f *benchFlags) producerRate() float64 {
-	return f.overload.rate / float64(max(f.producers, 1))
-}
-
-// config is the generator's Config for topic (with parts partitions): the flags
-// turned into client options. Call it once validate passed.
-func (f *benchFlags) config(cmd *cobra.Command, conn *connFlags, topic string, parts int, producing bool) (bench.Config, error) {
-	base, err := conn.baseOpts()
-	if err != nil {
-		return bench.Config{}, err
-	}
-	cfg := bench.Config{Client: base, Topic: topic, Partitions: parts, Records: f.records,
-		RecordSize: f.recordSize, Producers: f.producers, NoAcks: f.acks == "0", Rate: f.overload.rate,
-		BufferRecords: f.overload.bufferRecords, BufferBytes: f.overload.bufferBytes,
-		Duration: f.duration, Timeout: f.timeout, Breakdown: f.breakdown, JSON: f.json,
-		Out: cmd.OutOrStdout(), Log: cmd.ErrOrStderr()}
-	if !producing {
-		return cfg, nil
-	}
-	if cfg.Producer, err = f.producerOpts(); err != nil {
-		return bench.Config{}, err
-	}
-	cfg.Overload, err = f.overload.overloadOptions(cfg.ProducerRate())
-	return cfg, err
-}
-
 func runBenchProduce(cmd *cobra.Command, conn *connFlags, f *benchFlags) error {
-	if err := f.validate(true); err != nil {
-		return err
-	}
-	topic, parts, err := prepareTopic(cmd.Context(), conn, f)
+	cfg, err := f.config(true)
 	if err != nil {
 		return err
 	}
-	cfg, err := f.config(cmd, conn, topic, parts, true)
-	if err != nil {
+	if cfg.Topic, cfg.Partitions, err = prepareTopic(cmd.Context(), conn, f); err != nil {
 		return err
 	}
-	return overloadError(bench.Produce(cmd.Context(), cfg), &f.overload)
+	return runBench(cmd, conn, f, bench.Produce, cfg)
 }
 
 func runBenchConsume(cmd *cobra.Command, conn *connFlags, f *benchFlags) error {
 	if f.topic == "" {
 		return usageErrorf("bench consume needs --topic: the topic bench produce filled")
 	}
-	if err := f.validate(false); err != nil {
+	cfg, err := f.config(false)
+	if err != nil {
 		return err
 	}
 	adm, err := conn.admin()
 	if err != nil {
 		return err
 	}
-	parts, err := existingTopic(cmd.Context(), adm, f.topic)
+	td, err := topicDetail(cmd.Context(), adm, f.topic)
 	adm.Close()
 	if err != nil {
 		return err
 	}
-	cfg, err := f.config(cmd, conn, f.topic, parts, false)
-	if err != nil {
-		return err
-	}
-	return bench.Consume(cmd.Context(), cfg)
+	cfg.Topic, cfg.Partitions = f.topic, len(td.Partitions)
+	return runBench(cmd, conn, f, bench.Consume, cfg)
 }
 
 func runBenchE2E(cmd *cobra.Command, conn *connFlags, f *benchFlags) error {
-	if err := f.validate(true); err != nil {
+	cfg, err := f.config(true)
+	if err != nil {
 		return err
 	}
 	if f.duration <= 0 {
 		return usageErrorf("--duration must be positive")
 	}
-	topic, parts, err := prepareTopic(cmd.Context(), conn, f)
+	if cfg.Topic, cfg.Partitions, err = prepareTopic(cmd.Context(), conn, f); err != nil {
+		return err
+	}
+	return runBench(cmd, conn, f, bench.E2E, cfg)
+}
+
+// runBench runs the generator with the connection flags' client options, the report on
+// stdout and the progress on stderr. A producer's buffer-full failure names the flag
+// behind it.
+func runBench(cmd *cobra.Command, conn *connFlags, f *benchFlags, run func(context.Context, bench.Config) error, cfg bench.Config) error {
+	base, err := conn.baseOpts()
 	if err != nil {
 		return err
 	}
-	cfg, err := f.config(cmd, conn, topic, parts, true)
-	if err != nil {
-		return err
-	}
-	return overloadError(bench.E2E(cmd.Context(), cfg), &f.overload)
+	cfg.Client, cfg.Out, cfg.Log = base, cmd.OutOrStdout(), cmd.ErrOrStderr()
+	return overloadError(run(cmd.Context(), cfg), &f.overload)
 }
 
 // benchClientID is runnel bench's client id without --client-id.
@@ -325,22 +311,6 @@ func allLed(td kadm.TopicDetail) bool {
 		}
 	}
 	return true
-}
-
-// existingTopic returns the number of partitions of a topic that must exist.
-func existingTopic(ctx context.Context, adm *kadm.Client, topic string) (int, error) {
-	tds, err := adm.ListTopics(ctx, topic)
-	if err != nil {
-		return 0, fmt.Errorf("describe topic %q: %w", topic, err)
-	}
-	td, ok := tds[topic]
-	if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
-		return 0, topicNotFound(topic)
-	}
-	if td.Err != nil {
-		return 0, fmt.Errorf("describe topic %q: %w", topic, td.Err)
-	}
-	return len(td.Partitions), nil
 }
 
 // prepareTopic picks the topic (--topic or a random name) and creates it if missing.

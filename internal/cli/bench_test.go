@@ -47,11 +47,14 @@ func TestBenchFlagDefaults(t *testing.T) {
 			t.Errorf("--%s = %q, want %q", name, got, want)
 		}
 	}
-	f := &benchFlags{producers: 4, overload: produceFlags{bufferRecords: 100000, onFull: "block", rate: 1000}}
-	if _, err := f.overload.overloadOptions(f.producerRate()); err != nil {
+	f := &benchFlags{producers: 4, recordSize: 100, partitions: 3, timeout: time.Minute, batchMaxBytes: 1000000,
+		acks: "all", idempotence: true, compression: "none",
+		overload: produceFlags{bufferRecords: 100000, onFull: "block", rate: 1000}}
+	cfg, err := f.config(true)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := f.producerRate(); got != 250 {
+	if got := cfg.ProducerRate(); got != 250 {
 		t.Fatalf("each of 4 producers is limited to %v/s, want 250/s", got)
 	}
 }
