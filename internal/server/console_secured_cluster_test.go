@@ -1,0 +1,286 @@
+package server_test
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/runnel-io/runnel/internal/httpd"
+	"github.com/runnel-io/runnel/internal/testutil"
+)
+
+// securedConsoleCluster starts three nodes whose only Kafka listener is SASL_SSL
+// (nodes reach each other over it as User:node), with ACLs on and the console served
+// over HTTPS from the nodes' certificate: users admin (a super user) and alice, who
+// may READ topic a and group ga. Topics a (RF 3, 20 records keyed order-N with a JSON
+// value and a trace header) and b; group ga has a commit at 0 on a. It returns the
+// nodes and an admin client over SASL_SSL.
+func securedConsoleCluster(t *testing.T, pki *testPKI, extra ...string) ([]*testNode, *kgo.Client) {
+	t.Helper()
+	nodes := startCluster(t, 3, append([]string{
+		"ssl.keystore.location=" + pki.NodeFile, "ssl.truststore.location=" + pki.CAFile,
+		"inter.broker.sasl.username=node", "inter.broker.sasl.password=node-secret",
+		// Each property is checked as it is set: the inter-broker listener is
+		// named while a PLAINTEXT one still exists, then that one goes.
+		"listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0", "inter.broker.listener.name=SASL_SSL",
+		"listeners=SASL_SSL://127.0.0.1:0",
+		"sasl.bootstrap.users=admin:admin-pw,alice:alice-pw",
+		"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"super.users=User:node;User:admin",
+		"http.tls.certificate.location=" + pki.NodeFile}, extra...)...)
+	cl := testClient(t, listenerAddr(t, nodes[0].server(), "SASL_SSL"), kgo.DialTLSConfig(pki.clientTLS()),
+		kgo.SASL(saslMechanism("SCRAM-SHA-512", "admin", "admin-pw")), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RetryTimeout(30*time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The active controller creates the bootstrap users once it leads.
+	testutil.Eventually(t, 20*time.Second, func() error { return cl.Ping(ctx) })
+	adm := kadm.NewClient(cl)
+	for _, topic := range []string{"a", "b"} {
+		_, err := adm.CreateTopic(ctx, 1, 3, nil, topic)
+		testutil.NoError(t, err, "create %s", topic)
+	}
+	res, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().Topics("a").Groups("ga").
+		ResourcePatternType(kadm.ACLPatternLiteral).Operations(kadm.OpRead))
+	testutil.NoError(t, err, "create alice's ACLs")
+	for _, r := range res {
+		testutil.NoError(t, r.Err, "create ACL %+v", r)
+	}
+	var recs []*kgo.Record
+	for i := range 20 {
+		recs = append(recs, &kgo.Record{Topic: "a", Key: []byte("order-" + strconv.Itoa(i)), Value: []byte(`{"id":` + strconv.Itoa(i) + `}`),
+			Headers: []kgo.RecordHeader{{Key: "trace", Value: []byte("t-" + strconv.Itoa(i))}}})
+	}
+	testutil.NoError(t, cl.ProduceSync(ctx, recs...).FirstErr(), "produce to a")
+	os := kadm.Offsets{}
+	os.Add(kadm.Offset{Topic: "a", Partition: 0, At: 0, LeaderEpoch: -1})
+	testutil.NoError(t, adm.CommitAllOffsets(ctx, "ga", os), "commit ga")
+	return nodes, cl
+}
+
+// The proof of docs/security.md's "The HTTP port" on a 3-node SASL_SSL cluster with
+// ACLs, its console over HTTPS: without a login every page and /api/v1/ call of every
+// node is refused; alice, who may READ topic a, sees a alone, and each action her ACLs
+// do not allow is refused with the ACL it lacks, on a node that leads nothing she asks
+// for as on one that does. Then, in headless chromium over HTTPS, alice signs in, is
+// shown a denied page naming the missing ACL and signs out; admin signs in, finds a
+// record by its key, produces one (read back by a Kafka client over SASL_SSL), creates
+// and deletes a topic and resets ga's offsets.
+func TestConsoleSecuredCluster(t *testing.T) {
+	pki := newTestPKI(t)
+	nodes, cl := securedConsoleCluster(t, pki)
+	ctx0, cancel0 := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel0()
+	adm := kadm.NewClient(cl)
+	tlsCfg := &tls.Config{RootCAs: pki.Pool}
+
+	for _, tn := range nodes {
+		base := "https://" + tn.server().HTTPAddr().String()
+		anon := newConsoleClient(t, base, tlsCfg)
+		for _, p := range append(consolePages, "/acls", "/users", "/quotas", "/topics/a/records", "/new-topic", "/groups/ga/manage") {
+			code, h, _ := anon.get(p)
+			testutil.Equal(t, code, http.StatusSeeOther, "node %d: GET %s without a login", tn.id, p)
+			testutil.Equal(t, h.Get("Location"), "/login?next="+url.QueryEscape(p), "node %d: GET %s redirects to", tn.id, p)
+		}
+		for _, p := range append(consoleAPIs, "/api/v1/acls", "/api/v1/users", "/api/v1/quotas", "/api/v1/topics/a/records?partition=0") {
+			code, _, body := anon.get(p)
+			testutil.Equal(t, code, http.StatusUnauthorized, "node %d: GET %s without a login: %s", tn.id, p, body)
+		}
+		code, body := anon.send(http.MethodPost, "/api/v1/topics/a/records", "x", map[string]any{"value": "v"})
+		testutil.Equal(t, code, http.StatusUnauthorized, "node %d: a produce without a login: %s", tn.id, body)
+
+		alice := newConsoleClient(t, base, tlsCfg)
+		code, _, body = alice.login("alice", "alice-pw")
+		testutil.Equal(t, code, http.StatusOK, "node %d: alice's login: %s", tn.id, body)
+		var topics httpd.Topics
+		alice.getJSON("/api/v1/topics", &topics)
+		testutil.Equal(t, fmt.Sprint(topicNames(topics)), "[a]", "node %d: alice's topics", tn.id)
+		var groups httpd.Groups
+		testutil.Eventually(t, 20*time.Second, func() error {
+			groups = httpd.Groups{}
+			alice.getJSON("/api/v1/groups", &groups)
+			if len(groups.Groups) != 1 || groups.Groups[0].GroupID != "ga" {
+				return fmt.Errorf("node %d: alice's groups %+v, want ga alone", tn.id, groups.Groups)
+			}
+			return nil
+		})
+		token := alice.csrf()
+		for _, d := range []struct {
+			method, path string
+			body         any
+			want         string
+		}{
+			{http.MethodGet, "/api/v1/topics/b", nil, "lacks DESCRIBE on topic b"},
+			{http.MethodGet, "/api/v1/topics/b/records?partition=0", nil, "lacks READ on topic b"},
+			{http.MethodPost, "/api/v1/topics/a/records", map[string]any{"value": "v"}, "lacks WRITE on topic a"},
+			{http.MethodPost, "/api/v1/topics", map[string]any{"name": "new"}, "lacks CREATE on topic new"},
+			{http.MethodDelete, "/api/v1/topics/a", nil, "lacks DELETE on topic a"},
+			{http.MethodDelete, "/api/v1/groups/ga", nil, "lacks DELETE on group ga"},
+			{http.MethodGet, "/api/v1/acls", nil, "lacks DESCRIBE on the cluster"},
+		} {
+			var code int
+			var body string
+			if d.method == http.MethodGet {
+				code, _, body = alice.get(d.path)
+			} else {
+				code, body = alice.send(d.method, d.path, token, d.body)
+			}
+			testutil.Equal(t, code, http.StatusForbidden, "node %d: alice's %s %s: %s", tn.id, d.method, d.path, body)
+			want := "user alice (host 127.0.0.1) " + d.want
+			testutil.True(t, strings.Contains(body, want), "node %d: alice's %s %s names the missing ACL %q: %s", tn.id, d.method, d.path, want, body)
+		}
+	}
+	ends, err := adm.ListEndOffsets(ctx0, "a")
+	testutil.NoError(t, err, "end offsets of a")
+	e, _ := ends.Lookup("a", 0)
+	testutil.Equal(t, e.Offset, int64(20), "a's end offset after alice's refused produces")
+
+	bin := chromiumPath()
+	if bin == "" {
+		t.Skip("no chromium binary (/usr/bin/chromium or chromium on PATH): scripts/install-deps.sh installs Debian's chromium")
+	}
+	// The browser uses the last node's console: its partitions are led wherever the
+	// controller put them, so the node's console asks the others over SASL_SSL.
+	base := "https://" + nodes[2].server().HTTPAddr().String()
+	tctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox,
+		chromedp.Headless, chromedp.DisableGPU, chromedp.WindowSize(1280, 900),
+		// The test's CA is not in chromium's store.
+		chromedp.Flag("ignore-certificate-errors", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(tctx, opts...)
+	defer cancelAlloc()
+	ctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+	wait := func(expr, what string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
+			if err == nil && ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				msg, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText.slice(0, 2000) : ""`))
+				t.Fatalf("%s: not after 10 s (last error %v); the page:\n%s", what, err, msg)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		testutil.NoError(t, err, "read the text of %s", sel)
+		return v
+	}
+	signIn := func(user, password, next, waitFor string) {
+		t.Helper()
+		testutil.NoError(t, chromedp.Do(ctx,
+			chromedp.Navigate(base+next),
+			chromedp.WaitVisible(chromedp.CSS(`input[name=username]`)),
+			chromedp.SendKeys(chromedp.CSS(`input[name=username]`), user),
+			chromedp.SendKeys(chromedp.CSS(`input[name=password]`), password),
+			chromedp.Submit(chromedp.CSS(`input[name=password]`)),
+		), "sign in as %s", user)
+		wait(waitFor, "after "+user+"'s sign-in")
+	}
+
+	// alice: topic b's page is denied with the ACL she lacks; she signs out.
+	signIn("alice", "alice-pw", "/topics/b", `location.pathname === "/topics/b" && document.body.innerText.includes("lacks DESCRIBE on topic b")`)
+	page, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+	testutil.NoError(t, err, "read the denied page")
+	testutil.True(t, strings.Contains(page, "user alice (host 127.0.0.1) lacks DESCRIBE on topic b"), "the denied page:\n%s", page)
+	testutil.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`form[action="/logout"] button`))), "alice signs out")
+	wait(`location.pathname === "/login"`, "the login page after signing out")
+
+	// admin: create a topic from the topic list.
+	signIn("admin", "admin-pw", "/topics", `!!document.getElementById("topics")`)
+	testutil.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`#new-topic`)),
+		chromedp.WaitVisible(chromedp.CSS(`#create-topic`)),
+		chromedp.SendKeys(chromedp.CSS(`#create-name`), "made-in-browser"),
+		chromedp.SendKeys(chromedp.CSS(`#create-partitions`), "2"),
+		chromedp.Click(chromedp.CSS(`#create-topic button`)),
+	), "fill the create-topic form")
+	wait(`location.pathname === "/topics/made-in-browser" && document.querySelectorAll("#partitions tbody tr").length === 2`, "the created topic's page with its 2 partitions")
+
+	// Browse a: find order-7 by its key.
+	testutil.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(base+"/topics/a/records"),
+		chromedp.WaitVisible(chromedp.CSS(`#browse`)),
+	), "topic a's records")
+	wait(`document.querySelectorAll("#records tbody tr").length === 20`, "the newest page of a (20 records)")
+	testutil.NoError(t, chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS(`#filter`), "order-7"),
+		chromedp.SetValue(chromedp.CSS(`#format`), "json"),
+		chromedp.Click(chromedp.CSS(`#browse button`)),
+	), "filter a on order-7")
+	wait(`document.querySelectorAll("#records tbody tr").length === 1`, "the records matching order-7")
+	testutil.Equal(t, text(`#records tbody td.key`), "order-7", "the found record's key")
+	testutil.Equal(t, text(`#records tbody td.value`), "{\n  \"id\": 7\n}", "the found record's value as JSON")
+	testutil.Equal(t, text(`#records tbody td.headers`), "trace=t-7", "the found record's headers")
+
+	// Produce from the page; a Kafka client over SASL_SSL reads it back.
+	testutil.NoError(t, chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS(`#produce-partition`), "0"),
+		chromedp.SendKeys(chromedp.CSS(`#produce-key`), "from-browser"),
+		chromedp.SendKeys(chromedp.CSS(`#produce-value`), `{"made":"here"}`),
+		chromedp.SendKeys(chromedp.CSS(`#produce-headers`), "src=browser"),
+		chromedp.Click(chromedp.CSS(`#produce button`)),
+	), "fill the produce form")
+	wait(`document.getElementById("produce-result").textContent.startsWith("Produced")`, "the produce's answer")
+	testutil.Equal(t, text(`#produce-result`), "Produced to partition 0 at offset 20.", "the produce's answer")
+	cons := testClient(t, listenerAddr(t, nodes[0].server(), "SASL_SSL"), kgo.DialTLSConfig(pki.clientTLS()),
+		kgo.SASL(saslMechanism("SCRAM-SHA-512", "admin", "admin-pw")),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"a": {0: kgo.NewOffset().At(20)}}))
+	fs := cons.PollRecords(ctx0, 1)
+	testutil.NoError(t, fs.Err0(), "consume a/0 at 20")
+	back := fs.Records()
+	testutil.Equal(t, len(back), 1, "records of a/0 from 20")
+	testutil.Equal(t, string(back[0].Key)+"|"+string(back[0].Value), `from-browser|{"made":"here"}`, "the record produced from the browser")
+	testutil.Equal(t, len(back[0].Headers), 1, "its headers")
+	testutil.Equal(t, back[0].Headers[0].Key+"="+string(back[0].Headers[0].Value), "src=browser", "its header")
+
+	// Reset ga on a to latest (the dry run box unticked): the commit moves to 21.
+	testutil.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(base+"/groups/ga/manage"),
+		chromedp.WaitVisible(chromedp.CSS(`#reset`)),
+		chromedp.SendKeys(chromedp.CSS(`#reset-topic`), "a"),
+		chromedp.SendKeys(chromedp.CSS(`#reset-to`), "latest"),
+		chromedp.Click(chromedp.CSS(`#reset-dry`)),
+		chromedp.Click(chromedp.CSS(`#reset button`)),
+	), "reset ga on a to latest")
+	wait(`document.getElementById("reset-status").textContent.startsWith("Offsets")`, "the reset's answer")
+	o, err := adm.FetchOffsets(ctx0, "ga")
+	testutil.NoError(t, err, "ga's offsets")
+	r, _ := o.Lookup("a", 0)
+	testutil.Equal(t, r.At, int64(21), "ga's offset on a after the reset")
+
+	// Delete the created topic.
+	testutil.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(base+"/topics/made-in-browser/records"),
+		chromedp.WaitVisible(chromedp.CSS(`#delete-topic`)),
+		chromedp.SendKeys(chromedp.CSS(`#delete-confirm`), "made-in-browser"),
+		chromedp.Click(chromedp.CSS(`#delete-topic button`)),
+	), "delete made-in-browser")
+	wait(`document.getElementById("delete-result").textContent !== ""`, "the delete's answer")
+	testutil.Equal(t, text(`#delete-result`), "Topic made-in-browser deleted.", "the delete's answer")
+	testutil.Eventually(t, 10*time.Second, func() error {
+		td, err := adm.ListTopics(ctx0, "made-in-browser")
+		if err == nil && td.Has("made-in-browser") {
+			err = errors.New("made-in-browser is still listed")
+		}
+		return err
+	})
+}
