@@ -23,7 +23,9 @@ package group
 //     only classic members remain, the group becomes a classic group again, at the
 //     generation of its most advanced member, each member with its current assignment,
 //     and starts a join phase: the members' next heartbeats answer
-//     REBALANCE_IN_PROGRESS and they rejoin as an ordinary classic group.
+//     REBALANCE_IN_PROGRESS and they rejoin as an ordinary classic group. The consumer
+//     records are tombstoned at once; the classic record is written when that join
+//     phase's assignment is (a reload in between finds no members: they rejoin).
 //   - disabled: neither conversion, and a consumer group with members refuses classic
 //     members (INCONSISTENT_GROUP_PROTOCOL), as a classic group with members refuses
 //     ConsumerGroupHeartbeat (GROUP_ID_NOT_FOUND).
@@ -429,8 +431,12 @@ func (g *groupMetadata) maybeDowngrade(now time.Time) {
 	}
 	g.protocol, _ = selectProtocol(g.memberProtocols(""))
 	g.transition(Stable, now)
-	records = append(records, g.groupRecords(g.assignments(), now)...)
-	g.issue(records, nil)
+	// The classic group's record is written when the join phase started here ends: a
+	// reload before that finds no members, which then rejoin, rather than a Stable
+	// group in which nobody holds what the departed consumer members held.
+	if len(records) > 0 {
+		g.issue(records, nil)
+	}
 	g.prepareRebalance(now)
 }
 

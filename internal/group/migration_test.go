@@ -175,12 +175,28 @@ func TestMigrationUpgradeAndDowngrade(t *testing.T) {
 	if err := commit(a, jr.Generation); err != nil {
 		t.Fatalf("a's commit during the downgrade's join phase: %v", err)
 	}
-	// The log says the same: a classic group of a and b, no consumer group records.
-	groups := map[string]*loadedGroup{}
-	if _, err := replay(groups, encodeWrites(h.log)); err != nil {
-		t.Fatal(err)
+	// The log holds no consumer group records any more, and no classic member until
+	// the join phase ends: a reload now would have the members rejoin.
+	reload := func() *groupMetadata {
+		groups := map[string]*loadedGroup{}
+		if _, err := replay(groups, encodeWrites(h.log)); err != nil {
+			t.Fatal(err)
+		}
+		return restoreGroup("g", groups["g"], h.g.lim, nil, h.now)
 	}
-	if got := restoreGroup("g", groups["g"], h.g.lim, nil, h.now); got.consumer != nil || len(got.members) != 2 || got.members[b] == nil || got.generation != jr.Generation {
+	if got := reload(); got.consumer != nil || len(got.members) != 0 {
+		t.Fatalf("replayed group during the downgrade's join phase: consumer %v, %d classic members", got.consumer != nil, len(got.members))
+	}
+	for _, id := range []string{a, b} {
+		h.g.join(h.now, JoinRequest{GroupID: "g", MemberID: id, ProtocolType: "consumer", Protocols: classicProtocols([]string{"t"}, nil),
+			SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second}, func(JoinResult) {})
+	}
+	if h.g.phase != CompletingRebalance || h.g.generation != jr.Generation+1 {
+		t.Fatalf("after both rejoined: %v generation %d", h.g.phase, h.g.generation)
+	}
+	h.g.sync(h.now, SyncRequest{MemberID: h.g.leader, Generation: h.g.generation}, func(SyncResult) {})
+	h.flush()
+	if got := reload(); got.consumer != nil || len(got.members) != 2 || got.members[b] == nil || got.generation != jr.Generation+1 {
 		t.Fatalf("replayed downgraded group: consumer %v, %d classic members, generation %d", got.consumer != nil, len(got.members), got.generation)
 	}
 }
