@@ -21,7 +21,10 @@ import (
 // console's static assets stay open. The user signs in with a SASL user of the
 // cluster and its password, checked by Login.Check exactly as the Kafka listener
 // checks a SASL login; what the session may then see is decided by the ConsoleSource
-// with the Kafka ACLs of User:<name> (SessionFrom, ClientHost).
+// with the Kafka ACLs of User:<name> (SessionFrom, ClientHost). Over HTTPS with
+// Options.ClientCAFiles, a browser that presents a client certificate signed by one of
+// those CAs is signed in as its subject, as a Kafka TLS listener names it, without a
+// password (sessionOf).
 //
 // Without Options.Login the console is open as before; GET /api/v1/session then gives
 // an anonymous session whose only use is the CSRF token writes need.
@@ -93,7 +96,7 @@ func (a *authn) routes(mux *http.ServeMux) {
 func (a *authn) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r = withClientHost(r)
-		s := a.sessions.lookup(r)
+		s := a.sessionOf(w, r)
 		if s != nil {
 			r = r.WithContext(withSession(r.Context(), s))
 		}
@@ -108,6 +111,48 @@ func (a *authn) guard(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// CertificateMechanism is the Mechanism of a session signed in by the client
+// certificate the browser presented.
+const CertificateMechanism = "SSL"
+
+// certificateUser is the user of r's verified client certificate, as a Kafka TLS
+// listener names it: the leaf's subject in RFC 2253 form (CN=alice,O=example), so
+// that the principal User:CN=alice,O=example has the same ACLs on both ports; "" when
+// r presented none (or the server asks for none: Options.ClientCAFiles unset).
+func certificateUser(r *http.Request) string {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+		return ""
+	}
+	return r.TLS.VerifiedChains[0][0].Subject.String()
+}
+
+// sessionOf is r's session. On a console that requires a login, a request with a
+// verified client certificate and no session of that certificate's user is signed in
+// as that user on the spot (no password asked): a cookie session is started, so that
+// its CSRF token serves the writes that follow. A session signed in with a password
+// is kept as it is.
+func (a *authn) sessionOf(w http.ResponseWriter, r *http.Request) *Session {
+	s := a.sessions.lookup(r)
+	if !a.required() {
+		return s
+	}
+	user := certificateUser(r)
+	if user == "" || (s != nil && s.User != "" && (s.Mechanism != CertificateMechanism || s.User == user)) {
+		return s
+	}
+	if s != nil {
+		a.sessions.end(s)
+	}
+	ns, err := a.sessions.create(user, CertificateMechanism)
+	if err != nil {
+		a.logger.Warn("console login by client certificate refused", "user", user, "client", r.RemoteAddr, "err", err)
+		return nil
+	}
+	setCookie(w, r, ns)
+	a.logger.Info("console login", "user", user, "mechanism", CertificateMechanism, "client", r.RemoteAddr)
+	return ns
 }
 
 // credentials are the fields of a login, from a JSON body or a form.
@@ -218,7 +263,7 @@ func (a *authn) apiLogout(w http.ResponseWriter, r *http.Request) {
 // apiSession is the request's session with its CSRF token. An open console gives a
 // new anonymous session when the request has none.
 func (a *authn) apiSession(w http.ResponseWriter, r *http.Request) {
-	s := a.sessions.lookup(r)
+	s := a.sessionOf(w, r)
 	if s == nil && a.required() {
 		writeAPIError(w, http.StatusUnauthorized, "not signed in: POST /api/v1/login with username and password (a SASL user of the cluster)")
 		return
@@ -272,6 +317,11 @@ func (a *authn) renderLogin(w http.ResponseWriter, code int, d loginPageData) {
 func (a *authn) loginPage(w http.ResponseWriter, r *http.Request) {
 	if !a.required() {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	if s := a.sessionOf(w, r); s != nil && s.Mechanism == CertificateMechanism {
+		// Signed in by the certificate the browser presents: no password to ask.
+		http.Redirect(w, r, localNext(r.URL.Query().Get("next")), http.StatusSeeOther)
 		return
 	}
 	a.renderLogin(w, http.StatusOK, loginPageData{Next: localNext(r.URL.Query().Get("next"))})

@@ -9,12 +9,14 @@ package httpd
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,6 +45,11 @@ type Options struct {
 	// http.tls.key.location) are PEM files: set, the server speaks HTTPS only. The
 	// key may be in the certificate's file (TLSKeyFile empty or the same file).
 	TLSCertFile, TLSKeyFile string
+	// ClientCAFiles are PEM files of CA certificates (the truststores of the Kafka
+	// listeners that take client certificates): with TLS and a Login, a client may
+	// present a certificate signed by one of them and is then signed in as its
+	// subject. A certificate is asked for, not required.
+	ClientCAFiles []string
 }
 
 // Server is the running HTTP listener.
@@ -92,6 +99,19 @@ func Start(o Options) (*Server, error) {
 				o.Addr, o.TLSCertFile, keyFile, err)
 		}
 		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		if len(o.ClientCAFiles) > 0 && o.Login != nil {
+			pool := x509.NewCertPool()
+			for _, f := range o.ClientCAFiles {
+				pem, err := os.ReadFile(f)
+				if err != nil {
+					return nil, fmt.Errorf("http listener on %s: reading the client CAs %s: %w", o.Addr, f, err)
+				}
+				if !pool.AppendCertsFromPEM(pem) {
+					return nil, fmt.Errorf("http listener on %s: the client CAs %s hold no PEM certificate", o.Addr, f)
+				}
+			}
+			tlsCfg.ClientCAs, tlsCfg.ClientAuth = pool, tls.VerifyClientCertIfGiven
+		}
 	}
 	listen := o.Listen
 	if listen == nil {

@@ -44,9 +44,27 @@ func (n *Node) consoleLogin() *httpd.Login {
 }
 
 // consoleNeedsLogin: a Kafka listener requires SASL, so the console requires a login
-// (even a SASL listener without mechanisms, which the config refuses anyway).
+// (even a SASL listener without mechanisms, which the config refuses anyway); or a TLS
+// listener requires a client certificate and the console is HTTPS, where a browser
+// can present one (consoleClientCAs).
 func (n *Node) consoleNeedsLogin() bool {
-	return slices.ContainsFunc(n.cfg.Listeners, func(l config.Listener) bool { return l.IsSASL() })
+	return slices.ContainsFunc(n.cfg.Listeners, func(l config.Listener) bool {
+		return l.IsSASL() || (n.cfg.HTTPTLSCertificate != "" && l.IsTLS() && l.ClientAuth.Value == config.ClientAuthRequired)
+	})
+}
+
+// consoleClientCAs are the truststores of the TLS listeners that take client
+// certificates (ssl.client.auth requested or required): the HTTPS console asks the
+// browser for a certificate signed by one of them and signs it in as that
+// certificate's principal, as those listeners would.
+func (n *Node) consoleClientCAs() []string {
+	var out []string
+	for _, l := range n.cfg.Listeners {
+		if l.IsTLS() && l.ClientAuth.Value != config.ClientAuthNone && l.Truststore.Value != "" && !slices.Contains(out, l.Truststore.Value) {
+			out = append(out, l.Truststore.Value)
+		}
+	}
+	return out
 }
 
 // saslMechanisms are the mechanisms the node's SASL listeners offer, in a fixed order.

@@ -112,7 +112,7 @@ func TestConsoleAdminPagesInBrowser(t *testing.T) {
 	testutil.Equal(t, eval(`String(document.querySelectorAll("#create-acl").length)`), "0", "the create form shown to alice")
 	charts := func(topic string) string {
 		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`fetch("/api/v1/charts?kind=topic&name=` + topic + `").then(r => r.json().then(j => r.status + " " + (j.series ? j.series.map(s => s.metric).join(",") : j.message)))`, chromedp.EvalAwaitPromise))
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`fetch("/api/v1/charts?kind=topic&name=`+topic+`").then(r => r.json().then(j => r.status + " " + (j.series ? j.series.map(s => s.metric).join(",") : j.message)))`, chromedp.EvalAwaitPromise))
 		testutil.NoError(t, err, "fetch the charts of topic %s in the page", topic)
 		return v
 	}

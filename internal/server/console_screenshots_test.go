@@ -66,7 +66,9 @@ func TestConsoleScreenshots(t *testing.T) {
 			offs, err := adm.ListEndOffsets(ctx0, "orders")
 			testutil.NoError(t, err, "orders' ends")
 			commit := kadm.Offsets{}
-			offs.Each(func(o kadm.ListedOffset) { commit.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset * 2 / 3, LeaderEpoch: -1}) })
+			offs.Each(func(o kadm.ListedOffset) {
+				commit.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset * 2 / 3, LeaderEpoch: -1})
+			})
 			testutil.NoError(t, adm.CommitAllOffsets(ctx0, "console-g", commit), "commit console-g")
 		}
 		time.Sleep(200 * time.Millisecond)

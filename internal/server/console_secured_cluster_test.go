@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"net/http"
@@ -283,4 +284,81 @@ func TestConsoleSecuredCluster(t *testing.T) {
 		}
 		return err
 	})
+}
+
+// A node whose SSL listener requires client certificates, its console over HTTPS: a
+// client that presents a certificate of the listener's CA is signed in as that
+// certificate's principal (User:CN=carol, as the SSL listener names her) without a
+// password, and sees what her ACLs let her see on the Kafka port; without a
+// certificate the console asks for a login.
+func TestConsoleCertificateLogin(t *testing.T) {
+	pki := newTestPKI(t)
+	tn, _ := startOwn(t, ownConfig(t, 1, "ssl.keystore.location="+pki.NodeFile, "ssl.truststore.location="+pki.CAFile,
+		"listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0", "listener.name.ssl.ssl.client.auth=required",
+		"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer", "super.users=User:ANONYMOUS",
+		"http.tls.certificate.location="+pki.NodeFile))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := adminOf(t, tn)
+	for _, topic := range []string{"a", "b"} {
+		_, err := adm.CreateTopic(ctx, 1, 1, nil, topic)
+		testutil.NoError(t, err, "create %s", topic)
+	}
+	res, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:CN=carol").AllowHosts().Topics("a").
+		ResourcePatternType(kadm.ACLPatternLiteral).Operations(kadm.OpRead))
+	testutil.NoError(t, err, "create carol's ACL")
+	for _, r := range res {
+		testutil.NoError(t, r.Err, "create ACL %+v", r)
+	}
+	_, carol := pki.issue("carol", pkix.Name{CommonName: "carol"}, false)
+
+	// The Kafka SSL listener with carol's certificate lists topic a alone.
+	kcl := testClient(t, listenerAddr(t, tn.server(), "SSL"), kgo.DialTLSConfig(pki.clientTLS(carol)))
+	testutil.Eventually(t, 10*time.Second, func() error {
+		td, err := kadm.NewClient(kcl).ListTopics(ctx)
+		if err != nil {
+			return err
+		}
+		if got := fmt.Sprint(td.Names()); got != "[a]" {
+			return fmt.Errorf("carol's topics on the SSL listener: %s, want [a]", got)
+		}
+		return nil
+	})
+
+	base := "https://" + tn.server().HTTPAddr().String()
+	anon := newConsoleClient(t, base, &tls.Config{RootCAs: pki.Pool})
+	code, _, body := anon.get("/api/v1/topics")
+	testutil.Equal(t, code, http.StatusUnauthorized, "the API without a certificate or a login: %s", body)
+	code, h, _ := anon.get("/topics")
+	testutil.Equal(t, code, http.StatusSeeOther, "a page without a certificate or a login")
+	testutil.Equal(t, h.Get("Location"), "/login?next=%2Ftopics", "a page without a certificate or a login goes to")
+
+	cc := newConsoleClient(t, base, pki.clientTLS(carol))
+	var sess httpd.SessionInfo
+	cc.getJSON("/api/v1/session", &sess)
+	testutil.Equal(t, sess.Principal, "User:CN=carol", "the principal of carol's certificate")
+	testutil.Equal(t, sess.Mechanism, "SSL", "how carol signed in")
+	testutil.True(t, sess.CSRFToken != "", "carol's session has no CSRF token: %+v", sess)
+	var topics httpd.Topics
+	cc.getJSON("/api/v1/topics", &topics)
+	testutil.Equal(t, fmt.Sprint(topicNames(topics)), "[a]", "carol's topics on the console")
+	code, _, body = cc.get("/api/v1/topics/b")
+	testutil.Equal(t, code, http.StatusForbidden, "carol asks for topic b: %s", body)
+	testutil.True(t, strings.Contains(body, "user CN=carol (host 127.0.0.1) lacks DESCRIBE on topic b"), "the refusal names the missing ACL: %s", body)
+	code, body = cc.send(http.MethodPost, "/api/v1/topics/a/records", sess.CSRFToken, map[string]any{"value": "v"})
+	testutil.Equal(t, code, http.StatusForbidden, "carol's produce to a: %s", body)
+	testutil.True(t, strings.Contains(body, "lacks WRITE on topic a"), "the refusal names the missing ACL: %s", body)
+	// No password is asked: the login page sends her on, a page is served.
+	code, h, _ = cc.get("/login?next=%2Ftopics")
+	testutil.Equal(t, code, http.StatusSeeOther, "the login page with a certificate")
+	testutil.Equal(t, h.Get("Location"), "/topics", "the login page with a certificate goes to")
+	code, _, body = cc.get("/topics")
+	testutil.Equal(t, code, http.StatusOK, "the topics page with a certificate")
+	testutil.True(t, strings.Contains(body, `href="/topics/a"`) && !strings.Contains(body, `href="/topics/b"`), "carol's topics page:\n%s", body)
+	// A fresh client with the certificate needs no session first: its first call is
+	// answered as carol.
+	fresh := newConsoleClient(t, base, pki.clientTLS(carol))
+	topics = httpd.Topics{}
+	fresh.getJSON("/api/v1/topics", &topics)
+	testutil.Equal(t, fmt.Sprint(topicNames(topics)), "[a]", "carol's topics on a first call")
 }

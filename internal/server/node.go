@@ -155,7 +155,7 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 		return err
 	}
 	n.http, err = httpd.Start(httpd.Options{Addr: cfg.HTTPListen, Registry: reg, Ready: n.readyErr, Status: n.statusPage, Logger: n.logger, Pprof: cfg.HTTPPprof,
-		Console: n.console(), Login: n.consoleLogin(), TLSCertFile: cfg.HTTPTLSCertificate, TLSKeyFile: cfg.HTTPTLSKey,
+		Console: n.console(), Login: n.consoleLogin(), TLSCertFile: cfg.HTTPTLSCertificate, TLSKeyFile: cfg.HTTPTLSKey, ClientCAFiles: n.consoleClientCAs(),
 		Listen: vnet.Or(n.network).Listen})
 	if err != nil {
 		return err
