@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -303,5 +304,78 @@ func sameListed(t *testing.T, what string, src, dst func(context.Context, ...str
 	}
 	if s, d := show(src), show(dst); s != d {
 		t.Fatalf("ListOffsets %s: source %s, destination %s", what, s, d)
+	}
+}
+
+// TestLinkKfakeSourceLogStartInsideBatch: the subset of TestLinkByteEqualityAtScale a
+// kfake source (a non-Runnel broker) can show: the mix of records, one partition
+// DeleteRecords'd inside a batch before the link; batches, ListOffsets earliest,
+// latest and by time, and read_committed records equal on both sides.
+func TestLinkKfakeSourceLogStartInsideBatch(t *testing.T) {
+	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	seeds := []kgo.Opt{kgo.SeedBrokers(src.ListenAddrs()...)}
+	produceMix(t, seeds, "events", 9_000)
+	scl, err := kgo.NewClient(seeds...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer scl.Close()
+	sadm := kadm.NewClient(scl)
+	// A log start inside a batch of more than one record.
+	var at int64 = -1
+	for _, b := range batchesFrom(t, scl, "events", 1) {
+		if b.RecordCount() > 1 && b.BaseOffset() > 100 {
+			at = b.BaseOffset() + 1
+			break
+		}
+	}
+	var del kadm.Offsets
+	del.Add(kadm.Offset{Topic: "events", Partition: 1, At: at})
+	if res, err := sadm.DeleteRecords(context.Background(), del); err != nil || res.Error() != nil {
+		t.Fatalf("DeleteRecords events-1 to %d: %v %v", at, err, res.Error())
+	}
+
+	dst := startNode(t)
+	dadm := dst.Admin(t)
+	runCLI(t, "link", "create", "k", "--source", strings.Join(src.ListenAddrs(), ","), "-b", dst.Bootstrap())
+	awaitCaughtUp(t, sadm, dadm, "events")
+	dcl := dst.Client(t)
+	for p := range int32(2) {
+		sameBatches(t, fmt.Sprintf("events-%d", p), batchesFrom(t, scl, "events", p), batchesFrom(t, dcl, "events", p))
+	}
+	ss, se := offsets(t, sadm, "events")
+	ds, de := offsets(t, dadm, "events")
+	if fmt.Sprint(ss, se) != fmt.Sprint(ds, de) || ds[1] != at {
+		t.Fatalf("ListOffsets: source start %v end %v, destination start %v end %v (events-1 DeleteRecords'd to %d)", ss, se, ds, de, at)
+	}
+	// By time, the offsets only: for a compressed batch Runnel answers the batch's max
+	// timestamp where Kafka (and kfake) decompress it and answer the record's
+	// (log/timestamp.go); at a batch's first timestamp both find its first record.
+	for i, b := range batchesFrom(t, scl, "events", 0) {
+		if i%25 != 0 {
+			continue
+		}
+		ms := b.BaseTimestamp()
+		offsetsAfter := func(adm *kadm.Client) string {
+			l, err := adm.ListOffsetsAfterMilli(context.Background(), ms, "events")
+			if err != nil {
+				t.Fatalf("ListOffsets after %d ms: %v", ms, err)
+			}
+			var parts []string
+			l.Each(func(o kadm.ListedOffset) { parts = append(parts, fmt.Sprintf("%d:%d/%v", o.Partition, o.Offset, o.Err)) })
+			slices.Sort(parts)
+			return strings.Join(parts, " ")
+		}
+		if s, d := offsetsAfter(sadm), offsetsAfter(dadm); s != d {
+			t.Fatalf("ListOffsets after %d ms: source %s, destination %s", ms, s, d)
+		}
+	}
+	sv, dv := committedValues(t, seeds, "events"), committedValues(t, dst.ClientDefaults(), "events")
+	if len(sv) == 0 || strings.Join(sv, "\n") != strings.Join(dv, "\n") {
+		t.Fatalf("read_committed: %d records on the source, %d on the destination (or they differ)", len(sv), len(dv))
 	}
 }
