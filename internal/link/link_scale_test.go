@@ -366,7 +366,9 @@ func TestLinkKfakeSourceLogStartInsideBatch(t *testing.T) {
 				t.Fatalf("ListOffsets after %d ms: %v", ms, err)
 			}
 			var parts []string
-			l.Each(func(o kadm.ListedOffset) { parts = append(parts, fmt.Sprintf("%d:%d/%v", o.Partition, o.Offset, o.Err)) })
+			l.Each(func(o kadm.ListedOffset) {
+				parts = append(parts, fmt.Sprintf("%d:%d/%v", o.Partition, o.Offset, o.Err))
+			})
 			slices.Sort(parts)
 			return strings.Join(parts, " ")
 		}
