@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bytes"
 	_ "embed"
 	"html/template"
 	"net/http"
@@ -48,7 +49,7 @@ var (
 )
 
 func (h *handler) page(k pageKind) http.HandlerFunc {
-	tpl := template.Must(template.Must(template.New("page").Parse(layout)).Parse(k.body))
+	tpl := template.Must(template.Must(template.New("page").Parse(mainTpl)).Parse(k.body))
 	return func(w http.ResponseWriter, r *http.Request) {
 		d := pageData{Title: k.title(r), Nav: k.nav, Topic: r.PathValue("name"), Group: r.PathValue("id")}
 		if d.Topic != "" {
@@ -60,29 +61,31 @@ func (h *handler) page(k pageKind) http.HandlerFunc {
 		if s := httpd.SessionFrom(r.Context()); s != nil {
 			d.User = s.User
 		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
-		if err := tpl.Execute(w, d); err != nil {
-			h.src.logger.Warn("console: rendering a page", "path", r.URL.Path, "err", err)
-		}
+		h.render(w, r, tpl, d, httpd.Frame{Title: d.Title, Nav: k.nav, Topic: d.Topic, Group: d.Group, NoRefresh: true})
 	}
 }
 
-// layout is httpd's page frame (its CSS, nav bar and heading), with the page's body.
-const layout = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.Title}} · Runnel</title>
-<link rel="stylesheet" href="/assets/console.css">
-<script src="/assets/actions.js" defer></script>
-<script src="/assets/charts.js" defer></script>
-</head><body data-topic="{{.Topic}}" data-group="{{.Group}}">
-<header class="top"><a class="brand" href="/">Runnel</a>
-<nav aria-label="console"><a href="/">Cluster</a><a href="/nodes"{{if eq .Nav "nodes"}} class="active"{{end}}>Nodes</a><a href="/topics"{{if eq .Nav "topics"}} class="active"{{end}}>Topics</a><a href="/groups"{{if eq .Nav "groups"}} class="active"{{end}}>Consumer groups</a><a href="/reassignments">Reassignments</a><a href="/mirrors">Mirrors</a><a href="/acls"{{if eq .Nav "acls"}} class="active"{{end}}>ACLs</a><a href="/users"{{if eq .Nav "users"}} class="active"{{end}}>Users</a><a href="/quotas"{{if eq .Nav "quotas"}} class="active"{{end}}>Quotas</a></nav>
-<div class="tools">{{with .User}}<span>{{.}}</span>{{end}}</div></header>
-<main><h1>{{.Title}}</h1>
-<p class="error" role="alert" id="error" hidden></p>
-{{with .Err}}<p class="error" role="alert" id="page-error">{{.}}</p>{{else}}{{template "body" .}}{{end}}
-</main></body></html>`
+// render draws d with tpl inside httpd's layout as f describes it (the scripts of
+// these pages added, the node line of the node's current image).
+func (h *handler) render(w http.ResponseWriter, r *http.Request, tpl *template.Template, d pageData, f httpd.Frame) {
+	var buf bytes.Buffer
+	if err := tpl.Execute(&buf, d); err != nil {
+		h.src.logger.Warn("console: rendering a page", "path", r.URL.Path, "err", err)
+		http.Error(w, "console: rendering the page failed: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if v, err := h.src.snapshot(); err == nil {
+		hdr := v.hdr
+		f.Header = &hdr
+	}
+	f.Scripts = append(f.Scripts, "/assets/actions.js")
+	httpd.RenderFrame(w, r, f, template.HTML(buf.String())) // html/template escaped it
+}
+
+// mainTpl is what these pages put in httpd's layout (Frame): the error line their
+// script fills, then the page's body or why there is none.
+const mainTpl = `<p class="error" role="alert" id="error" hidden></p>
+{{with .Err}}<p class="error" role="alert" id="page-error">{{.}}</p>{{else}}{{template "body" .}}{{end}}`
 
 const recordsBody = `{{define "body"}}
 <p><a href="{{.TopicHref}}">Partitions and groups of {{.Topic}}</a></p>

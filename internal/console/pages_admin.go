@@ -36,7 +36,7 @@ var pageFuncs = template.FuncMap{
 }
 
 func (h *handler) dataPage(k dataKind) http.HandlerFunc {
-	tpl := template.Must(template.Must(template.New("page").Funcs(pageFuncs).Parse(layout)).Parse(k.body))
+	tpl := template.Must(template.Must(template.New("page").Funcs(pageFuncs).Parse(mainTpl)).Parse(k.body))
 	return func(w http.ResponseWriter, r *http.Request) {
 		d := pageData{Title: k.title(r), Nav: k.nav}
 		if s := httpd.SessionFrom(r.Context()); s != nil {
@@ -52,12 +52,9 @@ func (h *handler) dataPage(k dataKind) http.HandlerFunc {
 				h.src.logger.Warn("console: page failed", "path", r.URL.Path, "err", err)
 			}
 		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
-		w.WriteHeader(code)
-		if err := tpl.Execute(w, d); err != nil {
-			h.src.logger.Warn("console: rendering a page", "path", r.URL.Path, "err", err)
-		}
+		// The node page has no form: its charts are worth an auto-refresh.
+		h.render(w, r, tpl, d, httpd.Frame{Title: d.Title, Nav: k.nav, Code: code, APIPath: "/api/v1" + r.URL.EscapedPath(),
+			NoRefresh: k.body != nodeBody})
 	}
 }
 

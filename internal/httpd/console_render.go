@@ -51,6 +51,49 @@ type pageData struct {
 	// User and CSRFToken are the signed-in user and its session's token, for the
 	// sign-out form ("" on an open console).
 	User, CSRFToken string
+	// Frame's fields, for a page drawn by another package (RenderFrame).
+	Scripts      []string
+	Topic, Group string
+	NoRefresh    bool
+}
+
+// Frame is a console page drawn outside this package (internal/console's record
+// browser, forms and admin pages) in the layout of this package's own pages: the
+// same header, nav bar, node line and sign-out form.
+type Frame struct {
+	Title string
+	// Nav is the nav bar's entry to mark (a navEntries key).
+	Nav string
+	// APIPath is the page's JSON twin, linked from the header ("" for none).
+	APIPath string
+	// Header is the node line (which node answered, at which metadata offset, its
+	// warnings); nil for none.
+	Header *Header
+	// Code is the HTTP status (0 is 200).
+	Code int
+	// Scripts are more scripts the page loads (deferred), paths of this server.
+	Scripts []string
+	// Topic and Group are <body>'s data-topic and data-group, read by the scripts.
+	Topic, Group string
+	// NoRefresh hides the auto-refresh switch: a page of forms would lose what the
+	// user typed.
+	NoRefresh bool
+}
+
+// frameTpl is the layout whose content is a Frame's ready HTML.
+var frameTpl = template.Must(template.Must(template.New("layout.html").Funcs(templateFuncs).
+	ParseFS(assets, "assets/templates/layout.html")).Parse(`{{define "content"}}{{.D}}{{end}}`))
+
+// RenderFrame writes content (HTML the caller rendered with html/template) in the
+// console's layout described by f, with r's session's sign-out form.
+func RenderFrame(w http.ResponseWriter, r *http.Request, f Frame, content template.HTML) {
+	code := f.Code
+	if code == 0 {
+		code = http.StatusOK
+	}
+	pd := pageData{Title: f.Title, Nav: f.Nav, APIPath: f.APIPath, Header: f.Header, Code: code, D: content,
+		Scripts: f.Scripts, Topic: f.Topic, Group: f.Group, NoRefresh: f.NoRefresh}
+	writePage(w, frameTpl, code, withSessionOf(r, pd))
 }
 
 // withSessionOf fills pd's sign-out fields from r's session.
@@ -104,6 +147,10 @@ func (p *pages) renderError(w http.ResponseWriter, r *http.Request, code int, ms
 // write renders into a buffer first, so that a template error is a clean 500
 // rather than half a page.
 func (p *pages) write(w http.ResponseWriter, t *template.Template, code int, pd pageData) {
+	writePage(w, t, code, pd)
+}
+
+func writePage(w http.ResponseWriter, t *template.Template, code int, pd pageData) {
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout.html", pd); err != nil {
 		http.Error(w, "console: rendering the page failed: "+err.Error(), http.StatusInternalServerError)

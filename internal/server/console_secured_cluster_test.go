@@ -362,3 +362,29 @@ func TestConsoleCertificateLogin(t *testing.T) {
 	fresh.getJSON("/api/v1/topics", &topics)
 	testutil.Equal(t, fmt.Sprint(topicNames(topics)), "[a]", "carol's topics on a first call")
 }
+
+// Every page of the console, httpd's own and internal/console's (the record browser,
+// the forms, the node, ACL, user and quota pages, a page refused for a missing ACL),
+// has the same frame: the nav bar, the node line and the signed-in user's sign-out
+// form with the session's token.
+func TestConsolePagesShareTheLayout(t *testing.T) {
+	tn := securedConsoleNode(t)
+	for _, user := range []string{"admin", "alice"} {
+		cc := newConsoleClient(t, "http://"+tn.server().HTTPAddr().String(), nil)
+		code, _, body := cc.login(user, user+"-pw")
+		testutil.Equal(t, code, http.StatusOK, "%s's login: %s", user, body)
+		token := cc.csrf()
+		for _, p := range append(consolePages, "/topics/a/records", "/new-topic", "/groups/ga/manage", "/nodes/1", "/acls", "/users", "/quotas") {
+			code, _, body := cc.get(p)
+			testutil.True(t, code == http.StatusOK || code == http.StatusForbidden, "%s's GET %s: %d", user, p, code)
+			for _, want := range []string{`<nav aria-label="console">`, `<a href="/acls"`,
+				`<form method="post" action="/logout" class="logout"><span>` + user + `</span><input type="hidden" name="csrf_token" value="` + token + `">`,
+				`<div class="meta">Node 1 answered · metadata offset `} {
+				if code == http.StatusForbidden && strings.HasPrefix(want, `<div class="meta">`) {
+					continue // a refusal reads no data
+				}
+				testutil.True(t, strings.Contains(body, want), "%s's %s (%d) lacks %q:\n%s", user, p, code, want, body)
+			}
+		}
+	}
+}
