@@ -266,3 +266,38 @@ func TestMigrationClassicMemberReplayed(t *testing.T) {
 		t.Fatal("replayed c as a classic member")
 	}
 }
+
+// TestMigrationStaticClassicMemberRestarts: a static classic member of a consumer
+// group that restarts (empty member id, same instance id) takes its predecessor's
+// place and partitions; the old id is unknown from then on.
+func TestMigrationStaticClassicMemberRestarts(t *testing.T) {
+	h := newConsumerHarness(t, map[string]int32{"t": 4})
+	h.g.lim.migration = migrateUpgrade | migrateDowngrade
+	h.join("c", "t")
+	ids := []string{"s1", "s2"}
+	n := 0
+	h.g.newMemberID = func(string) string { n++; return ids[n-1] }
+	static := func() JoinResult {
+		var got JoinResult
+		h.g.join(h.now, JoinRequest{GroupID: "g", InstanceID: ptr("S"), ProtocolType: "consumer", Protocols: classicProtocols([]string{"t"}, nil),
+			SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second, Topics: h.topics}, func(r JoinResult) { got = r })
+		h.flush()
+		return got
+	}
+	first := static()
+	if first.Err != nil || first.MemberID != "s1" {
+		t.Fatalf("static classic join: %+v", first)
+	}
+	held := h.g.consumer.members["s1"].assigned.clone()
+	second := static()
+	if second.Err != nil || second.MemberID != "s2" || second.Generation != first.Generation {
+		t.Fatalf("static classic rejoin: %+v (first %+v)", second, first)
+	}
+	if m := h.g.consumer.members["s2"]; m == nil || m.classic == nil || !m.assigned.sameKeys(held) {
+		t.Fatalf("s2 did not take s1's place: %+v", m)
+	}
+	if err := h.g.heartbeat(h.now, HeartbeatRequest{MemberID: "s1", Generation: first.Generation}); !errors.Is(err, ErrUnknownMemberID) {
+		t.Fatalf("heartbeat of the replaced id: %v", err)
+	}
+	h.checkExclusive()
+}
