@@ -14,7 +14,7 @@ import (
 )
 
 // The console's own endpoints (the records and the write actions, docs/console.md):
-// routed here before httpd's read-only pages. Each runs under writeTimeout, checks
+// routed here before httpd's pages (which list them: ConsoleOptions.Endpoints). Each runs under writeTimeout, checks
 // the signed-in user's ACL for the Kafka operation it stands for, and a write checks
 // the session's CSRF token first.
 
@@ -31,26 +31,34 @@ const maxBody = 4 << 20
 // handler serves the console: its own endpoints, and httpd's pages for the rest.
 type handler struct {
 	src   *source
-	pages http.Handler // httpd.NewConsole
+	pages http.Handler // httpd.NewConsole, made once routes ran
 	mux   *http.ServeMux
+	// patterns are those of handle, for httpd's 404 and 405 answers.
+	patterns []string
+}
+
+// handle routes pattern (METHOD /path) to fn.
+func (h *handler) handle(pattern string, fn http.HandlerFunc) {
+	h.patterns = append(h.patterns, pattern)
+	h.mux.HandleFunc(pattern, fn)
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
 func (h *handler) routes() {
-	h.mux.HandleFunc("GET /api/v1/topics/{name}/records", h.api(false, h.src.readRecords))
-	h.mux.HandleFunc("POST /api/v1/topics/{name}/records", h.api(true, h.src.produceRecord))
-	h.mux.HandleFunc("POST /api/v1/topics", h.api(true, h.src.createTopic))
-	h.mux.HandleFunc("DELETE /api/v1/topics/{name}", h.api(true, h.src.deleteTopic))
-	h.mux.HandleFunc("POST /api/v1/groups/{id}/reset-offsets", h.api(true, h.src.resetOffsets))
-	h.mux.HandleFunc("DELETE /api/v1/groups/{id}", h.api(true, h.src.deleteGroup))
-	h.mux.HandleFunc("GET /api/v1/charts", h.api(false, h.src.readCharts))
-	h.mux.HandleFunc("GET /topics/{name}/records", h.page(pageRecords))
-	h.mux.HandleFunc("GET /new-topic", h.page(pageNewTopic))
-	h.mux.HandleFunc("GET /groups/{id}/manage", h.page(pageGroupManage))
-	h.mux.HandleFunc("GET /assets/actions.js", serveActionsJS)
+	h.handle("GET /api/v1/topics/{name}/records", h.api(false, h.src.readRecords))
+	h.handle("POST /api/v1/topics/{name}/records", h.api(true, h.src.produceRecord))
+	h.handle("POST /api/v1/topics", h.api(true, h.src.createTopic))
+	h.handle("DELETE /api/v1/topics/{name}", h.api(true, h.src.deleteTopic))
+	h.handle("POST /api/v1/groups/{id}/reset-offsets", h.api(true, h.src.resetOffsets))
+	h.handle("DELETE /api/v1/groups/{id}", h.api(true, h.src.deleteGroup))
+	h.handle("GET /api/v1/charts", h.api(false, h.src.readCharts))
+	h.handle("GET /topics/{name}/records", h.page(pageRecords))
+	h.handle("GET /new-topic", h.page(pageNewTopic))
+	h.handle("GET /groups/{id}/manage", h.page(pageGroupManage))
+	h.handle("GET /assets/actions.js", serveActionsJS)
 	h.adminPages()
-	h.mux.Handle("/", h.pages)
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { h.pages.ServeHTTP(w, r) })
 }
 
 // api serves one endpoint: its answer as JSON, or an httpd.APIError with the status

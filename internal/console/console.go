@@ -85,8 +85,9 @@ func New(o Options) *Console {
 		o.Logger = slog.Default()
 	}
 	src := &source{n: o.Node, acl: authz{authz: o.Authorizer, login: o.Login}, logger: o.Logger, charts: newChartStore()}
-	h := &handler{src: src, pages: httpd.NewConsole(httpd.ConsoleOptions{Source: src, Logger: o.Logger}), mux: http.NewServeMux()}
+	h := &handler{src: src, mux: http.NewServeMux()}
 	h.routes()
+	h.pages = httpd.NewConsole(httpd.ConsoleOptions{Source: src, Logger: o.Logger, Endpoints: h.patterns})
 	c := &Console{handler: h, stop: make(chan struct{})}
 	go src.runCharts(c.stop)
 	return c

@@ -60,20 +60,20 @@ func (h *handler) dataPage(k dataKind) http.HandlerFunc {
 
 func (h *handler) adminPages() {
 	s := h.src
-	h.mux.HandleFunc("GET /nodes/{id}", h.dataPage(dataKind{"nodes", func(r *http.Request) string { return "Node " + r.PathValue("id") }, nodeBody, s.nodeConfigs}))
-	h.mux.HandleFunc("GET /acls", h.dataPage(dataKind{"acls", fixedTitle("ACLs"), aclsBody, s.listACLs}))
-	h.mux.HandleFunc("GET /users", h.dataPage(dataKind{"users", fixedTitle("SCRAM users"), usersBody, s.listUsers}))
-	h.mux.HandleFunc("GET /quotas", h.dataPage(dataKind{"quotas", fixedTitle("Client quotas"), quotasBody, s.listQuotas}))
-	h.mux.HandleFunc("GET /api/v1/nodes/{id}", h.api(false, s.nodeConfigs))
-	h.mux.HandleFunc("GET /api/v1/acls", h.api(false, s.listACLs))
-	h.mux.HandleFunc("POST /api/v1/acls", h.api(true, s.createACL))
-	h.mux.HandleFunc("DELETE /api/v1/acls", h.api(true, s.deleteACL))
-	h.mux.HandleFunc("GET /api/v1/users", h.api(false, s.listUsers))
-	h.mux.HandleFunc("POST /api/v1/users", h.api(true, s.upsertUser))
-	h.mux.HandleFunc("DELETE /api/v1/users/{name}", h.api(true, s.deleteUser))
-	h.mux.HandleFunc("GET /api/v1/quotas", h.api(false, s.listQuotas))
-	h.mux.HandleFunc("POST /api/v1/quotas", h.api(true, s.setQuota))
-	h.mux.HandleFunc("DELETE /api/v1/quotas", h.api(true, s.removeQuota))
+	h.handle("GET /nodes/{id}", h.dataPage(dataKind{"nodes", func(r *http.Request) string { return "Node " + r.PathValue("id") }, nodeBody, s.nodeConfigs}))
+	h.handle("GET /acls", h.dataPage(dataKind{"acls", fixedTitle("ACLs"), aclsBody, s.listACLs}))
+	h.handle("GET /users", h.dataPage(dataKind{"users", fixedTitle("SCRAM users"), usersBody, s.listUsers}))
+	h.handle("GET /quotas", h.dataPage(dataKind{"quotas", fixedTitle("Client quotas"), quotasBody, s.listQuotas}))
+	h.handle("GET /api/v1/nodes/{id}", h.api(false, s.nodeConfigs))
+	h.handle("GET /api/v1/acls", h.api(false, s.listACLs))
+	h.handle("POST /api/v1/acls", h.api(true, s.createACL))
+	h.handle("DELETE /api/v1/acls", h.api(true, s.deleteACL))
+	h.handle("GET /api/v1/users", h.api(false, s.listUsers))
+	h.handle("POST /api/v1/users", h.api(true, s.upsertUser))
+	h.handle("DELETE /api/v1/users/{name}", h.api(true, s.deleteUser))
+	h.handle("GET /api/v1/quotas", h.api(false, s.listQuotas))
+	h.handle("POST /api/v1/quotas", h.api(true, s.setQuota))
+	h.handle("DELETE /api/v1/quotas", h.api(true, s.removeQuota))
 }
 
 func fixedTitle(t string) func(*http.Request) string { return func(*http.Request) string { return t } }

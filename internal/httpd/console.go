@@ -11,8 +11,10 @@ import (
 
 // The web console: server-rendered HTML pages (console_render.go, templates and CSS in
 // assets/) and the JSON API (api.go) over the same ConsoleSource, so a page and its
-// /api/v1 twin always show the same data. It is read-only: GET and HEAD only, any
-// other method is answered 405 before anything is read.
+// /api/v1 twin always show the same data. Its own pages and API are read-only (GET
+// and HEAD); the writes are the endpoints of the handler in front of it
+// (internal/console, ConsoleOptions.Endpoints). Any other method is answered 405
+// naming the methods the path takes, before anything is read.
 
 // ConsoleOptions configure NewConsole.
 type ConsoleOptions struct {
@@ -22,6 +24,10 @@ type ConsoleOptions struct {
 	// unavailable rather than making the page hang.
 	Timeout time.Duration
 	Logger  *slog.Logger
+	// Endpoints are the "METHOD /path" patterns (http.ServeMux's syntax) the handler
+	// in front of this one serves itself: a 405 here names their methods among those
+	// a path takes, and the 404 of an unknown API path lists them.
+	Endpoints []string
 }
 
 // DefaultConsoleTimeout is ConsoleOptions.Timeout's default.
@@ -34,6 +40,10 @@ type console struct {
 	logger  *slog.Logger
 	pages   *pages
 	mux     *http.ServeMux
+	// others matches ConsoleOptions.Endpoints (to a handler that is never run).
+	others *http.ServeMux
+	// endpoints is the list the 404 of an unknown API path gives.
+	endpoints string
 }
 
 // view is one page and its API twin: the HTML page at page, the JSON at api, both
@@ -53,7 +63,11 @@ func NewConsole(o ConsoleOptions) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	c := &console{src: o.Source, timeout: o.Timeout, logger: o.Logger, pages: loadPages(), mux: http.NewServeMux()}
+	c := &console{src: o.Source, timeout: o.Timeout, logger: o.Logger, pages: loadPages(), mux: http.NewServeMux(),
+		others: http.NewServeMux()}
+	for _, p := range o.Endpoints {
+		c.others.HandleFunc(p, func(http.ResponseWriter, *http.Request) {})
+	}
 	s := o.Source
 	views := map[string]view{
 		"cluster": {"cluster", "cluster.html", fixed("Cluster"),
@@ -91,9 +105,8 @@ func NewConsole(o ConsoleOptions) http.Handler {
 		c.mux.HandleFunc(rt.api, c.serveAPI(v))
 	}
 	c.mux.HandleFunc("/assets/", serveAsset)
-	c.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		writeAPIError(w, http.StatusNotFound, fmt.Sprintf("no API endpoint %s; the endpoints are %s", r.URL.Path, apiEndpoints(routes)))
-	})
+	c.endpoints = apiEndpoints(routes, o.Endpoints)
+	c.mux.HandleFunc("/api/", c.apiNotFound)
 	c.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		c.pages.renderError(w, r, http.StatusNotFound, fmt.Sprintf("There is no page %s.", r.URL.Path))
 	})
@@ -104,19 +117,66 @@ func fixed(title string) func(*http.Request) string {
 	return func(*http.Request) string { return title }
 }
 
-func apiEndpoints(routes []struct{ page, api, view string }) string {
+// signInEndpoints are the API endpoints of the sign-in (auth.go).
+var signInEndpoints = []string{"POST /api/v1/login", "POST /api/v1/logout", "GET /api/v1/session"}
+
+// apiEndpoints is every API endpoint, METHOD /path: this package's views, the
+// sign-in's, then the API ones among others.
+func apiEndpoints(routes []struct{ page, api, view string }, others []string) string {
 	var eps []string
 	for _, rt := range routes {
-		eps = append(eps, rt.api)
+		eps = append(eps, "GET "+rt.api)
+	}
+	eps = append(eps, signInEndpoints...)
+	for _, p := range others {
+		if _, path, _ := strings.Cut(p, " "); strings.HasPrefix(path, "/api/") {
+			eps = append(eps, p)
+		}
 	}
 	return strings.Join(eps, ", ")
 }
 
-// ServeHTTP refuses every method but GET and HEAD: the console never changes state.
+func (c *console) apiNotFound(w http.ResponseWriter, r *http.Request) {
+	writeAPIError(w, http.StatusNotFound, fmt.Sprintf("no API endpoint %s; the endpoints are %s", r.URL.Path, c.endpoints))
+}
+
+// methods are the methods a path of the console may take, in the order an Allow
+// header lists them.
+var methods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// allowed is the methods r's path takes: GET and HEAD on a page or API path of this
+// package, and those of ConsoleOptions.Endpoints that match it.
+func (c *console) allowed(r *http.Request) []string {
+	var out []string
+	for _, m := range methods {
+		q := &http.Request{Method: m, URL: r.URL, Host: r.Host, Header: http.Header{}}
+		own := false
+		if m == http.MethodGet || m == http.MethodHead {
+			_, p := c.mux.Handler(q)
+			own = p != "" && p != "/" && p != "/api/" && p != "/assets/"
+		}
+		if _, p := c.others.Handler(q); own || p != "" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// ServeHTTP serves GET and HEAD; any other method reaching it is not served for the
+// path: 405 with the methods the path takes, or 404 when it takes none.
 func (c *console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		msg := fmt.Sprintf("method %s not allowed: the console is read-only (GET, HEAD)", r.Method)
+		allow := c.allowed(r)
+		if len(allow) == 0 {
+			if isAPI(r) {
+				c.apiNotFound(w, r)
+			} else {
+				c.pages.renderError(w, r, http.StatusNotFound, fmt.Sprintf("There is no page %s.", r.URL.Path))
+			}
+			return
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		msg := fmt.Sprintf("method %s not allowed on %s: it takes %s", r.Method, r.URL.Path, strings.Join(allow, ", "))
 		if isAPI(r) {
 			writeAPIError(w, http.StatusMethodNotAllowed, msg)
 		} else {

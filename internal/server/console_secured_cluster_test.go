@@ -388,3 +388,35 @@ func TestConsolePagesShareTheLayout(t *testing.T) {
 		}
 	}
 }
+
+// A method a console path does not take is answered 405 with the methods it does take
+// (httpd's read-only views and the console's writes together); an unknown API path is
+// answered 404 with every endpoint, the writes included.
+func TestConsoleMethodsAndEndpoints(t *testing.T) {
+	tn, _ := startOwn(t, ownConfig(t, 1))
+	cc := newConsoleClient(t, "http://"+tn.server().HTTPAddr().String(), nil)
+	for _, c := range []struct{ method, path, allow string }{
+		{http.MethodPut, "/api/v1/topics/a/records", "GET, HEAD, POST"},
+		{http.MethodPatch, "/api/v1/topics/a", "GET, HEAD, DELETE"},
+		{http.MethodPut, "/api/v1/acls", "GET, HEAD, POST, DELETE"},
+		{http.MethodPost, "/api/v1/cluster", "GET, HEAD"},
+		{http.MethodPost, "/topics", "GET, HEAD"},
+		{http.MethodDelete, "/groups/g/manage", "GET, HEAD"},
+	} {
+		code, h, body := cc.do(c.method, c.path, nil, nil)
+		testutil.Equal(t, code, http.StatusMethodNotAllowed, "%s %s: %s", c.method, c.path, body)
+		testutil.Equal(t, h.Get("Allow"), c.allow, "%s %s's Allow", c.method, c.path)
+		want := "method " + c.method + " not allowed on " + c.path + ": it takes " + c.allow
+		testutil.True(t, strings.Contains(body, want), "%s %s says %q: %s", c.method, c.path, want, body)
+	}
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		code, _, body := cc.do(method, "/api/v1/nothing", nil, nil)
+		testutil.Equal(t, code, http.StatusNotFound, "%s /api/v1/nothing: %s", method, body)
+		for _, ep := range []string{"GET /api/v1/cluster", "POST /api/v1/login", "GET /api/v1/topics/{name}/records",
+			"POST /api/v1/topics/{name}/records", "DELETE /api/v1/groups/{id}", "POST /api/v1/quotas", "GET /api/v1/charts"} {
+			testutil.True(t, strings.Contains(body, ep), "%s /api/v1/nothing's list lacks %s: %s", method, ep, body)
+		}
+	}
+	code, _, _ := cc.do(http.MethodPost, "/no-such-page", nil, nil)
+	testutil.Equal(t, code, http.StatusNotFound, "POST /no-such-page")
+}
