@@ -474,14 +474,20 @@ func (s *source) Groups(ctx context.Context) (*httpd.Groups, error) {
 		return nil, err
 	}
 	out := &httpd.Groups{Header: v.hdr, Groups: []httpd.GroupSummary{}}
-	lags, err := s.groupLags(ctx)
+	ga, err := s.describeGroups(ctx, true)
 	if err != nil {
 		out.Error = err.Error()
 	}
-	lags = s.visibleGroups(ctx, v, lags)
-	for _, id := range sortedKeys(lags) {
-		out.Groups = append(out.Groups, groupSummary(lags[id]))
+	lags := s.visibleGroups(ctx, v, ga.lags)
+	for id, g := range ga.shares {
+		if s.canDescribe(ctx, v, auth.Group(id)) {
+			out.Groups = append(out.Groups, s.visibleShare(ctx, v, g).GroupSummary)
+		}
 	}
+	for _, id := range sortedKeys(lags) {
+		out.Groups = append(out.Groups, groupSummary(lags[id], ga.protocols[id]))
+	}
+	sort.Slice(out.Groups, func(i, j int) bool { return out.Groups[i].GroupID < out.Groups[j].GroupID })
 	return out, nil
 }
 
@@ -493,8 +499,13 @@ func (s *source) Group(ctx context.Context, id string) (*httpd.Group, error) {
 	if err := s.acl.check(ctx, v.im, metadata.ACLOpDescribe, auth.Group(id)); err != nil {
 		return nil, err
 	}
-	lags, err := s.groupLags(ctx, id)
-	lags = s.visibleGroups(ctx, v, lags)
+	ga, err := s.describeGroups(ctx, true, id)
+	if g, ok := ga.shares[id]; ok {
+		out := s.visibleShare(ctx, v, g)
+		out.Header = v.hdr
+		return out, nil
+	}
+	lags := s.visibleGroups(ctx, v, ga.lags)
 	l, ok := lags[id]
 	switch {
 	case !ok && err != nil:
@@ -502,7 +513,7 @@ func (s *source) Group(ctx context.Context, id string) (*httpd.Group, error) {
 	case !ok || l.DescribeErr == nil && l.State == "Dead" && len(l.Lag) == 0 || errors.Is(l.DescribeErr, kerr.GroupIDNotFound):
 		return nil, fmt.Errorf("%w: consumer group %q does not exist", httpd.ErrNotFound, id)
 	}
-	out := &httpd.Group{Header: v.hdr, GroupSummary: groupSummary(l), Members: []httpd.GroupMember{}, Offsets: []httpd.GroupOffset{}}
+	out := &httpd.Group{Header: v.hdr, GroupSummary: groupSummary(l, ga.protocols[id]), Members: []httpd.GroupMember{}, Offsets: []httpd.GroupOffset{}}
 	for _, m := range l.Members {
 		gm := httpd.GroupMember{MemberID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost, Assigned: []string{}}
 		if ca, ok := m.Assigned.AsConsumer(); ok {
@@ -545,10 +556,11 @@ func groupOffset(ml kadm.GroupMemberLag) httpd.GroupOffset {
 	return o
 }
 
-// groupSummary is a group's line in the list: its total lag is null, with the
-// first error, as soon as one partition's lag is not known.
-func groupSummary(l kadm.DescribedGroupLag) httpd.GroupSummary {
-	g := httpd.GroupSummary{GroupID: l.Group, State: l.State, ProtocolType: l.ProtocolType, Protocol: l.Protocol,
+// groupSummary is a group's line in the list (protocol: its type, as ListGroups
+// gave it): its total lag is null, with the first error, as soon as one partition's
+// lag is not known.
+func groupSummary(l kadm.DescribedGroupLag, protocol string) httpd.GroupSummary {
+	g := httpd.GroupSummary{GroupID: l.Group, State: l.State, Protocol: protocol, ProtocolType: l.ProtocolType, Assignor: l.Protocol,
 		Coordinator: l.Coordinator.NodeID, MemberCount: len(l.Members), Topics: []string{}}
 	if l.Coordinator.Host == "" {
 		g.Coordinator = -1
@@ -606,30 +618,10 @@ func (s *source) topicGroups(ctx context.Context, v *view, topic string) ([]http
 // groupLags describes the groups (every group when none is named) with their lag,
 // through this node's listener. A coordinator that did not answer leaves its groups
 // out, or marked with their error, and err says so.
+// Share groups are left out (describeGroups has them).
 func (s *source) groupLags(ctx context.Context, groups ...string) (kadm.DescribedGroupLags, error) {
-	adm, err := s.kafkaAdmin()
-	if err != nil {
-		return nil, err
-	}
-	defer adm.Close()
-	ctx, cancel := context.WithTimeout(ctx, askTimeout)
-	defer cancel()
-	var listErr error
-	if len(groups) == 0 {
-		listed, err := adm.ListGroups(ctx)
-		if err != nil {
-			listErr = fmt.Errorf("listing the groups: %w (a coordinator did not answer: some groups may be missing)", err)
-		}
-		groups = listed.Groups()
-		if len(groups) == 0 {
-			return kadm.DescribedGroupLags{}, listErr
-		}
-	}
-	lags, err := adm.Lag(ctx, groups...)
-	if err != nil {
-		err = fmt.Errorf("describing the groups: %w", err)
-	}
-	return lags, errors.Join(listErr, err)
+	ga, err := s.describeGroups(ctx, false, groups...)
+	return ga.lags, err
 }
 
 // visibleGroups are lags less the groups the request of ctx may not DESCRIBE, and

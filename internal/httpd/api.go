@@ -240,10 +240,15 @@ type Groups struct {
 
 // GroupSummary is one consumer group in the list.
 type GroupSummary struct {
-	GroupID      string `json:"group_id"`
-	State        string `json:"state"`
-	ProtocolType string `json:"protocol_type"`
+	GroupID string `json:"group_id"`
+	State   string `json:"state"`
+	// Protocol is the group's type, as runnel group list names it: classic, consumer
+	// (KIP-848) or share (KIP-932); "" when ListGroups did not say.
 	Protocol     string `json:"protocol"`
+	ProtocolType string `json:"protocol_type"`
+	// Assignor is a classic group's selected assignment protocol (range, ...), or a
+	// share group's assignor.
+	Assignor string `json:"assignor"`
 	// Coordinator is the node that coordinates the group, -1 when unknown.
 	Coordinator int32 `json:"coordinator"`
 	MemberCount int   `json:"member_count"`
@@ -278,6 +283,11 @@ type GroupOffset struct {
 	Partition int32  `json:"partition"`
 	// Committed is null when the group has committed nothing there yet.
 	Committed *int64 `json:"committed_offset"`
+	// StartOffset is a share group's share-partition start offset (every record
+	// before it is acknowledged, rejected or past the delivery limit), as runnel
+	// share describe shows it; its Committed is null and its Lag the records from
+	// the start offset to the end not yet acknowledged. Absent for other groups.
+	StartOffset *int64 `json:"start_offset,omitempty"`
 	// End is the partition's high watermark; Lag is End - Committed (End - log start
 	// when nothing is committed). Both null when not known (Error).
 	End      *int64 `json:"end_offset"`
