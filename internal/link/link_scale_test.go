@@ -2,8 +2,11 @@ package link_test
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -146,7 +149,9 @@ func produceKeyed(t *testing.T, seeds []kgo.Opt, topic string, p int32, prefix s
 		record(fmt.Sprintf("%s-%d", prefix, i%keys), v)
 	}
 	for i := range fill {
-		record(fmt.Sprintf("%s-fill-%d", prefix, i), []byte(strings.Repeat("f", 64)))
+		v := make([]byte, 64) // random: the fill must outgrow a segment compressed too
+		rand.Read(v)
+		record(fmt.Sprintf("%s-fill-%d", prefix, i), v)
 	}
 	if err := cl.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -155,13 +160,38 @@ func produceKeyed(t *testing.T, seeds []kgo.Opt, topic string, p int32, prefix s
 }
 
 // awaitCompacted waits until the source's cleaner removed records of [from, to) of
-// every partition in ends (partition → [from, to)).
-func awaitCompacted(t *testing.T, cl *kgo.Client, topic string, spans map[int32][2]int64) {
+// every partition in spans (partition → [from, to)) and finished a pass up to the
+// active segment's base (the node logs it): it has nothing left to clean, so the
+// batches the link copies from now on are the ones the source keeps.
+func awaitCompacted(t *testing.T, c *cluster.Cluster, topic string, spans map[int32][2]int64) {
 	t.Helper()
+	cl := c.Client(t)
 	testutil.Eventually(t, 20*time.Second, func() error {
 		for p, s := range spans {
 			if gone := compactedAway(batchesFrom(t, cl, topic, p), s[0], s[1]); gone < (s[1]-s[0])/4 {
 				return fmt.Errorf("%s-%d: %d of the offsets [%d, %d) compacted away so far", topic, p, gone, s[0], s[1])
+			}
+			dir := c.Node(1).PartitionDir(topic, p)
+			ents, err := os.ReadDir(dir)
+			if err != nil {
+				return err
+			}
+			active := int64(-1)
+			for _, e := range ents {
+				if base, ok := strings.CutSuffix(e.Name(), ".log"); ok {
+					if n, err := strconv.ParseInt(base, 10, 64); err == nil {
+						active = max(active, n)
+					}
+				}
+			}
+			// A pass writes its checkpoint before it swaps its segments in: the node's
+			// log line after the pass is what says it is done.
+			done := fmt.Sprintf("topic=%s partition=%d ", topic, p)
+			end := fmt.Sprintf(" end=%d ", active)
+			if !slices.ContainsFunc(strings.Split(c.Logs(1), "\n"), func(l string) bool {
+				return strings.Contains(l, `msg="cleaned log"`) && strings.Contains(l, done) && strings.Contains(l, end)
+			}) {
+				return fmt.Errorf("%s-%d: no cleaning pass up to the active segment's base %d logged yet", topic, p, active)
 			}
 		}
 		return nil
@@ -209,18 +239,29 @@ func TestLinkByteEqualityAtScale(t *testing.T) {
 	for p := range int32(2) {
 		phase1[p] = [2]int64{0, produceKeyed(t, src.ClientDefaults(), accounts, p, fmt.Sprintf("a%d", p), 8000, 300, 800)}
 	}
-	awaitCompacted(t, scl, accounts, phase1)
+	awaitCompacted(t, src, accounts, phase1)
 	t.Logf("produced and compacted in %v", time.Since(began))
 
 	runCLI(t, "link", "create", "dr", "--source", src.Bootstrap(), "--topics", "orders,accounts", "-b", dst.Bootstrap())
 	awaitCaughtUp(t, sadm, dadm, accounts)
 	// Mid-copy, the source compacts records the link has not fetched yet.
 	runCLI(t, "link", "pause", "dr", "-b", dst.Bootstrap())
+	testutil.Eventually(t, 10*time.Second, func() error { // every fetcher stopped
+		for _, q := range status(t, dst.Bootstrap(), "dr").Partitions {
+			if q.State != "paused" {
+				return fmt.Errorf("not paused: %+v", q)
+			}
+		}
+		return nil
+	})
 	phase2 := map[int32][2]int64{}
 	for p := range int32(2) {
 		phase2[p] = [2]int64{phase1[p][1], produceKeyed(t, src.ClientDefaults(), accounts, p, fmt.Sprintf("b%d", p), 8000, 300, 800)}
 	}
-	awaitCompacted(t, scl, accounts, phase2)
+	awaitCompacted(t, src, accounts, phase2)
+	if _, de := offsets(t, dadm, accounts); de[0] != phase1[0][1] || de[1] != phase1[1][1] {
+		t.Fatalf("the paused link copied on: %s ends at %v on the destination, at %d and %d before the pause", accounts, de, phase1[0][1], phase1[1][1])
+	}
 	runCLI(t, "link", "resume", "dr", "-b", dst.Bootstrap())
 	awaitCaughtUp(t, sadm, dadm, orders)
 	awaitCaughtUp(t, sadm, dadm, accounts)
@@ -232,8 +273,11 @@ func TestLinkByteEqualityAtScale(t *testing.T) {
 		parts int32
 	}{{orders, 3}, {accounts, 2}} {
 		for p := range tp.parts {
-			sb := batchesFrom(t, scl, tp.topic, p)
-			sameBatches(t, fmt.Sprintf("%s-%d", tp.topic, p), sb, batchesFrom(t, dcl, tp.topic, p))
+			sb, db := batchesFrom(t, scl, tp.topic, p), batchesFrom(t, dcl, tp.topic, p)
+			if len(sb) != len(db) {
+				t.Fatalf("%s-%d: %d batches on the source, %d on the destination; first difference:\n%s", tp.topic, p, len(sb), len(db), firstDifference(sb, db))
+			}
+			sameBatches(t, fmt.Sprintf("%s-%d", tp.topic, p), sb, db)
 			for _, b := range sb {
 				total += int(b.RecordCount())
 			}
