@@ -187,6 +187,7 @@ func (f *fetch) finish(ctx context.Context, woken int64) {
 		s.recordThrottled(f.parts)
 	} else {
 		s.metrics.recordConsumerBytes(f.parts)
+		s.metrics.recordTopicBytesOut(f.parts)
 	}
 	if f.session != nil {
 		commitSession(f.parts)

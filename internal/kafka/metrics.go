@@ -23,6 +23,8 @@ type Metrics struct {
 	fetchStages *fetchMetrics
 	// quota are the per-entity client quota metrics (internal/quota).
 	quota *quota.Metrics
+	// topicBytes is runnel_topic_bytes_out_total (topic_bytes_metrics.go).
+	topicBytes *topicBytesOut
 	// Per-API children are cached so the hot path does no label lookup.
 	byAPI map[string]apiMetrics
 }
@@ -52,6 +54,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		byAPI:       map[string]apiMetrics{},
 		quota:       quota.NewMetrics(reg),
 		fetchStages: newFetchMetrics(reg),
+		topicBytes:  newTopicBytesOut(reg),
 	}
 	stages := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "runnel_produce_stage_seconds",
