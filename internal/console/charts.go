@@ -25,8 +25,10 @@ import (
 //     each partition's committed offset's growth is records out (records consumed and
 //     committed), and each group's total lag is its lag series.
 // Rates are per second between two samples; a partition counts toward the node that
-// leads it at the second sample. Bytes out per topic are not charted: nothing counts
-// the bytes a fetch returns per topic.
+// leads it at the second sample. Bytes out are what this node itself sent consumers
+// (runnel_topic_bytes_out_total, read in memory): a topic's bytes out on the console
+// of one node of several is that node's share, and a node's chart has bytes out on
+// its own console only.
 //
 // Memory: chartPoints slots of 4 bytes per series and at most maxChartSeries series,
 // so at most 240 × 4 × 3000 ≈ 2.9 MB; the per-partition counters of the last sample
@@ -51,17 +53,18 @@ const (
 	metricBytesIn    = "bytes_in"
 	metricRecordsIn  = "records_in"
 	metricRecordsOut = "records_out"
+	metricBytesOut   = "bytes_out"
 	metricLag        = "lag"
 )
 
 // chartMetrics are the metrics each kind has, in the order they are shown.
 var chartMetrics = map[string][]string{
-	chartTopic: {metricBytesIn, metricRecordsIn, metricRecordsOut},
-	chartNode:  {metricBytesIn, metricRecordsIn, metricRecordsOut},
+	chartTopic: {metricBytesIn, metricRecordsIn, metricBytesOut, metricRecordsOut},
+	chartNode:  {metricBytesIn, metricRecordsIn, metricBytesOut, metricRecordsOut},
 	chartGroup: {metricLag},
 }
 
-var chartUnits = map[string]string{metricBytesIn: "bytes/s", metricRecordsIn: "records/s", metricRecordsOut: "records/s", metricLag: "records"}
+var chartUnits = map[string]string{metricBytesIn: "bytes/s", metricBytesOut: "bytes/s", metricRecordsIn: "records/s", metricRecordsOut: "records/s", metricLag: "records"}
 
 type seriesKey struct{ kind, name, metric string }
 
@@ -73,6 +76,10 @@ type chartSample struct {
 	committed map[metadata.TopicPartition]int64 // summed over the groups
 	leader    map[metadata.TopicPartition]int32
 	lag       map[string]int64
+	// self and bytesOut are the sampling node and what it had sent consumers, by
+	// topic (nil: not known).
+	self     int32
+	bytesOut map[string]float64
 }
 
 // chartStore is a ring of chartPoints samples per series. Slot i of every series is
@@ -113,6 +120,15 @@ func (c *chartStore) add(s *chartSample) {
 		rate(metricRecordsIn, s.hw, p.hw)
 		rate(metricBytesIn, s.size, p.size)
 		rate(metricRecordsOut, s.committed, p.committed)
+		if s.bytesOut != nil && p.bytesOut != nil {
+			var node float64
+			for topic, v := range s.bytesOut {
+				d := max(v-p.bytesOut[topic], 0) / secs
+				vals[seriesKey{chartTopic, topic, metricBytesOut}] += d
+				node += d
+			}
+			vals[seriesKey{chartNode, strconv.Itoa(int(s.self)), metricBytesOut}] = node
+		}
 	}
 	for g, l := range s.lag {
 		vals[seriesKey{chartGroup, g, metricLag}] = float64(l)
@@ -258,7 +274,8 @@ func (s *source) sampleCharts(ctx context.Context) (*chartSample, error) {
 		return nil, fmt.Errorf("node %d has no metadata image yet", s.n.ID())
 	}
 	smp := &chartSample{at: time.Now(), hw: map[metadata.TopicPartition]int64{}, size: map[metadata.TopicPartition]int64{},
-		committed: map[metadata.TopicPartition]int64{}, leader: map[metadata.TopicPartition]int32{}, lag: map[string]int64{}}
+		committed: map[metadata.TopicPartition]int64{}, leader: map[metadata.TopicPartition]int32{}, lag: map[string]int64{},
+		self: s.n.ID(), bytesOut: s.n.TopicBytesOut()}
 	var topics []string
 	for _, t := range sortedTopics(im) {
 		if isInternalTopic(t) {

@@ -107,3 +107,20 @@ func TestChartStoreBounded(t *testing.T) {
 		t.Errorf("%d series kept, %d dropped; want at most %d kept", len(c.series), c.dropped, maxChartSeries)
 	}
 }
+
+// Bytes out are this node's counter per topic: a rate per topic, their sum on the
+// sampling node's chart, a topic first seen counted from zero, a gap while the node
+// did not say (not serving clients).
+func TestChartStoreBytesOut(t *testing.T) {
+	c := newChartStore()
+	t0 := time.Unix(1_700_000_000, 0)
+	c.add(&chartSample{at: t0, self: 2, bytesOut: map[string]float64{"a": 1000}})
+	c.add(&chartSample{at: t0.Add(10 * time.Second), self: 2, bytesOut: map[string]float64{"a": 3000, "b": 500}})
+	c.add(&chartSample{at: t0.Add(20 * time.Second), self: 2})
+	c.add(&chartSample{at: t0.Add(30 * time.Second), self: 2, bytesOut: map[string]float64{"a": 3000, "b": 500}})
+	c.add(&chartSample{at: t0.Add(40 * time.Second), self: 2, bytesOut: map[string]float64{"a": 4000, "b": 500}})
+	want(t, "a's bytes out", values(t, c.read(chartTopic, "a"), metricBytesOut), nil, 200.0, nil, nil, 100.0)
+	want(t, "b's bytes out", values(t, c.read(chartTopic, "b"), metricBytesOut), nil, 50.0, nil, nil, 0.0)
+	want(t, "node 2's bytes out", values(t, c.read(chartNode, "2"), metricBytesOut), nil, 250.0, nil, nil, 100.0)
+	want(t, "node 1's bytes out", values(t, c.read(chartNode, "1"), metricBytesOut), nil, nil, nil, nil, nil)
+}

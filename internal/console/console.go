@@ -52,6 +52,9 @@ type Node interface {
 	// network), with requests bounded by timeout; an error while the listener is not
 	// open (starting or stopping).
 	KafkaClient(timeout time.Duration) (seed string, opts []kgo.Opt, err error)
+	// TopicBytesOut is the record bytes this node has sent consumers, by topic, since
+	// it started (runnel_topic_bytes_out_total); nil while it does not serve clients.
+	TopicBytesOut() map[string]float64
 }
 
 // LocalOffsets are a partition's offsets on its leader.

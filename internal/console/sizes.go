@@ -51,6 +51,7 @@ func (s *source) fillTopicSizes(ctx context.Context, v *view, out *httpd.Topics)
 		out.SizesError = err.Error()
 	}
 	bytesIn, recIn, recOut := s.charts.latest(chartTopic, metricBytesIn), s.charts.latest(chartTopic, metricRecordsIn), s.charts.latest(chartTopic, metricRecordsOut)
+	bytesOut := s.charts.latest(chartTopic, metricBytesOut)
 	for i := range out.Topics {
 		ts := &out.Topics[i]
 		t := v.im.Topic(ts.Name)
@@ -76,6 +77,7 @@ func (s *source) fillTopicSizes(ctx context.Context, v *view, out *httpd.Topics)
 			ts.Records = &records
 		}
 		ts.BytesInPerSec, ts.RecordsInPerSec, ts.RecordsOutPerSec = rateOf(bytesIn, t.Name), rateOf(recIn, t.Name), rateOf(recOut, t.Name)
+		ts.BytesOutPerSec = rateOf(bytesOut, t.Name)
 	}
 }
 

@@ -160,6 +160,10 @@ type TopicSummary struct {
 	BytesInPerSec    *float64 `json:"bytes_in_per_sec,omitempty"`
 	RecordsInPerSec  *float64 `json:"records_in_per_sec,omitempty"`
 	RecordsOutPerSec *float64 `json:"records_out_per_sec,omitempty"`
+	// BytesOutPerSec is what the answering node sent consumers of the topic (its
+	// runnel_topic_bytes_out_total), not the cluster's: null before the node has
+	// sent any.
+	BytesOutPerSec *float64 `json:"bytes_out_per_sec,omitempty"`
 }
 
 // Topic is /api/v1/topics/{name}.

@@ -79,3 +79,6 @@ func counterValue(c prometheus.Counter) float64 {
 // unregisteredTopicBytesOut is where a Metrics not built by NewMetrics (a zero value
 // in a test) counts.
 var unregisteredTopicBytesOut = sync.OnceValue(func() *topicBytesOut { return newTopicBytesOut(nil) })
+
+// TopicBytesOut is runnel_topic_bytes_out_total of the server, by topic.
+func (s *Server) TopicBytesOut() map[string]float64 { return s.metrics.TopicBytesOut() }

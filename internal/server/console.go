@@ -126,6 +126,15 @@ func (c consoleNode) LeaderOffsets(tp metadata.TopicPartition) (console.LocalOff
 	return console.LocalOffsets{LogStart: st.LogStartOffset, HighWatermark: st.HighWatermark, LogEnd: st.LogEndOffset}, true
 }
 
+// TopicBytesOut reads n.kafka, set before n.ready is stored and kept until the
+// node closes.
+func (c consoleNode) TopicBytesOut() map[string]float64 {
+	if !c.n.ready.Load() {
+		return nil
+	}
+	return c.n.kafka.TopicBytesOut()
+}
+
 func (c consoleNode) ReassignmentBytesRemaining(tp metadata.TopicPartition) (int64, bool) {
 	p, err := c.n.replicas.Partition(tp)
 	if err != nil || !p.IsLeader() {

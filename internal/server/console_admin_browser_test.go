@@ -100,7 +100,7 @@ func TestConsoleAdminPagesInBrowser(t *testing.T) {
 	testutil.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/nodes/1"), chromedp.WaitVisible(chromedp.CSS(`#node-configs`))), "open /nodes/1")
 	testutil.Equal(t, eval(`Array.from(document.querySelectorAll("#node-configs tbody tr")).find(tr => tr.cells[0].textContent === "super.users").cells[2].textContent`),
 		"static", "super.users' source")
-	wait(`document.getElementById("node-charts").dataset.loaded === "1" && document.querySelectorAll("#node-charts figure svg").length === 3`, "node 1's three charts")
+	wait(`document.getElementById("node-charts").dataset.loaded === "1" && document.querySelectorAll("#node-charts figure svg").length === 4`, "node 1's four charts")
 
 	// alice: the ACL page refused naming the ACL she lacks; the charts of topic a,
 	// which she may read, but not of b.
@@ -116,6 +116,6 @@ func TestConsoleAdminPagesInBrowser(t *testing.T) {
 		testutil.NoError(t, err, "fetch the charts of topic %s in the page", topic)
 		return v
 	}
-	testutil.Equal(t, charts("a"), "200 bytes_in,records_in,records_out", "alice's charts of topic a")
+	testutil.Equal(t, charts("a"), "200 bytes_in,records_in,bytes_out,records_out", "alice's charts of topic a")
 	testutil.Equal(t, charts("b"), "403 forbidden: user alice (host 127.0.0.1) lacks DESCRIBE on topic b", "alice's charts of topic b")
 }

@@ -34,7 +34,7 @@ func TestConsoleCharts(t *testing.T) {
 	for _, q := range []string{"kind=topic&name=orders", "kind=node&name=1"} {
 		var d console.ChartData
 		consoleJSON(t, tn, "/api/v1/charts?"+q, &d)
-		testutil.True(t, len(d.Series) == 3 && d.IntervalSeconds == 15, "%s: %d series every %d s, want 3 every 15 s", q, len(d.Series), d.IntervalSeconds)
+		testutil.True(t, len(d.Series) == 4 && d.IntervalSeconds == 15, "%s: %d series every %d s, want 4 every 15 s", q, len(d.Series), d.IntervalSeconds)
 		for _, s := range d.Series {
 			testutil.True(t, len(s.Points) > 0, "%s: %s has no point", q, s.Metric)
 		}
