@@ -279,8 +279,9 @@ func (s *source) readRecords(ctx context.Context, r *http.Request) (any, error) 
 	if q.filter != "" || q.timestamp >= 0 {
 		scan = maxScan
 	}
-	// From a time, ListOffsets may answer the base offset of a compressed batch that
-	// holds the time: its records before the first at or after it are skipped.
+	// From a time, records before it are skipped: ListOffsets answers the first record
+	// at or after it, but another Kafka-compatible node, or a batch that would not
+	// decompress, may answer the batch's first offset.
 	reached := q.timestamp < 0
 	err = s.scan(ctx, topic, q.partition, from, end, scan, func(rec *kgo.Record) bool {
 		out.Scanned++

@@ -396,9 +396,8 @@ func TestLinkKfakeSourceLogStartInsideBatch(t *testing.T) {
 	if fmt.Sprint(ss, se) != fmt.Sprint(ds, de) || ds[1] != at {
 		t.Fatalf("ListOffsets: source start %v end %v, destination start %v end %v (events-1 DeleteRecords'd to %d)", ss, se, ds, de, at)
 	}
-	// By time, the offsets only: for a compressed batch Runnel answers the batch's max
-	// timestamp where Kafka (and kfake) decompress it and answer the record's
-	// (log/timestamp.go); at a batch's first timestamp both find its first record.
+	// By time, the offsets: at a batch's first timestamp both sides find its first
+	// record.
 	for i, b := range batchesFrom(t, scl, "events", 0) {
 		if i%25 != 0 {
 			continue

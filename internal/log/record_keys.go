@@ -53,9 +53,10 @@ func (e *RecordErrors) Error() string {
 
 func (e *RecordErrors) Unwrap() error { return ErrInvalidRecord }
 
-// keyDecompressor decompresses a compressed batch whose keys must be checked. It is
-// franz-go's, safe for concurrent use (it pools its readers).
-var keyDecompressor = kgo.DefaultDecompressor()
+// batchDecompressor decompresses a batch whose records must be looked into (keys to
+// check, a timestamp to find). It is franz-go's, safe for concurrent use (it pools
+// its readers).
+var batchDecompressor = kgo.DefaultDecompressor()
 
 // checkKeys refuses the first batch of records (validated framing) that holds a
 // record without a key: the records of a compacted topic's produce. A compressed
@@ -68,7 +69,7 @@ func checkKeys(records []byte, tp TopicPartition) error {
 		body := []byte(b[recordbatch.HeaderSize:])
 		if b.Compression() != 0 {
 			var err error
-			body, err = keyDecompressor.Decompress(body, kgo.CompressionCodecType(b.Compression()))
+			body, err = batchDecompressor.Decompress(body, kgo.CompressionCodecType(b.Compression()))
 			if err != nil {
 				return fmt.Errorf("%w: decompressing the batch (codec %d) in topic partition %s-%d: %v",
 					ErrCorruption, b.Compression(), tp.Topic, tp.Partition, err)

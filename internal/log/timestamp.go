@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/runnel-io/runnel/internal/recordbatch"
 )
 
@@ -34,9 +36,10 @@ func (l *Log) segmentTimes() []segmentTimes {
 }
 
 // FetchOffsetByTimestamp answers ListOffsets. ts >= 0: the first offset whose record
-// timestamp is >= ts, found through the time indexes and then a scan of batch headers
-// (records are located inside uncompressed batches; for a compressed batch the
-// batch's base offset is returned). LatestTimestamp gives the log end offset,
+// timestamp is >= ts, found through the time indexes, then a scan of batch headers,
+// then the records of the one batch that holds it (decompressed when compressed, as
+// Kafka does: a consumer seeking to a time must not be handed the earlier records of
+// that batch). LatestTimestamp gives the log end offset,
 // EarliestTimestamp the log start offset, MaxTimestamp the offset of the record with
 // the largest timestamp. ok is false when no record qualifies.
 func (l *Log) FetchOffsetByTimestamp(ts int64) (offset int64, timestamp int64, ok bool) {
@@ -128,16 +131,24 @@ func (l *Log) offsetOfMaxTimestamp() (int64, int64, bool) {
 }
 
 // findRecord returns the first record of b at or after offset from whose timestamp
-// is >= ts. Compressed batches are not decompressed: their first offset stands for
-// them. LogAppendTime batches carry one timestamp for every record.
+// is >= ts. LogAppendTime batches carry one timestamp for every record. A compressed
+// batch is decompressed; one that does not decompress (damage is found and reported
+// by the reads and the scrubber, not here) stands for its records by its first offset.
 func findRecord(b recordbatch.Batch, from, ts int64) (int64, int64, bool) {
-	if b.LogAppendTime() || b.Compression() != 0 {
-		if b.MaxTimestamp() < ts {
-			return -1, -1, false
-		}
+	if b.MaxTimestamp() < ts {
+		return -1, -1, false
+	}
+	if b.LogAppendTime() {
 		return max(b.BaseOffset(), from), b.MaxTimestamp(), true
 	}
 	p := []byte(b[recordbatch.HeaderSize:])
+	if b.Compression() != 0 {
+		out, err := batchDecompressor.Decompress(p, kgo.CompressionCodecType(b.Compression()))
+		if err != nil {
+			return max(b.BaseOffset(), from), b.MaxTimestamp(), true
+		}
+		p = out
+	}
 	for i := int32(0); i < b.RecordCount() && len(p) > 0; i++ {
 		length, n := binary.Varint(p)
 		if n <= 0 || length < 0 || int64(len(p)-n) < length {

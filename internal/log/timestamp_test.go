@@ -67,3 +67,23 @@ func TestMaxTimestampOutOfOrder(t *testing.T) {
 		t.Fatal("latest of an empty log")
 	}
 }
+
+// TestFetchOffsetByTimestampInsideCompressedBatch: a time that falls inside a
+// compressed batch answers the record's own offset and timestamp, as Kafka does, not
+// the batch's first offset (a consumer seeking there would get the earlier records).
+func TestFetchOffsetByTimestampInsideCompressedBatch(t *testing.T) {
+	for _, codec := range []int8{1, 2, 3, 4} {
+		l := openLog(t, memEnv(), DefaultConfig())
+		mustAppend(t, l, keyedBatch(t, batchSpec{codec: codec, recs: []kv{
+			rec("a", "1", 1000), rec("b", "2", 2000), rec("c", "3", 3000), rec("d", "4", 4000)}}))
+		for _, c := range []struct{ ts, off, got int64 }{{500, 0, 1000}, {1000, 0, 1000}, {1500, 1, 2000}, {3000, 2, 3000}, {3999, 3, 4000}} {
+			off, ts, ok := l.FetchOffsetByTimestamp(c.ts)
+			if !ok || off != c.off || ts != c.got {
+				t.Errorf("codec %d: FetchOffsetByTimestamp(%d) = %d %d %v, want %d %d", codec, c.ts, off, ts, ok, c.off, c.got)
+			}
+		}
+		if _, _, ok := l.FetchOffsetByTimestamp(4001); ok {
+			t.Errorf("codec %d: a time after every record found one", codec)
+		}
+	}
+}
