@@ -156,15 +156,7 @@ func (f *fetcher) applyPartition(ctx context.Context, p *mpart, rp kmsg.FetchRes
 		p.setErr(fmt.Errorf("mirroring %s-%d at offset %d: %w", p.tp.Topic, p.tp.Partition, end, err))
 		return
 	}
-	p.setErr(nil)
-	p.lastOK.Store(time.Now().UnixNano())
-	p.sourceEnd.Store(rp.HighWatermark)
-	switch {
-	case rp.HighWatermark <= end:
-		p.behindSince.Store(0)
-	case p.behindSince.Load() == 0:
-		p.behindSince.Store(sent.UnixNano())
-	}
+	p.sawSourceEnd(rp.HighWatermark, end, sent)
 }
 
 // wholeBatches returns the prefix of buf made of whole v2 batches that end past

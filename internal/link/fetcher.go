@@ -34,6 +34,9 @@ type mpart struct {
 	dest          *replica.Partition
 	destEpoch     int32
 	sourceTopicID [16]byte // as recorded at creation; zero: the source has none
+	// paused: the partition is not fetched; only its source end is followed
+	// (paused.go), so that its lag shows while paused.
+	paused bool
 
 	// removed is set when the session stops fetching the partition.
 	removed atomic.Bool
@@ -52,7 +55,7 @@ type mpart struct {
 }
 
 func newMpart(tp metadata.TopicPartition, w wanted) *mpart {
-	p := &mpart{tp: tp, dest: w.dest, destEpoch: w.destEpoch, sourceTopicID: w.sourceTopicID, sourceLeader: -1, sourceEpoch: -1}
+	p := &mpart{tp: tp, dest: w.dest, destEpoch: w.destEpoch, sourceTopicID: w.sourceTopicID, paused: w.paused, sourceLeader: -1, sourceEpoch: -1}
 	p.sourceEnd.Store(-1)
 	p.lastOK.Store(time.Now().UnixNano())
 	return p
@@ -67,6 +70,20 @@ func (p *mpart) setErr(err error) {
 	msg := err.Error()
 	p.errMsg.Store(&msg)
 	p.failing.Store(true)
+}
+
+// sawSourceEnd records a successful answer of the source at sent: its end hw
+// against the destination's end.
+func (p *mpart) sawSourceEnd(hw, end int64, sent time.Time) {
+	p.setErr(nil)
+	p.lastOK.Store(time.Now().UnixNano())
+	p.sourceEnd.Store(hw)
+	switch {
+	case hw <= end:
+		p.behindSince.Store(0)
+	case p.behindSince.Load() == 0:
+		p.behindSince.Store(sent.UnixNano())
+	}
 }
 
 // partStats is a partition's lag as status and /metrics report it.
@@ -193,6 +210,9 @@ func (s *session) lookupLeaders() error {
 				continue
 			}
 			p.topicID = t.TopicID
+			if p.paused {
+				continue // not fetched: watchPaused follows its source end
+			}
 			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil || rp.Leader < 0 {
 				p.setErr(fmt.Errorf("source partition %s-%d has no leader (%v)", name, rp.Partition, err))
 				s.moveLocked(p, -1, -1)

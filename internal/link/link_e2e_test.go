@@ -366,8 +366,8 @@ func status(t *testing.T, boot, link string) linkStatus {
 	return st
 }
 
-// TestLinkPauseLag: a paused link copies nothing; resumed, it catches up and the lag
-// is 0; with the source down, lag_seconds grows from the last successful fetch and
+// TestLinkPauseLag: a paused link copies nothing but its lag shows, growing, in
+// status and on /metrics; resumed, it catches up and the lag is 0 in both; with the source down, lag_seconds grows from the last successful fetch and
 // the error names the failure, source_end staying the last known.
 func TestLinkPauseLag(t *testing.T) {
 	src, dst := startNode(t), startNode(t)
@@ -386,25 +386,38 @@ func TestLinkPauseLag(t *testing.T) {
 		}
 		return nil
 	})
-	// A paused partition is not fetched (its source end is not followed): the pause
-	// is checked by what it keeps, nothing more is copied.
+	// A paused partition copies nothing, but its source end is still followed: the
+	// lag shows, in records and growing seconds, in status and on /metrics.
 	runCLI(t, "link", "pause", "slow", "-b", dst.Bootstrap())
 	for i := range 10 {
 		if err := p.ProduceSync(ctx, &kgo.Record{Topic: "lagging", Value: fmt.Appendf(nil, "r%d", i)}).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	testutil.Eventually(t, 5*time.Second, func() error {
-		if st := status(t, dst.Bootstrap(), "slow"); st.Partitions[0].State != "paused" || st.Partitions[0].End != 1 {
-			return fmt.Errorf("paused link: %+v", st.Partitions)
+	var first float64
+	testutil.Eventually(t, 15*time.Second, func() error {
+		q := status(t, dst.Bootstrap(), "slow").Partitions[0]
+		r, s, ok := linkMetrics(t, dst, 1, "slow", "lagging", 0)
+		if q.State != "paused" || q.End != 1 || q.SourceEnd != 11 || q.LagRecords != 10 || q.LagSeconds <= 0 || !ok || r != 10 || s <= 0 {
+			return fmt.Errorf("paused link: status %+v, metrics %v records %v s (exported: %v), want 10 records behind", q, r, s, ok)
+		}
+		first = q.LagSeconds
+		return nil
+	})
+	testutil.Eventually(t, 10*time.Second, func() error {
+		q := status(t, dst.Bootstrap(), "slow").Partitions[0]
+		_, s, _ := linkMetrics(t, dst, 1, "slow", "lagging", 0)
+		if q.End != 1 || q.LagSeconds < first+1 || s < first+1 {
+			return fmt.Errorf("paused link: lag_seconds %v, metric %v, want both past %v, end %d still 1", q.LagSeconds, s, first+1, q.End)
 		}
 		return nil
 	})
 	runCLI(t, "link", "resume", "slow", "-b", dst.Bootstrap())
 	testutil.Eventually(t, 10*time.Second, func() error {
 		st := status(t, dst.Bootstrap(), "slow")
-		if q := st.Partitions[0]; q.State != "mirroring" || q.End != 11 || q.LagRecords != 0 || q.LagSeconds != 0 {
-			return fmt.Errorf("resumed link: %+v", st.Partitions)
+		r, s, ok := linkMetrics(t, dst, 1, "slow", "lagging", 0)
+		if q := st.Partitions[0]; q.State != "mirroring" || q.End != 11 || q.LagRecords != 0 || q.LagSeconds != 0 || !ok || r != 0 || s != 0 {
+			return fmt.Errorf("resumed link: status %+v, metrics %v records %v s (exported: %v)", st.Partitions, r, s, ok)
 		}
 		return nil
 	})

@@ -57,12 +57,13 @@ func (m *Manager) bytesOf(link string) *atomic.Int64 {
 	return v.(*atomic.Int64)
 }
 
-// wanted is a partition a session must fetch: its local replica and the destination
-// leader epoch the appends are made in.
+// wanted is a partition a session must fetch (or, paused, follow the source end of):
+// its local replica and the destination leader epoch the appends are made in.
 type wanted struct {
 	dest          *replica.Partition
 	destEpoch     int32
 	sourceTopicID [16]byte
+	paused        bool
 }
 
 // ApplyImage starts and stops fetching to match im. Images come in order, on the
@@ -72,9 +73,10 @@ func (m *Manager) ApplyImage(im *metadata.Image) {
 	for _, name := range im.LinkNames() {
 		link := im.Link(name)
 		for _, mt := range im.MirrorsOf(name) {
-			if link.Paused || mt.State != metadata.MirrorMirroring {
+			if mt.State != metadata.MirrorMirroring && mt.State != metadata.MirrorPaused {
 				continue
 			}
+			paused := link.Paused || mt.State == metadata.MirrorPaused
 			t := im.Topics[mt.Topic]
 			for i := range t.Partitions {
 				tp := metadata.TopicPartition{Topic: mt.Topic, Partition: int32(i)}
@@ -92,7 +94,7 @@ func (m *Manager) ApplyImage(im *metadata.Image) {
 				if want[name] == nil {
 					want[name] = map[metadata.TopicPartition]wanted{}
 				}
-				want[name][tp] = wanted{dest: p, destEpoch: epoch, sourceTopicID: mt.SourceTopicID}
+				want[name][tp] = wanted{dest: p, destEpoch: epoch, sourceTopicID: mt.SourceTopicID, paused: paused}
 			}
 		}
 	}
@@ -207,6 +209,8 @@ type session struct {
 	wg     sync.WaitGroup
 	// refresh wakes the router: some partition needs its source leader looked up.
 	refresh chan struct{}
+	// pausedWake wakes watchPaused: a paused partition was added.
+	pausedWake chan struct{}
 
 	// mu guards parts and fetchers, and every mpart's routing fields.
 	mu       sync.Mutex
@@ -224,36 +228,55 @@ func newSession(m *Manager, link *metadata.Link) (*session, error) {
 		return nil, err
 	}
 	s := &session{m: m, link: link, cl: cl, bytes: m.bytesOf(link.Name), throttle: newThrottle(link.ThrottleBytes), refresh: make(chan struct{}, 1),
-		parts: map[metadata.TopicPartition]*mpart{}, fetchers: map[int32]*fetcher{}}
+		pausedWake: make(chan struct{}, 1), parts: map[metadata.TopicPartition]*mpart{}, fetchers: map[int32]*fetcher{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		s.route()
 	}()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.watchPaused()
+	}()
 	return s, nil
 }
 
 // setParts makes the session fetch exactly parts. A partition whose destination
-// epoch changed starts over (its old fetch state belonged to another leadership).
+// epoch changed starts over (its old fetch state belonged to another leadership); one
+// paused or resumed starts over too, keeping what it knew of the source's end, so
+// that its lag carries across.
 func (s *session) setParts(parts map[metadata.TopicPartition]wanted) {
 	s.mu.Lock()
+	kept := map[metadata.TopicPartition]*mpart{}
 	for tp, p := range s.parts {
 		w, ok := parts[tp]
-		if !ok || w.dest != p.dest || w.destEpoch != p.destEpoch {
+		if !ok || w.dest != p.dest || w.destEpoch != p.destEpoch || w.paused != p.paused {
 			s.dropLocked(p)
+			if ok && w.dest == p.dest && w.destEpoch == p.destEpoch {
+				kept[tp] = p
+			}
 		}
 	}
-	added := false
+	added, paused := false, false
 	for tp, w := range parts {
 		if s.parts[tp] == nil {
-			s.parts[tp] = newMpart(tp, w)
-			added = true
+			np := newMpart(tp, w)
+			if old := kept[tp]; old != nil {
+				np.sourceEnd.Store(old.sourceEnd.Load())
+				np.behindSince.Store(old.behindSince.Load())
+			}
+			s.parts[tp] = np
+			added, paused = true, paused || w.paused
 		}
 	}
 	s.mu.Unlock()
 	if added {
 		s.wakeRouter()
+	}
+	if paused {
+		s.wakePaused()
 	}
 }
 
