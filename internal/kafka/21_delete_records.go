@@ -66,7 +66,10 @@ func handleDeleteRecords(_ context.Context, s *Server, r *request) (kmsg.Respons
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			low, err := s.deleteRecords(tp, rp.Offset)
+			low, err := int64(-1), s.mirrorDenial(rt.Topic) // links.go: a mirror keeps the source's offsets
+			if err == nil {
+				low, err = s.deleteRecords(tp, rp.Offset)
+			}
 			sp.LowWatermark, sp.ErrorCode = low, errorCode(err)
 			st.Partitions = append(st.Partitions, sp)
 		}

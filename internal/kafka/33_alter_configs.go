@@ -34,7 +34,9 @@ func handleAlterConfigs(ctx context.Context, s *Server, r *request) (kmsg.Respon
 		switch {
 		case err != nil:
 		case rr.ResourceType == resourceTopic:
-			err = s.admin.AlterTopicConfigs(ctx, rr.ResourceName, set, true, req.ValidateOnly)
+			if err = s.mirrorConfigDenial(rr.ResourceName, set, true); err == nil { // links.go
+				err = s.admin.AlterTopicConfigs(ctx, rr.ResourceName, set, true, req.ValidateOnly)
+			}
 		case rr.ResourceType == resourceBroker:
 			err = s.alterBrokerConfigs(ctx, rr.ResourceName, set, req.ValidateOnly)
 		case rr.ResourceType == resourceGroup:

@@ -33,6 +33,9 @@ func handleCreatePartitions(ctx context.Context, s *Server, r *request) (kmsg.Re
 		// With ACLs on, as Kafka: ALTER on the topic (TOPIC_AUTHORIZATION_FAILED).
 		err := s.authorize(r, metadata.ACLOpAlter, auth.Topic(rt.Topic))
 		if err == nil {
+			err = s.mirrorDenial(rt.Topic) // links.go: a mirror topic follows its source's count
+		}
+		if err == nil {
 			err = s.admin.CreatePartitions(ctx, rt.Topic, rt.Count, assignments, req.ValidateOnly)
 		}
 		st := kmsg.NewCreatePartitionsResponseTopic()

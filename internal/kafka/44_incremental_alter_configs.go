@@ -53,7 +53,9 @@ func handleIncrementalAlterConfigs(ctx context.Context, s *Server, r *request) (
 		if err == nil {
 			switch rr.ResourceType {
 			case resourceTopic:
-				err = s.admin.AlterTopicConfigs(ctx, rr.ResourceName, set, false, req.ValidateOnly)
+				if err = s.mirrorConfigDenial(rr.ResourceName, set, false); err == nil { // links.go
+					err = s.admin.AlterTopicConfigs(ctx, rr.ResourceName, set, false, req.ValidateOnly)
+				}
 			case resourceBroker:
 				err = s.alterBrokerConfigs(ctx, rr.ResourceName, set, req.ValidateOnly)
 			case resourceGroup:

@@ -16,7 +16,13 @@ package kafka
 //     producer fails at once with the message, which names the link and says to
 //     promote first, instead of retrying until its delivery timeout; a topic
 //     authorization failure would send the user hunting for a missing ACL. (Confluent
-//     documents only that a produce to a mirror topic fails, not its code.)
+//     documents only that a produce to a mirror topic fails, not its code.) The
+//     client's admin changes of a mirror topic's data are refused the same way:
+//     CreatePartitions, topic AlterConfigs and IncrementalAlterConfigs
+//     (mirrorConfigDenial) and DeleteRecords (not its accept-loss repair). The link's
+//     own partition and config following goes through the controller
+//     (controller.GrowMirror, SyncMirrorConfigs), not these handlers; DeleteTopics
+//     stays allowed.
 
 import (
 	"context"
@@ -96,8 +102,8 @@ func (s *Server) linkOp(ctx context.Context, r *request, req *kmsg.DescribeClust
 	return resp, true
 }
 
-// mirrorDenial refuses a produce to topic while it is a mirror topic that is not
-// promoted (nil otherwise).
+// mirrorDenial refuses a produce, CreatePartitions or DeleteRecords of topic while
+// it is a mirror topic that is not promoted (nil otherwise).
 func (s *Server) mirrorDenial(topic string) error {
 	im := s.admin.Image()
 	if im == nil {
@@ -109,4 +115,23 @@ func (s *Server) mirrorDenial(topic string) error {
 	}
 	return fmt.Errorf("%w: topic %s is a mirror topic of link %s; promote it first (runnel link promote %s --topic %s)",
 		kerr.InvalidRequest, topic, m.Link, m.Link, topic)
+}
+
+// mirrorConfigDenial refuses a client's change of topic's configs (set; replaceAll for
+// AlterConfigs) while it is a mirror topic that is not promoted: its configs are the
+// source's (copied at creation, followed with --sync-configs). An incremental change
+// of only the replication throttle lists is let through: they throttle this cluster's
+// own replica moves (runnel reassign execute --throttle sets and clears them) and are
+// never the source's.
+func (s *Server) mirrorConfigDenial(topic string, set map[string]*string, replaceAll bool) error {
+	if !replaceAll && len(set) > 0 {
+		local := true
+		for k := range set {
+			local = local && (k == "leader.replication.throttled.replicas" || k == "follower.replication.throttled.replicas")
+		}
+		if local {
+			return nil
+		}
+	}
+	return s.mirrorDenial(topic)
 }
