@@ -141,6 +141,14 @@ func runLinkCreate(cmd *cobra.Command, conn *connFlags, f *linkCreateFlags, name
 	if err != nil {
 		return err
 	}
+	// A secret given as a plain value is kept in the metadata log as given: still
+	// taken, but said (never with its value).
+	for _, k := range slices.Sorted(maps.Keys(props)) {
+		if link.SecretProperty(k) && !link.IsReference(props[k]) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: link %s: source property %s is a plain value, kept in the metadata log as given; "+
+				"give it as a reference resolved on each node instead, ${file:PATH:KEY} or ${env:NAME} (docs/cluster-links.md)\n", name, k)
+		}
+	}
 	resp, err := linkDo(cmd.Context(), conn, link.Request{Op: link.OpCreate, Link: name, Source: f.source, SourceProps: props,
 		Topics: f.topics, Exclude: f.exclude, ReplicationFactor: f.replicationFactor,
 		Groups: f.groups, SyncACLs: f.syncACLs, SyncConfigs: f.syncConfigs, ThrottleBytes: f.throttle,

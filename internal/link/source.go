@@ -1,9 +1,11 @@
 package link
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -20,6 +22,16 @@ import (
 // commands take them: docs/security.md). An unknown key or a bad value is an error
 // naming it; the link refuses to start rather than connect without the security asked
 // for.
+//
+// Config references in the properties (${file:PATH:KEY}, ${env:NAME}: secrets.go) are
+// resolved here, on the node building the client. One that cannot be resolved on this
+// node is not an error of the link's configuration (another node may well resolve it):
+// the client gets a dialer that fails every dial with the error naming the link, the
+// property and the reference (so it never connects without the security asked for),
+// and that error shows as the error of each
+// partition this node fetches (link status) and as the answer to a link create asked
+// of this node, until the client is built again (the node restarts, or the link changes)
+// with the file or variable in place.
 func sourceOptions(l *metadata.Link) ([]kgo.Opt, error) {
 	seeds := strings.Split(l.Source, ",")
 	opts := []kgo.Opt{
@@ -30,8 +42,12 @@ func sourceOptions(l *metadata.Link) ([]kgo.Opt, error) {
 		kgo.RetryTimeout(5 * time.Second),
 		kgo.MetadataMinAge(time.Second),
 	}
+	resolved, rerr := resolveSourceProps(l.Name, l.SourceProps)
+	if rerr != nil {
+		resolved = l.SourceProps // still checked for unknown keys below
+	}
 	p := map[string]string{}
-	for k, v := range l.SourceProps {
+	for k, v := range resolved {
 		if k == "sasl.mechanisms" {
 			k = "sasl.mechanism"
 		}
@@ -42,6 +58,9 @@ func sourceOptions(l *metadata.Link) ([]kgo.Opt, error) {
 		default:
 			return nil, fmt.Errorf("link %s: unknown source client property %q", l.Name, k)
 		}
+	}
+	if rerr != nil {
+		return append(opts, kgo.Dialer(func(context.Context, string, string) (net.Conn, error) { return nil, rerr })), nil
 	}
 	proto := strings.ToLower(p["security.protocol"])
 	if proto == "" {
