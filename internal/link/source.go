@@ -28,10 +28,9 @@ import (
 // node is not an error of the link's configuration (another node may well resolve it):
 // the client gets a dialer that fails every dial with the error naming the link, the
 // property and the reference (so it never connects without the security asked for),
-// and that error shows as the error of each
-// partition this node fetches (link status) and as the answer to a link create asked
-// of this node, until the client is built again (the node restarts, or the link changes)
-// with the file or variable in place.
+// and that error shows as the error of each partition this node fetches (link status)
+// and as the answer to a link create asked of this node, until the client is built
+// again (the node restarts, or the link changes) with the file or variable in place.
 func sourceOptions(l *metadata.Link) ([]kgo.Opt, error) {
 	seeds := strings.Split(l.Source, ",")
 	opts := []kgo.Opt{
