@@ -123,7 +123,14 @@ func errorResponse(err error) Response {
 	case errors.Is(err, controller.ErrTimeout):
 		code = kerr.RequestTimedOut.Code
 	}
-	return Response{Error: err.Error(), ErrorCode: code}
+	msg := err.Error()
+	if ke != nil {
+		// The code travels on its own: the message keeps what this operation says, not
+		// kerr's generic description of the code ("INVALID_REQUEST: This most likely
+		// occurs because of a request being malformed by the client library...").
+		msg = strings.TrimPrefix(msg, ke.Error()+": ")
+	}
+	return Response{Error: msg, ErrorCode: code}
 }
 
 // forward sends req to the active controller's node and returns its answer,
