@@ -551,6 +551,9 @@ func TestDecommission(t *testing.T) {
 			t.Errorf("node %d still listed after it was unregistered", n.ID)
 		}
 	}
+	// Started again, the unregistered node (no longer in the metadata quorum's
+	// configuration, its own Raft state still naming it) registers afresh and serves.
+	c.Restart(int(n.ID))
 	waitAcks(t, h, h.Len()+300, "after the decommission")
 	stopLoad(t, load, h)
 	h.Check(t, c, topic)

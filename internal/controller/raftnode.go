@@ -38,8 +38,8 @@ const (
 // meta.properties. On error the Controller is closed. Call Start once, and let it
 // return before calling anything but Image, Subscribe and WaitApplied.
 //
-// A node that is not a voter and has no Raft state yet is not in the quorum: Start
-// returns at once, the node registers with the active controller (RegisterBroker with
+// A node that is not a voter (with or without Raft state) may not be in the quorum:
+// Start returns at once, the node registers with the active controller (RegisterBroker with
 // its RaftAddr adds it as a non-voter), and then calls WaitReady.
 func (c *Controller) Start(ctx context.Context) error {
 	props, err := readMetaProperties(c.cfg.DataDir)
@@ -70,7 +70,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		c.livenessLoop()
 	}()
 	if joining {
-		c.log.Info("not in the metadata quorum yet: waiting to be added as a non-voter", "node", c.cfg.NodeID, "addr", c.Addr())
+		c.log.Info("a non-voter: joining the metadata quorum through this node's registration", "node", c.cfg.NodeID, "addr", c.Addr())
 		return nil
 	}
 	if err := c.announceNewAddr(ctx); err != nil {
@@ -336,11 +336,15 @@ func (c *Controller) maybeBootstrap(rc *raft.Config, logs raft.LogStore, snaps r
 		return false, fmt.Errorf("controller: read raft state: %w", err)
 	}
 	voters := c.voters()
+	if !isVoter(voters, c.cfg.NodeID) {
+		// A non-voter joins through its registration (RegisterBroker adds it, or keeps
+		// it), with or without Raft state: one that was unregistered is no longer in
+		// the quorum's configuration though its own state still names it, and would
+		// wait for ever for a leader that no longer sends to it.
+		return true, nil
+	}
 	if existing {
 		return false, nil
-	}
-	if !isVoter(voters, c.cfg.NodeID) {
-		return true, nil
 	}
 	if leader, ok := c.quorumExists(); ok { // voters.go: the flag must not re-add a removed voter
 		c.log.Info("the metadata quorum exists already: joining it, not bootstrapping from --controllers", "node", c.cfg.NodeID, "leader", leader)
