@@ -50,6 +50,8 @@ func (h *handler) routes() {
 	h.handle("POST /api/v1/topics/{name}/records", h.api(true, h.src.produceRecord))
 	h.handle("POST /api/v1/topics", h.api(true, h.src.createTopic))
 	h.handle("DELETE /api/v1/topics/{name}", h.api(true, h.src.deleteTopic))
+	h.handle("POST /api/v1/topics/{name}/partitions", h.api(true, h.src.addPartitions))
+	h.handle("POST /api/v1/topics/{name}/configs", h.api(true, h.src.alterTopicConfigs))
 	h.handle("POST /api/v1/groups/{id}/reset-offsets", h.api(true, h.src.resetOffsets))
 	h.handle("DELETE /api/v1/groups/{id}", h.api(true, h.src.deleteGroup))
 	h.handle("GET /api/v1/charts", h.api(false, h.src.readCharts))

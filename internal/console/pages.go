@@ -112,6 +112,18 @@ const recordsBody = `{{define "body"}}
 <button type="submit">Produce</button>
 </form>
 <p id="produce-result" role="status"></p>
+<h2>Add partitions</h2>
+<form id="add-partitions" class="actions" data-api="POST /api/v1{{.TopicHref}}/partitions">
+<label>Partition count after the change (above the current one; needs ALTER on the topic) <input name="count" id="partitions-count" type="number" min="2" required></label>
+<button type="submit">Add partitions</button>
+</form>
+<h2>Edit configs</h2>
+<form id="edit-configs" class="actions" data-api="POST /api/v1{{.TopicHref}}/configs">
+<label>Set (one KEY=VALUE a line) <textarea name="set" id="configs-set" data-kv rows="3" cols="40" placeholder="retention.ms=86400000"></textarea></label>
+<label>Delete, back to the default (names, comma-separated) <input name="delete" id="configs-delete" data-list placeholder="cleanup.policy, retention.bytes"></label>
+<button type="submit">Change configs</button>
+</form>
+<p class="note">Changing configs needs ALTER_CONFIGS on the topic; the topic's current configs are on <a href="{{.TopicHref}}">its page</a>.</p>
 <h2>Delete the topic</h2>
 <form id="delete-topic" class="actions">
 <label>Type the topic's name to confirm <input name="confirm" id="delete-confirm"></label>

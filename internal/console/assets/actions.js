@@ -222,6 +222,20 @@
       Array.prototype.forEach.call(f.elements, function (el) {
         if (!el.name || el.value === "") return;
         var v = el.type === "number" ? Number(el.value) : el.value;
+        // data-kv: KEY=VALUE lines as an object; data-list: comma-separated names as an array.
+        if (el.dataset.kv !== undefined) {
+          var kv = {};
+          el.value.split("\n").forEach(function (line) {
+            var eq = line.indexOf("=");
+            if (eq > 0) kv[line.slice(0, eq).trim()] = line.slice(eq + 1).trim();
+          });
+          body[el.name] = kv;
+          return;
+        }
+        if (el.dataset.list !== undefined) {
+          body[el.name] = el.value.split(",").map(function (x) { return x.trim(); }).filter(function (x) { return x !== ""; });
+          return;
+        }
         var dot = el.name.indexOf(".");
         if (dot > 0) {
           var k = el.name.slice(0, dot);
