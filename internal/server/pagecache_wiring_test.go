@@ -66,18 +66,22 @@ func TestPageCacheTailPropertyReachesTheLogs(t *testing.T) {
 			pages := testutil.Resident(t, path, written)
 			page := int64(len(pages))
 			var droppedKept, keptDropped int64
+			var keptAt []int64 // where the pages that should have gone are, to tell a folio from a reader
 			for i, in := range pages {
 				pos := int64(i) * written / page
 				if pos < tc.droppedBelow && in {
 					droppedKept++
+					if len(keptAt) < 16 {
+						keptAt = append(keptAt, pos)
+					}
 				}
 				if pos >= tc.keptFrom && !in {
 					keptDropped++
 				}
 			}
 			if droppedKept > 0 || keptDropped > 0 {
-				t.Errorf("tail %s: %d pages below byte %d still cached, %d pages from byte %d dropped (of %d)",
-					tc.tail, droppedKept, tc.droppedBelow, keptDropped, tc.keptFrom, page)
+				t.Errorf("tail %s: %d pages below byte %d still cached (at bytes %v...), %d pages from byte %d dropped (of %d)",
+					tc.tail, droppedKept, tc.droppedBelow, keptAt, keptDropped, tc.keptFrom, page)
 			}
 		})
 	}
