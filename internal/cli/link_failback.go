@@ -36,12 +36,9 @@ Run again after any failure: it resumes, and once cut it prints what was recorde
 security (kept by the new link, as link create does).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := out.json()
+			asJSON, err := topicsOrAll(&out, topics, all)
 			if err != nil {
 				return err
-			}
-			if all == (len(topics) > 0) {
-				return usageErrorf("give --topic T (repeatable) or --all")
 			}
 			if source == "" {
 				return usageErrorf("--source (the new primary's bootstrap) is required")
@@ -133,12 +130,9 @@ cluster's (kept by the source's new link). Run again after a failure: every step
 idempotent.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := out.json()
+			asJSON, err := topicsOrAll(&out, topics, all)
 			if err != nil {
 				return err
-			}
-			if all == (len(topics) > 0) {
-				return usageErrorf("give --topic T (repeatable) or --all")
 			}
 			var destProps map[string]string
 			if conn.security != nil {

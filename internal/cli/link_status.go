@@ -122,6 +122,19 @@ offset synced and when (answered by the active controller's node, which syncs).`
 	return cmd
 }
 
+// topicsOrAll checks the choice of the link commands that act on some or all of a
+// link's mirror topics (exactly one of --topic T, repeatable, and --all) and reports
+// whether JSON output was asked for.
+func topicsOrAll(out *outputFlags, topics []string, all bool) (asJSON bool, err error) {
+	if asJSON, err = out.json(); err != nil {
+		return false, err
+	}
+	if all == (len(topics) > 0) {
+		return false, usageErrorf("give --topic T (repeatable) or --all")
+	}
+	return asJSON, nil
+}
+
 // promotedJSON is one partition of `link promote --json` (INTERFACE.md).
 type promotedJSON struct {
 	Topic              string `json:"topic"`
@@ -147,12 +160,9 @@ source, which may be down. Prints, per partition, the offset where writes start
 (writable_from, which is also where the log was cut: truncated_to).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := out.json()
+			asJSON, err := topicsOrAll(&out, topics, all)
 			if err != nil {
 				return err
-			}
-			if all == (len(topics) > 0) {
-				return usageErrorf("give --topic T (repeatable) or --all")
 			}
 			resp, err := linkDo(cmd.Context(), conn, link.Request{Op: link.OpPromote, Link: args[0], Topics: topics})
 			if err != nil {

@@ -100,6 +100,29 @@ func sameLogs(t *testing.T, a, b *cluster.Cluster, topic string, partitions int3
 	}
 }
 
+// mirrorThenPause creates link dr on b mirroring topic from a, waits until b holds
+// a's records, pauses the link and waits until each of the topic's partitions (there
+// must be that many in the status) is paused: what a then writes is a tail the link
+// never mirrored.
+func mirrorThenPause(t *testing.T, a, b *cluster.Cluster, topic string, partitions int) {
+	t.Helper()
+	runCLI(t, "link", "create", "dr", "--source", a.Bootstrap(), "--topics", topic, "-b", b.Bootstrap())
+	awaitCaughtUp(t, a.Admin(t), b.Admin(t), topic)
+	runCLI(t, "link", "pause", "dr", "-b", b.Bootstrap())
+	testutil.Eventually(t, 5*time.Second, func() error {
+		ps := status(t, b.Bootstrap(), "dr").Partitions
+		if len(ps) != partitions {
+			return fmt.Errorf("%d partitions in the status, want %d: %+v", len(ps), partitions, ps)
+		}
+		for _, p := range ps {
+			if p.State != "paused" {
+				return fmt.Errorf("not paused: %+v", p)
+			}
+		}
+		return nil
+	})
+}
+
 // TestLinkFailbackQuarantinesTail: the old source wrote a tail the link never
 // mirrored (paused) before the promote on the destination; the failback on the old
 // source sets that tail aside in a quarantine topic (counted, readable, each record's
@@ -118,17 +141,7 @@ func TestLinkFailbackQuarantinesTail(t *testing.T) {
 	for p := range int32(2) {
 		produceTo(t, a, topic, p, "first", 50+int(p)*10)
 	}
-	runCLI(t, "link", "create", "dr", "--source", a.Bootstrap(), "--topics", topic, "-b", b.Bootstrap())
-	awaitCaughtUp(t, a.Admin(t), b.Admin(t), topic)
-	runCLI(t, "link", "pause", "dr", "-b", b.Bootstrap())
-	testutil.Eventually(t, 5*time.Second, func() error {
-		for _, p := range status(t, b.Bootstrap(), "dr").Partitions {
-			if p.State != "paused" {
-				return fmt.Errorf("not paused: %+v", p)
-			}
-		}
-		return nil
-	})
+	mirrorThenPause(t, a, b, topic, 2)
 	// The tail: written on the old source, never mirrored.
 	tails := map[int32][]int64{0: produceTo(t, a, topic, 0, "tail0", 7), 1: produceTo(t, a, topic, 1, "tail1", 5)}
 
@@ -345,15 +358,7 @@ func TestLinkFailbackEveryReplicaCuts(t *testing.T) {
 		t.Fatal(err)
 	}
 	produceTo(t, a, topic, 0, "first", 40)
-	runCLI(t, "link", "create", "dr", "--source", a.Bootstrap(), "--topics", topic, "-b", b.Bootstrap())
-	awaitCaughtUp(t, a.Admin(t), b.Admin(t), topic)
-	runCLI(t, "link", "pause", "dr", "-b", b.Bootstrap())
-	testutil.Eventually(t, 5*time.Second, func() error {
-		if p := status(t, b.Bootstrap(), "dr").Partitions; len(p) != 1 || p[0].State != "paused" {
-			return fmt.Errorf("not paused: %+v", p)
-		}
-		return nil
-	})
+	mirrorThenPause(t, a, b, topic, 1)
 	produceTo(t, a, topic, 0, "tail", 6) // acks=all: on every replica
 	runCLI(t, "link", "promote", "dr", "--all", "-b", b.Bootstrap())
 	produceTo(t, b, topic, 0, "new", 10)
@@ -405,15 +410,7 @@ func TestLinkFailbackWaitsForOpenTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	produceTo(t, a, topic, 0, "first", 10)
-	runCLI(t, "link", "create", "dr", "--source", a.Bootstrap(), "--topics", topic, "-b", b.Bootstrap())
-	awaitCaughtUp(t, a.Admin(t), b.Admin(t), topic)
-	runCLI(t, "link", "pause", "dr", "-b", b.Bootstrap())
-	testutil.Eventually(t, 5*time.Second, func() error {
-		if p := status(t, b.Bootstrap(), "dr").Partitions; len(p) != 1 || p[0].State != "paused" {
-			return fmt.Errorf("not paused: %+v", p)
-		}
-		return nil
-	})
+	mirrorThenPause(t, a, b, topic, 1)
 	txn := a.Client(t, kgo.TransactionalID("open-at-failback"))
 	if err := txn.BeginTransaction(); err != nil {
 		t.Fatal(err)

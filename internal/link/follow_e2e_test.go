@@ -3,7 +3,6 @@ package link_test
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,34 +18,6 @@ import (
 	"github.com/runnel-io/runnel/internal/link"
 	"github.com/runnel-io/runnel/internal/testutil"
 )
-
-// fullStatus is `link status --json` with its groups.
-type fullStatus struct {
-	Link       string `json:"link"`
-	Partitions []struct {
-		Topic     string `json:"topic"`
-		Partition int32  `json:"partition"`
-		End       int64  `json:"end"`
-		State     string `json:"state"`
-		Error     string `json:"error"`
-	} `json:"partitions"`
-	Groups []struct {
-		Group      string `json:"group"`
-		Topic      string `json:"topic"`
-		Partition  int32  `json:"partition"`
-		Offset     int64  `json:"offset"`
-		SyncedAtMs int64  `json:"synced_at_ms"`
-	} `json:"groups"`
-}
-
-func statusOf(t *testing.T, boot, link string) fullStatus {
-	t.Helper()
-	var st fullStatus
-	if err := json.Unmarshal([]byte(runCLI(t, "link", "status", link, "--json", "-b", boot)), &st); err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
 
 func produceN(t *testing.T, cl *kgo.Client, topic string, partition int32, from, n int) {
 	t.Helper()
@@ -128,7 +99,7 @@ func TestLinkGroupOffsetSync(t *testing.T) {
 	awaitCommitted(t, dadm, "billing", "payments", 600)
 	awaitCommitted(t, dadm, "busy", "ledger", 500)
 	testutil.Eventually(t, 5*time.Second, func() error {
-		st := statusOf(t, dst.Bootstrap(), "dr")
+		st := status(t, dst.Bootstrap(), "dr")
 		if len(st.Groups) != 2 || st.Groups[0].Group != "billing" || st.Groups[0].Offset != 600 || st.Groups[0].SyncedAtMs == 0 ||
 			st.Groups[1].Group != "busy" || st.Groups[1].Topic != "ledger" || st.Groups[1].Offset != 500 {
 			return fmt.Errorf("status groups: %+v", st.Groups)
@@ -309,7 +280,7 @@ func awaitConfig(t *testing.T, adm *kadm.Client, topic, key, value string) {
 func awaitFailed(t *testing.T, boot, link, topic, msg string) {
 	t.Helper()
 	testutil.Eventually(t, 20*time.Second, func() error {
-		st := statusOf(t, boot, link)
+		st := status(t, boot, link)
 		n := 0
 		for _, p := range st.Partitions {
 			if p.Topic != topic {

@@ -108,62 +108,10 @@ func produceMix(t *testing.T, seeds []kgo.Opt, topic string, n int) {
 }
 
 // batches reads every batch of topic-partition from the cluster cl talks to, with a
-// raw consumer Fetch at read_uncommitted, as stored (offset order).
+// raw consumer Fetch at read_uncommitted, as stored (offset order), from offset 0.
 func batches(t *testing.T, cl *kgo.Client, topic string, partition int32) []recordbatch.Batch {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var id [16]byte
-	for _, mt := range meta.Topics {
-		if mt.Topic != nil && *mt.Topic == topic {
-			id = mt.TopicID
-		}
-	}
-	var out []recordbatch.Batch
-	for off := int64(0); ; {
-		req := kmsg.NewPtrFetchRequest()
-		req.ReplicaID, req.MaxWaitMillis, req.MaxBytes, req.SessionEpoch = -1, 10, 8<<20, -1
-		ft := kmsg.NewFetchRequestTopic()
-		ft.Topic, ft.TopicID = topic, id
-		fp := kmsg.NewFetchRequestTopicPartition()
-		fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch, fp.LogStartOffset = partition, off, 4<<20, -1, -1
-		ft.Partitions = append(ft.Partitions, fp)
-		req.Topics = append(req.Topics, ft)
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rp := resp.Topics[0].Partitions[0]
-		if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-			t.Fatalf("fetch %s-%d at %d: %v", topic, partition, off, err)
-		}
-		buf := rp.RecordBatches
-		got := 0
-		for len(buf) >= recordbatch.HeaderSize {
-			size := recordbatch.LengthPrefixSize + int(recordbatch.Batch(buf).BatchLength())
-			if size > len(buf) {
-				break
-			}
-			b := recordbatch.Batch(append([]byte(nil), buf[:size]...))
-			buf = buf[size:]
-			if b.NextOffset() <= off {
-				continue
-			}
-			out = append(out, b)
-			off = b.NextOffset()
-			got++
-		}
-		if off >= rp.HighWatermark || got == 0 {
-			if got == 0 && off < rp.HighWatermark {
-				t.Fatalf("fetch %s-%d at %d: no batch below the high watermark %d", topic, partition, off, rp.HighWatermark)
-			}
-			return out
-		}
-	}
+	return fetchBatches(t, cl, -1, topic, partition, func(context.Context) int64 { return 0 })
 }
 
 // sameBatches checks that dst holds src's batches: the same offsets, CRCs and bytes,
@@ -342,7 +290,7 @@ func TestLinkByteEqualityFromRunnel(t *testing.T) {
 	})
 }
 
-// linkStatus is `link status --json`.
+// linkStatus is `link status --json`, with its groups.
 type linkStatus struct {
 	Link       string `json:"link"`
 	Partitions []struct {
@@ -355,6 +303,13 @@ type linkStatus struct {
 		State      string  `json:"state"`
 		Error      string  `json:"error"`
 	} `json:"partitions"`
+	Groups []struct {
+		Group      string `json:"group"`
+		Topic      string `json:"topic"`
+		Partition  int32  `json:"partition"`
+		Offset     int64  `json:"offset"`
+		SyncedAtMs int64  `json:"synced_at_ms"`
+	} `json:"groups"`
 }
 
 func status(t *testing.T, boot, link string) linkStatus {

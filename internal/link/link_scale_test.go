@@ -34,16 +34,28 @@ func batchesFrom(t *testing.T, cl *kgo.Client, topic string, partition int32) []
 // which may lag the leader's for a moment: a check of the whole log asks the leader.
 func batchesAt(t *testing.T, cl *kgo.Client, node int32, topic string, partition int32) []recordbatch.Batch {
 	t.Helper()
+	return fetchBatches(t, cl, node, topic, partition, func(ctx context.Context) int64 {
+		starts, err := kadm.NewClient(cl).ListStartOffsets(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo, ok := starts.Lookup(topic, partition)
+		if !ok || lo.Err != nil {
+			t.Fatalf("log start of %s-%d: %v", topic, partition, lo.Err)
+		}
+		return lo.Offset
+	})
+}
+
+// fetchBatches reads every batch of topic-partition from the offset from gives up to
+// the high watermark, with raw consumer Fetches at read_uncommitted (node -1: any
+// broker, as kgo sends a Fetch), each batch as stored, in offset order. A Fetch that
+// returns no whole batch below the high watermark fails the test.
+func fetchBatches(t *testing.T, cl *kgo.Client, node int32, topic string, partition int32, from func(context.Context) int64) []recordbatch.Batch {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	starts, err := kadm.NewClient(cl).ListStartOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lo, ok := starts.Lookup(topic, partition)
-	if !ok || lo.Err != nil {
-		t.Fatalf("log start of %s-%d: %v", topic, partition, lo.Err)
-	}
+	start := from(ctx)
 	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +67,7 @@ func batchesAt(t *testing.T, cl *kgo.Client, node int32, topic string, partition
 		}
 	}
 	var out []recordbatch.Batch
-	for off := lo.Offset; ; {
+	for off := start; ; {
 		req := kmsg.NewPtrFetchRequest()
 		req.ReplicaID, req.MaxWaitMillis, req.MaxBytes, req.SessionEpoch = -1, 10, 8<<20, -1
 		ft := kmsg.NewFetchRequestTopic()
