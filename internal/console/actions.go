@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/httpd"
@@ -98,19 +99,43 @@ func (s *source) createTopic(ctx context.Context, r *http.Request) (any, error) 
 	for k, val := range req.Configs {
 		configs[k] = &val
 	}
-	adm, err := s.kafkaAdmin()
+	return s.withAdmin(func(adm *kadm.Client) (any, error) {
+		res, err := adm.CreateTopic(ctx, partitions, rf, configs, req.Name)
+		if err == nil {
+			err = res.Err
+		}
+		if err != nil {
+			return nil, kafkaError(err, "creating topic %s%s", req.Name, detail(res.ErrMessage))
+		}
+		return &TopicAction{Topic: req.Name, Created: true, Partitions: res.NumPartitions, ReplicationFactor: res.ReplicationFactor}, nil
+	})
+}
+
+// withClient runs ask with a client of the node's own listener (opts added to the
+// console's), closed after it. A client that cannot be made is the console's failure
+// to reach its own node: ErrUnavailable (503).
+func (s *source) withClient(ask func(*kgo.Client) (any, error), opts ...kgo.Opt) (any, error) {
+	cl, err := s.kafkaClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", httpd.ErrUnavailable, err)
 	}
-	defer adm.Close()
-	res, err := adm.CreateTopic(ctx, partitions, rf, configs, req.Name)
-	if err == nil {
-		err = res.Err
+	defer cl.Close()
+	return ask(cl)
+}
+
+// withAdmin is withClient for a request kadm sends.
+func (s *source) withAdmin(ask func(*kadm.Client) (any, error)) (any, error) {
+	return s.withClient(func(cl *kgo.Client) (any, error) { return ask(kadm.NewClient(cl)) })
+}
+
+// resultError is a result's ErrorCode as an error (nil for none), followed by the
+// broker's ErrorMessage when it gave one.
+func resultError(code int16, msg *string) error {
+	err := kerr.ErrorForCode(code)
+	if err != nil && msg != nil {
+		err = fmt.Errorf("%w: %s", err, *msg)
 	}
-	if err != nil {
-		return nil, kafkaError(err, "creating topic %s%s", req.Name, detail(res.ErrMessage))
-	}
-	return &TopicAction{Topic: req.Name, Created: true, Partitions: res.NumPartitions, ReplicationFactor: res.ReplicationFactor}, nil
+	return err
 }
 
 // detail is a broker's error message as a suffix, "" when it gave none.
@@ -131,19 +156,16 @@ func (s *source) deleteTopic(ctx context.Context, r *http.Request) (any, error) 
 	if err := s.require(ctx, v.im, metadata.ACLOpDelete, auth.Topic(topic)); err != nil {
 		return nil, err
 	}
-	adm, err := s.kafkaAdmin()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", httpd.ErrUnavailable, err)
-	}
-	defer adm.Close()
-	res, err := adm.DeleteTopic(ctx, topic)
-	if err == nil {
-		err = res.Err
-	}
-	if err != nil {
-		return nil, kafkaError(err, "deleting topic %s%s", topic, detail(res.ErrMessage))
-	}
-	return &TopicAction{Topic: topic, Deleted: true}, nil
+	return s.withAdmin(func(adm *kadm.Client) (any, error) {
+		res, err := adm.DeleteTopic(ctx, topic)
+		if err == nil {
+			err = res.Err
+		}
+		if err != nil {
+			return nil, kafkaError(err, "deleting topic %s%s", topic, detail(res.ErrMessage))
+		}
+		return &TopicAction{Topic: topic, Deleted: true}, nil
+	})
 }
 
 // GroupAction is the answer of DELETE /api/v1/groups/G.
@@ -163,19 +185,16 @@ func (s *source) deleteGroup(ctx context.Context, r *http.Request) (any, error) 
 	if err := s.require(ctx, v.im, metadata.ACLOpDelete, auth.Group(group)); err != nil {
 		return nil, err
 	}
-	adm, err := s.kafkaAdmin()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", httpd.ErrUnavailable, err)
-	}
-	defer adm.Close()
-	res, err := adm.DeleteGroup(ctx, group)
-	if err == nil {
-		err = res.Err
-	}
-	if err != nil {
-		return nil, kafkaError(err, "deleting group %s%s", group, detail(res.ErrMessage))
-	}
-	return &GroupAction{Group: group, Deleted: true}, nil
+	return s.withAdmin(func(adm *kadm.Client) (any, error) {
+		res, err := adm.DeleteGroup(ctx, group)
+		if err == nil {
+			err = res.Err
+		}
+		if err != nil {
+			return nil, kafkaError(err, "deleting group %s%s", group, detail(res.ErrMessage))
+		}
+		return &GroupAction{Group: group, Deleted: true}, nil
+	})
 }
 
 // ResetOffsetsRequest is the body of POST /api/v1/groups/G/reset-offsets.
@@ -292,11 +311,12 @@ func (s *source) resetOffsets(ctx context.Context, r *http.Request) (any, error)
 			return nil, fmt.Errorf("%w: topic %q has no partition %d", httpd.ErrNotFound, req.Topic, p)
 		}
 	}
-	adm, err := s.kafkaAdmin()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", httpd.ErrUnavailable, err)
-	}
-	defer adm.Close()
+	return s.withAdmin(func(adm *kadm.Client) (any, error) { return resetPartitions(ctx, adm, group, req, to, parts) })
+}
+
+// resetPartitions is resetOffsets once checked: group's offsets on req.Topic's parts
+// moved to to (or, with req.DryRun, only computed).
+func resetPartitions(ctx context.Context, adm *kadm.Client, group string, req ResetOffsetsRequest, to position, parts []int32) (*ResetOffsets, error) {
 	if !req.DryRun {
 		described, err := adm.DescribeGroups(ctx, group)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel-io/runnel/internal/auth"
@@ -75,26 +76,23 @@ func (s *source) nodeConfigs(ctx context.Context, r *http.Request) (any, error) 
 	if _, ok := v.im.Brokers[metadata.NodeID(id)]; !ok {
 		return nil, fmt.Errorf("%w: node %d is not registered (metadata offset %d on node %d)", httpd.ErrNotFound, id, v.im.Offset, s.n.ID())
 	}
-	adm, err := s.kafkaAdmin()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", httpd.ErrUnavailable, err)
-	}
-	defer adm.Close()
-	rcs, err := adm.DescribeBrokerConfigs(ctx, int32(id))
-	if err == nil && len(rcs) == 1 {
-		err = rcs[0].Err
-	}
-	if err != nil {
-		return nil, kafkaError(err, "describing the configs of node %d", id)
-	}
-	out := &NodeConfigs{ID: int32(id), Configs: []NodeConfig{}}
-	for _, rc := range rcs {
-		for _, c := range rc.Configs {
-			out.Configs = append(out.Configs, NodeConfig{Name: c.Key, Value: c.Value, Source: configSource(c.Source), Sensitive: c.Sensitive})
+	return s.withAdmin(func(adm *kadm.Client) (any, error) {
+		rcs, err := adm.DescribeBrokerConfigs(ctx, int32(id))
+		if err == nil && len(rcs) == 1 {
+			err = rcs[0].Err
 		}
-	}
-	sort.Slice(out.Configs, func(i, j int) bool { return out.Configs[i].Name < out.Configs[j].Name })
-	return out, nil
+		if err != nil {
+			return nil, kafkaError(err, "describing the configs of node %d", id)
+		}
+		out := &NodeConfigs{ID: int32(id), Configs: []NodeConfig{}}
+		for _, rc := range rcs {
+			for _, c := range rc.Configs {
+				out.Configs = append(out.Configs, NodeConfig{Name: c.Key, Value: c.Value, Source: configSource(c.Source), Sensitive: c.Sensitive})
+			}
+		}
+		sort.Slice(out.Configs, func(i, j int) bool { return out.Configs[i].Name < out.Configs[j].Name })
+		return out, nil
+	})
 }
 
 // ACL is one ACL binding, its enums as Kafka names them, lowercased ("topic",
@@ -172,21 +170,23 @@ func (s *source) listACLs(ctx context.Context, _ *http.Request) (any, error) {
 	if err := s.requireCluster(ctx, metadata.ACLOpDescribe); err != nil {
 		return nil, err
 	}
-	cl, err := s.kafkaClient()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", httpd.ErrUnavailable, err)
-	}
-	defer cl.Close()
 	req := kmsg.NewPtrDescribeACLsRequest()
 	req.ResourceType, req.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
 	req.Operation, req.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
-	resp, err := req.RequestWith(ctx, cl)
-	if err == nil {
-		err = kerr.ErrorForCode(resp.ErrorCode)
-	}
-	if err != nil {
-		return nil, kafkaError(err, "describing the ACLs")
-	}
+	return s.withClient(func(cl *kgo.Client) (any, error) {
+		resp, err := req.RequestWith(ctx, cl)
+		if err == nil {
+			err = kerr.ErrorForCode(resp.ErrorCode)
+		}
+		if err != nil {
+			return nil, kafkaError(err, "describing the ACLs")
+		}
+		return aclsOf(resp), nil
+	})
+}
+
+// aclsOf is DescribeAcls's answer as the console shows it, sorted by principal.
+func aclsOf(resp *kmsg.DescribeACLsResponse) *ACLs {
 	out := &ACLs{ACLs: []ACL{}}
 	for _, r := range resp.Resources {
 		for _, a := range r.ACLs {
@@ -198,7 +198,7 @@ func (s *source) listACLs(ctx context.Context, _ *http.Request) (any, error) {
 		a, b := out.ACLs[i], out.ACLs[j]
 		return fmt.Sprint(a.Principal, a.ResourceType, a.ResourceName, a.Operation, a.Host) < fmt.Sprint(b.Principal, b.ResourceType, b.ResourceName, b.Operation, b.Host)
 	})
-	return out, nil
+	return out
 }
 
 // ACLAction is the answer of POST and DELETE /api/v1/acls.
@@ -209,8 +209,9 @@ type ACLAction struct {
 	Deleted int `json:"deleted"`
 }
 
-// createACL serves POST /api/v1/acls: ALTER on the cluster, as CreateAcls.
-func (s *source) createACL(ctx context.Context, r *http.Request) (any, error) {
+// alterACL serves a change of one ACL, given in the body: ALTER on the cluster, then
+// change, which sends the request for binding b.
+func (s *source) alterACL(ctx context.Context, r *http.Request, change func(*kgo.Client, aclBinding) (any, error)) (any, error) {
 	var a ACL
 	if err := decodeBody(r, &a); err != nil {
 		return nil, err
@@ -222,27 +223,26 @@ func (s *source) createACL(ctx context.Context, r *http.Request) (any, error) {
 	if err := s.requireCluster(ctx, metadata.ACLOpAlter); err != nil {
 		return nil, err
 	}
-	cl, err := s.kafkaClient()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", httpd.ErrUnavailable, err)
-	}
-	defer cl.Close()
-	req := kmsg.NewPtrCreateACLsRequest()
-	c := kmsg.NewCreateACLsRequestCreation()
-	c.ResourceType, c.ResourceName, c.ResourcePatternType = b.rtype, b.name, b.pattern
-	c.Principal, c.Host, c.Operation, c.PermissionType = b.principal, b.host, b.op, b.perm
-	req.Creations = append(req.Creations, c)
-	resp, err := req.RequestWith(ctx, cl)
-	if err == nil && len(resp.Results) == 1 {
-		err = kerr.ErrorForCode(resp.Results[0].ErrorCode)
-		if err != nil && resp.Results[0].ErrorMessage != nil {
-			err = fmt.Errorf("%w: %s", err, *resp.Results[0].ErrorMessage)
+	return s.withClient(func(cl *kgo.Client) (any, error) { return change(cl, b) })
+}
+
+// createACL serves POST /api/v1/acls: ALTER on the cluster, as CreateAcls.
+func (s *source) createACL(ctx context.Context, r *http.Request) (any, error) {
+	return s.alterACL(ctx, r, func(cl *kgo.Client, b aclBinding) (any, error) {
+		req := kmsg.NewPtrCreateACLsRequest()
+		c := kmsg.NewCreateACLsRequestCreation()
+		c.ResourceType, c.ResourceName, c.ResourcePatternType = b.rtype, b.name, b.pattern
+		c.Principal, c.Host, c.Operation, c.PermissionType = b.principal, b.host, b.op, b.perm
+		req.Creations = append(req.Creations, c)
+		resp, err := req.RequestWith(ctx, cl)
+		if err == nil && len(resp.Results) == 1 {
+			err = resultError(resp.Results[0].ErrorCode, resp.Results[0].ErrorMessage)
 		}
-	}
-	if err != nil {
-		return nil, kafkaError(err, "creating the ACL %s", b)
-	}
-	return &ACLAction{ACL: b.acl(), Created: true}, nil
+		if err != nil {
+			return nil, kafkaError(err, "creating the ACL %s", b)
+		}
+		return &ACLAction{ACL: b.acl(), Created: true}, nil
+	})
 }
 
 func (b aclBinding) acl() ACL {
@@ -253,38 +253,24 @@ func (b aclBinding) acl() ACL {
 // deleteACL serves DELETE /api/v1/acls (the ACL in the body, matched exactly):
 // ALTER on the cluster, as DeleteAcls.
 func (s *source) deleteACL(ctx context.Context, r *http.Request) (any, error) {
-	var a ACL
-	if err := decodeBody(r, &a); err != nil {
-		return nil, err
-	}
-	b, err := parseACL(a)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.requireCluster(ctx, metadata.ACLOpAlter); err != nil {
-		return nil, err
-	}
-	cl, err := s.kafkaClient()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", httpd.ErrUnavailable, err)
-	}
-	defer cl.Close()
-	req := kmsg.NewPtrDeleteACLsRequest()
-	f := kmsg.NewDeleteACLsRequestFilter()
-	f.ResourceType, f.ResourceName, f.ResourcePatternType = b.rtype, &b.name, b.pattern
-	f.Principal, f.Host, f.Operation, f.PermissionType = &b.principal, &b.host, b.op, b.perm
-	req.Filters = append(req.Filters, f)
-	resp, err := req.RequestWith(ctx, cl)
-	out := &ACLAction{ACL: b.acl()}
-	if err == nil && len(resp.Results) == 1 {
-		res := resp.Results[0]
-		err = kerr.ErrorForCode(res.ErrorCode)
-		out.Deleted = len(res.MatchingACLs)
-	}
-	if err != nil {
-		return nil, kafkaError(err, "deleting the ACL %s", b)
-	}
-	return out, nil
+	return s.alterACL(ctx, r, func(cl *kgo.Client, b aclBinding) (any, error) {
+		req := kmsg.NewPtrDeleteACLsRequest()
+		f := kmsg.NewDeleteACLsRequestFilter()
+		f.ResourceType, f.ResourceName, f.ResourcePatternType = b.rtype, &b.name, b.pattern
+		f.Principal, f.Host, f.Operation, f.PermissionType = &b.principal, &b.host, b.op, b.perm
+		req.Filters = append(req.Filters, f)
+		resp, err := req.RequestWith(ctx, cl)
+		out := &ACLAction{ACL: b.acl()}
+		if err == nil && len(resp.Results) == 1 {
+			res := resp.Results[0]
+			err = kerr.ErrorForCode(res.ErrorCode)
+			out.Deleted = len(res.MatchingACLs)
+		}
+		if err != nil {
+			return nil, kafkaError(err, "deleting the ACL %s", b)
+		}
+		return out, nil
+	})
 }
 
 // requireCluster is s.require of op on the cluster under the current image.
@@ -320,24 +306,21 @@ func (s *source) listUsers(ctx context.Context, _ *http.Request) (any, error) {
 	if err := s.requireCluster(ctx, metadata.ACLOpDescribe); err != nil {
 		return nil, err
 	}
-	adm, err := s.kafkaAdmin()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", httpd.ErrUnavailable, err)
-	}
-	defer adm.Close()
-	ds, err := adm.DescribeUserSCRAMs(ctx)
-	if err != nil {
-		return nil, kafkaError(err, "describing the SCRAM users")
-	}
-	out := &Users{Users: []User{}}
-	for _, d := range ds.Sorted() {
-		u := User{User: d.User, Credentials: []UserCredential{}}
-		for _, c := range d.CredInfos {
-			u.Credentials = append(u.Credentials, UserCredential{Mechanism: c.Mechanism.String(), Iterations: c.Iterations})
+	return s.withAdmin(func(adm *kadm.Client) (any, error) {
+		ds, err := adm.DescribeUserSCRAMs(ctx)
+		if err != nil {
+			return nil, kafkaError(err, "describing the SCRAM users")
 		}
-		out.Users = append(out.Users, u)
-	}
-	return out, nil
+		out := &Users{Users: []User{}}
+		for _, d := range ds.Sorted() {
+			u := User{User: d.User, Credentials: []UserCredential{}}
+			for _, c := range d.CredInfos {
+				u.Credentials = append(u.Credentials, UserCredential{Mechanism: c.Mechanism.String(), Iterations: c.Iterations})
+			}
+			out.Users = append(out.Users, u)
+		}
+		return out, nil
+	})
 }
 
 // UserRequest is the body of POST /api/v1/users (a new user, or a new password).
@@ -387,7 +370,8 @@ func (s *source) upsertUser(ctx context.Context, r *http.Request) (any, error) {
 	if err := s.requireCluster(ctx, metadata.ACLOpAlter); err != nil {
 		return nil, err
 	}
-	return s.alterUser(ctx, req.User, nil, []kadm.UpsertSCRAM{{User: req.User, Mechanism: mech, Iterations: req.Iterations, Password: req.Password}})
+	ups := []kadm.UpsertSCRAM{{User: req.User, Mechanism: mech, Iterations: req.Iterations, Password: req.Password}}
+	return s.withAdmin(func(adm *kadm.Client) (any, error) { return alterUser(ctx, adm, req.User, nil, ups) })
 }
 
 // deleteUser serves DELETE /api/v1/users/{name}[?mechanism=M] (every mechanism of
@@ -404,32 +388,26 @@ func (s *source) deleteUser(ctx context.Context, r *http.Request) (any, error) {
 			return nil, err
 		}
 		dels = append(dels, kadm.DeleteSCRAM{User: user, Mechanism: mech})
-	} else {
-		adm, err := s.kafkaAdmin()
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", httpd.ErrUnavailable, err)
-		}
-		ds, err := adm.DescribeUserSCRAMs(ctx, user)
-		adm.Close()
-		if err == nil {
-			err = ds[user].Err
-		}
-		if err != nil {
-			return nil, kafkaError(err, "describing SCRAM user %s", user)
-		}
-		for _, c := range ds[user].CredInfos {
-			dels = append(dels, kadm.DeleteSCRAM{User: user, Mechanism: c.Mechanism})
-		}
 	}
-	return s.alterUser(ctx, user, dels, nil)
+	return s.withAdmin(func(adm *kadm.Client) (any, error) {
+		if len(dels) == 0 {
+			ds, err := adm.DescribeUserSCRAMs(ctx, user)
+			if err == nil {
+				err = ds[user].Err
+			}
+			if err != nil {
+				return nil, kafkaError(err, "describing SCRAM user %s", user)
+			}
+			for _, c := range ds[user].CredInfos {
+				dels = append(dels, kadm.DeleteSCRAM{User: user, Mechanism: c.Mechanism})
+			}
+		}
+		return alterUser(ctx, adm, user, dels, nil)
+	})
 }
 
-func (s *source) alterUser(ctx context.Context, user string, dels []kadm.DeleteSCRAM, ups []kadm.UpsertSCRAM) (any, error) {
-	adm, err := s.kafkaAdmin()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", httpd.ErrUnavailable, err)
-	}
-	defer adm.Close()
+// alterUser sends AlterUserScramCredentials for user and answers what it changed.
+func alterUser(ctx context.Context, adm *kadm.Client, user string, dels []kadm.DeleteSCRAM, ups []kadm.UpsertSCRAM) (*UserAction, error) {
 	res, err := adm.AlterUserSCRAMs(ctx, dels, ups)
 	if err == nil {
 		err = res[user].Err
@@ -465,15 +443,17 @@ func (s *source) listQuotas(ctx context.Context, _ *http.Request) (any, error) {
 	if err := s.requireCluster(ctx, metadata.ACLOpDescribeConfigs); err != nil {
 		return nil, err
 	}
-	adm, err := s.kafkaAdmin()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", httpd.ErrUnavailable, err)
-	}
-	defer adm.Close()
-	qs, err := adm.DescribeClientQuotas(ctx, false, nil)
-	if err != nil {
-		return nil, kafkaError(err, "describing the client quotas")
-	}
+	return s.withAdmin(func(adm *kadm.Client) (any, error) {
+		qs, err := adm.DescribeClientQuotas(ctx, false, nil)
+		if err != nil {
+			return nil, kafkaError(err, "describing the client quotas")
+		}
+		return quotasOf(qs), nil
+	})
+}
+
+// quotasOf is DescribeClientQuotas's answer as the console shows it, sorted by entity.
+func quotasOf(qs []kadm.DescribedClientQuota) *Quotas {
 	out := &Quotas{Quotas: []Quota{}}
 	for _, q := range qs {
 		e := Quota{Entity: map[string]*string{}, Values: map[string]float64{}}
@@ -486,7 +466,7 @@ func (s *source) listQuotas(ctx context.Context, _ *http.Request) (any, error) {
 		out.Quotas = append(out.Quotas, e)
 	}
 	sort.Slice(out.Quotas, func(i, j int) bool { return entityString(out.Quotas[i].Entity) < entityString(out.Quotas[j].Entity) })
-	return out, nil
+	return out
 }
 
 // entityString is an entity as kafka-configs names it: "user=alice,client-id=<default>".
@@ -543,22 +523,19 @@ func (s *source) alterQuota(ctx context.Context, r *http.Request, remove bool) (
 	for _, t := range sortedKeys(req.Entity) {
 		entry.Entity = append(entry.Entity, kadm.ClientQuotaEntityComponent{Type: t, Name: req.Entity[t]})
 	}
-	adm, err := s.kafkaAdmin()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", httpd.ErrUnavailable, err)
-	}
-	defer adm.Close()
-	res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{entry})
-	var msg string
-	if err == nil && len(res) == 1 {
-		err, msg = res[0].Err, res[0].ErrMessage
-	}
-	if err != nil {
-		return nil, kafkaError(err, "changing quota %s of %s%s", req.Key, entityString(req.Entity), detail(msg))
-	}
-	out := &QuotaAction{Entity: req.Entity, Key: req.Key, Removed: remove}
-	if !remove {
-		out.Value = &req.Value
-	}
-	return out, nil
+	return s.withAdmin(func(adm *kadm.Client) (any, error) {
+		res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{entry})
+		var msg string
+		if err == nil && len(res) == 1 {
+			err, msg = res[0].Err, res[0].ErrMessage
+		}
+		if err != nil {
+			return nil, kafkaError(err, "changing quota %s of %s%s", req.Key, entityString(req.Entity), detail(msg))
+		}
+		out := &QuotaAction{Entity: req.Entity, Key: req.Key, Removed: remove}
+		if !remove {
+			out.Value = &req.Value
+		}
+		return out, nil
+	})
 }

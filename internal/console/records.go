@@ -429,15 +429,11 @@ func (s *source) produceRecord(ctx context.Context, r *http.Request) (any, error
 	if req.Partition != nil {
 		partitioner = kgo.ManualPartitioner()
 	}
-	cl, err := s.kafkaClient(kgo.RecordPartitioner(partitioner), kgo.DefaultProduceTopic(topic),
-		kgo.RecordDeliveryTimeout(writeTimeout-time.Second), kgo.ProducerLinger(0))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", httpd.ErrUnavailable, err)
-	}
-	defer cl.Close()
-	got, err := cl.ProduceSync(ctx, rec).First()
-	if err != nil {
-		return nil, fmt.Errorf("producing to topic %s: %w", topic, err)
-	}
-	return &Produced{Topic: topic, Partition: got.Partition, Offset: got.Offset, Timestamp: got.Timestamp.UnixMilli()}, nil
+	return s.withClient(func(cl *kgo.Client) (any, error) {
+		got, err := cl.ProduceSync(ctx, rec).First()
+		if err != nil {
+			return nil, fmt.Errorf("producing to topic %s: %w", topic, err)
+		}
+		return &Produced{Topic: topic, Partition: got.Partition, Offset: got.Offset, Timestamp: got.Timestamp.UnixMilli()}, nil
+	}, kgo.RecordPartitioner(partitioner), kgo.DefaultProduceTopic(topic), kgo.RecordDeliveryTimeout(writeTimeout-time.Second), kgo.ProducerLinger(0))
 }

@@ -54,25 +54,22 @@ func (s *source) addPartitions(ctx context.Context, r *http.Request) (any, error
 		return nil, fmt.Errorf("%w: topic %s has %d partitions: the count %d must be above it (a partition count only grows)",
 			ErrBadRequest, topic, cur, req.Count)
 	}
-	adm, err := s.kafkaAdmin()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", httpd.ErrUnavailable, err)
-	}
-	defer adm.Close()
-	res, err := adm.UpdatePartitions(ctx, int(req.Count), topic)
-	var tr kadm.CreatePartitionsResponse
-	if err == nil {
-		var ok bool
-		if tr, ok = res[topic]; !ok {
-			err = fmt.Errorf("CreatePartitions answered nothing for topic %s", topic)
-		} else {
-			err = tr.Err
+	return s.withAdmin(func(adm *kadm.Client) (any, error) {
+		res, err := adm.UpdatePartitions(ctx, int(req.Count), topic)
+		var tr kadm.CreatePartitionsResponse
+		if err == nil {
+			var ok bool
+			if tr, ok = res[topic]; !ok {
+				err = fmt.Errorf("CreatePartitions answered nothing for topic %s", topic)
+			} else {
+				err = tr.Err
+			}
 		}
-	}
-	if err != nil {
-		return nil, kafkaError(err, "raising topic %s to %d partitions%s", topic, req.Count, detail(tr.ErrMessage))
-	}
-	return &PartitionsAction{Topic: topic, Partitions: req.Count}, nil
+		if err != nil {
+			return nil, kafkaError(err, "raising topic %s to %d partitions%s", topic, req.Count, detail(tr.ErrMessage))
+		}
+		return &PartitionsAction{Topic: topic, Partitions: req.Count}, nil
+	})
 }
 
 // AlterTopicConfigsRequest is the body of POST /api/v1/topics/T/configs: the configs
@@ -128,26 +125,23 @@ func (s *source) alterTopicConfigs(ctx context.Context, r *http.Request) (any, e
 	}
 	sort.Strings(out.Set)
 	sort.Strings(out.Deleted)
-	adm, err := s.kafkaAdmin()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", httpd.ErrUnavailable, err)
-	}
-	defer adm.Close()
-	res, err := adm.AlterTopicConfigs(ctx, alter, topic)
-	var msg string
-	if err == nil {
-		if len(res) == 0 {
-			err = errors.New("IncrementalAlterConfigs answered nothing")
-		}
-		for _, tr := range res {
-			if tr.Err != nil {
-				err, msg = tr.Err, tr.ErrMessage
-				break
+	return s.withAdmin(func(adm *kadm.Client) (any, error) {
+		res, err := adm.AlterTopicConfigs(ctx, alter, topic)
+		var msg string
+		if err == nil {
+			if len(res) == 0 {
+				err = errors.New("IncrementalAlterConfigs answered nothing")
+			}
+			for _, tr := range res {
+				if tr.Err != nil {
+					err, msg = tr.Err, tr.ErrMessage
+					break
+				}
 			}
 		}
-	}
-	if err != nil {
-		return nil, kafkaError(err, "changing the configs of topic %s%s", topic, detail(msg))
-	}
-	return out, nil
+		if err != nil {
+			return nil, kafkaError(err, "changing the configs of topic %s%s", topic, detail(msg))
+		}
+		return out, nil
+	})
 }
