@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -336,7 +338,7 @@ func printGroupDescription(w io.Writer, d *groupDescription) error {
 // assignmentString renders an assignment as topic:0,1 other:2.
 func assignmentString(a map[string][]int32) string {
 	var parts []string
-	for _, t := range sortedKeys(a) {
+	for _, t := range slices.Sorted(maps.Keys(a)) {
 		parts = append(parts, t+":"+joinInt32s(a[t]))
 	}
 	if len(parts) == 0 {

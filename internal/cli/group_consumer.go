@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -92,7 +94,7 @@ func consumerGroupLag(ctx context.Context, adm *kadm.Client, d *groupDescription
 			add(t, p)
 		}
 	}
-	topics := sortedKeys(parts)
+	topics := slices.Sorted(maps.Keys(parts))
 	var ends kadm.ListedOffsets
 	if len(topics) > 0 {
 		if ends, err = adm.ListEndOffsets(ctx, topics...); err != nil && ends == nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -261,7 +263,7 @@ func committedTopics(ctx context.Context, adm *kadm.Client, group string) ([]top
 		return nil, fmt.Errorf("committed offsets of group %q: %w", group, err)
 	}
 	var sels []topicSel
-	for _, t := range sortedKeys(commits) {
+	for _, t := range slices.Sorted(maps.Keys(commits)) {
 		sels = append(sels, topicSel{topic: t})
 	}
 	if len(sels) == 0 {

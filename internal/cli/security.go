@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -140,7 +141,7 @@ func (s *securityFlags) parse() (clientSecurity, error) {
 			return clientSecurity{}, usageErrorf("%s %s: %v", s.fileFlag, s.file, err)
 		}
 		// Sorted, so that of two bad keys the same one is reported every time.
-		for _, k := range sortedKeys(fileProps) {
+		for _, k := range slices.Sorted(maps.Keys(fileProps)) {
 			if err := setProperty(props, k, fileProps[k], s.fileFlag+" "+s.file+": "); err != nil {
 				return clientSecurity{}, err
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -290,14 +289,4 @@ func addPartitions(cmd *cobra.Command, adm *kadm.Client, topic string, total int
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "Topic %q now has %d partitions.\n", topic, total)
 	return nil
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -258,7 +260,7 @@ func printTopicDescription(w io.Writer, d *topicDescription) error {
 	if len(d.Configs) == 0 {
 		fmt.Fprint(w, " (none set on the topic)")
 	}
-	for _, k := range sortedKeys(d.Configs) {
+	for _, k := range slices.Sorted(maps.Keys(d.Configs)) {
 		fmt.Fprintf(w, " %s=%s", k, d.Configs[k])
 	}
 	fmt.Fprintln(w)

@@ -3,7 +3,9 @@ package console
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -472,7 +474,7 @@ func quotasOf(qs []kadm.DescribedClientQuota) *Quotas {
 // entityString is an entity as kafka-configs names it: "user=alice,client-id=<default>".
 func entityString(e map[string]*string) string {
 	var parts []string
-	for _, t := range sortedKeys(e) {
+	for _, t := range slices.Sorted(maps.Keys(e)) {
 		name := "<default>"
 		if e[t] != nil {
 			name = *e[t]
@@ -520,7 +522,7 @@ func (s *source) alterQuota(ctx context.Context, r *http.Request, remove bool) (
 		return nil, err
 	}
 	entry := kadm.AlterClientQuotaEntry{Ops: []kadm.AlterClientQuotaOp{{Key: req.Key, Value: req.Value, Remove: remove}}}
-	for _, t := range sortedKeys(req.Entity) {
+	for _, t := range slices.Sorted(maps.Keys(req.Entity)) {
 		entry.Entity = append(entry.Entity, kadm.ClientQuotaEntityComponent{Type: t, Name: req.Entity[t]})
 	}
 	return s.withAdmin(func(adm *kadm.Client) (any, error) {

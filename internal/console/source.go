@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -484,7 +486,7 @@ func (s *source) Groups(ctx context.Context) (*httpd.Groups, error) {
 			out.Groups = append(out.Groups, s.visibleShare(ctx, v, g).GroupSummary)
 		}
 	}
-	for _, id := range sortedKeys(lags) {
+	for _, id := range slices.Sorted(maps.Keys(lags)) {
 		out.Groups = append(out.Groups, groupSummary(lags[id], ga.protocols[id]))
 	}
 	sort.Slice(out.Groups, func(i, j int) bool { return out.Groups[i].GroupID < out.Groups[j].GroupID })
@@ -570,7 +572,7 @@ func groupSummary(l kadm.DescribedGroupLag, protocol string) httpd.GroupSummary 
 		return g
 	}
 	var total int64
-	for _, t := range sortedKeys(l.Lag) {
+	for _, t := range slices.Sorted(maps.Keys(l.Lag)) {
 		g.Topics = append(g.Topics, t)
 		for _, ml := range l.Lag[t] {
 			if ml.Err != nil && g.Error == "" {
@@ -590,7 +592,7 @@ func (s *source) topicGroups(ctx context.Context, v *view, topic string) ([]http
 	lags, err := s.groupLags(ctx)
 	lags = s.visibleGroups(ctx, v, lags)
 	out := []httpd.TopicGroupLag{}
-	for _, id := range sortedKeys(lags) {
+	for _, id := range slices.Sorted(maps.Keys(lags)) {
 		l := lags[id]
 		ps, ok := l.Lag[topic]
 		if !ok {
@@ -646,15 +648,6 @@ func (s *source) visibleGroups(ctx context.Context, v *view, lags kadm.Described
 		out[id] = l
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func (s *source) Mirrors(ctx context.Context) (*httpd.Mirrors, error) {
