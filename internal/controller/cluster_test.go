@@ -93,7 +93,7 @@ func TestThreeVoters(t *testing.T) {
 		if c == leader {
 			continue
 		}
-		wantErr(t, "create on a follower", c.CreateTopics(testCtx(t), []TopicSpec{topicSpec("x", 1, 1)}, false)[0], ErrNotController)
+		wantErr(t, "create on a follower", c.CreateTopics(testCtx(t), []metadata.TopicSpec{topicSpec("x", 1, 1)}, false)[0], ErrNotController)
 		if err := c.WaitApplied(testCtx(t), leader.Image().Offset); err != nil {
 			t.Fatal(err)
 		}

@@ -57,7 +57,7 @@ func TestBeforeStartNotController(t *testing.T) {
 	if c.Image() == nil || c.IsLeader() {
 		t.Fatal("unstarted controller: want an empty image and no leadership")
 	}
-	errs := c.CreateTopics(context.Background(), []TopicSpec{topicSpec("a", 1, 1)}, false)
+	errs := c.CreateTopics(context.Background(), []metadata.TopicSpec{topicSpec("a", 1, 1)}, false)
 	wantErr(t, "create before start", errs[0], ErrNotController)
 }
 
@@ -215,7 +215,7 @@ func TestConcurrentCreateOneWins(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = c.CreateTopics(testCtx(t), []TopicSpec{topicSpec("race", 1, 1)}, false)[0]
+			errs[i] = c.CreateTopics(testCtx(t), []metadata.TopicSpec{topicSpec("race", 1, 1)}, false)[0]
 		}()
 	}
 	wg.Wait()
@@ -347,7 +347,7 @@ func TestCloseWhileProposing(t *testing.T) {
 				defer wg.Done()
 				for i := 0; ctx.Err() == nil; i++ {
 					spec := topicSpec(fmt.Sprintf("t-%d-%d", g, i), 1, 1)
-					err := c.CreateTopics(ctx, []TopicSpec{spec}, false)[0]
+					err := c.CreateTopics(ctx, []metadata.TopicSpec{spec}, false)[0]
 					if err != nil && ctx.Err() == nil && !errors.Is(err, ErrClosed) &&
 						!errors.Is(err, ErrNotController) && !errors.Is(err, ErrTimeout) {
 						t.Errorf("round %d: create topic %s: %v", round, spec.Name, err)

@@ -110,8 +110,8 @@ func wantErr(t *testing.T, what string, err, want error) {
 	}
 }
 
-func topicSpec(name string, partitions int32, rf int16) TopicSpec {
-	return TopicSpec{Name: name, NumPartitions: partitions, ReplicationFactor: rf}
+func topicSpec(name string, partitions int32, rf int16) metadata.TopicSpec {
+	return metadata.TopicSpec{Name: name, NumPartitions: partitions, ReplicationFactor: rf}
 }
 
 func mustCreate(t *testing.T, c *Controller, specs ...TopicSpec) {

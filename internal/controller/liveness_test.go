@@ -108,15 +108,15 @@ func partitionIs(t *testing.T, c *Controller, topic string, p int32, want string
 	})
 }
 
-func assign(as ...[]metadata.NodeID) TopicSpec {
+func assign(as ...[]metadata.NodeID) metadata.TopicSpec {
 	m := map[int32][]metadata.NodeID{}
 	for i, a := range as {
 		m[int32(i)] = a
 	}
-	return TopicSpec{NumPartitions: -1, ReplicationFactor: -1, Assignments: m}
+	return metadata.TopicSpec{NumPartitions: -1, ReplicationFactor: -1, Assignments: m}
 }
 
-func named(name string, s TopicSpec) TopicSpec { s.Name = name; return s }
+func named(name string, s metadata.TopicSpec) metadata.TopicSpec { s.Name = name; return s }
 
 func ids(x ...metadata.NodeID) []metadata.NodeID { return x }
 

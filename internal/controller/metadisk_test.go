@@ -91,7 +91,7 @@ func metadataGoesOn(t *testing.T, next, full *Controller, epochs map[metadata.No
 		}
 		return nil
 	})
-	wantErr(t, "create on the full node", full.CreateTopics(testCtx(t), []TopicSpec{topicSpec("refused", 1, 1)}, false)[0], ErrNotController)
+	wantErr(t, "create on the full node", full.CreateTopics(testCtx(t), []metadata.TopicSpec{topicSpec("refused", 1, 1)}, false)[0], ErrNotController)
 	if full.IsLeader() {
 		t.Fatalf("node %d, whose metadata disk is full, leads the metadata quorum again", id)
 	}
@@ -153,7 +153,7 @@ func TestFullMetadataDiskFailedWriteStaysOut(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cs, full, epochs := startFullDiskQuorum(t)
 			free := fillDisk(full, fails)
-			if err := full.CreateTopics(testCtx(t), []TopicSpec{topicSpec("lost", 1, 1)}, false)[0]; err == nil {
+			if err := full.CreateTopics(testCtx(t), []metadata.TopicSpec{topicSpec("lost", 1, 1)}, false)[0]; err == nil {
 				t.Fatal("create on the leader whose disk is full succeeded")
 			}
 			next := otherLeader(t, cs, full)

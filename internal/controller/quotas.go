@@ -8,18 +8,11 @@ import (
 	"github.com/runnel-io/runnel/internal/metadata"
 )
 
-// QuotaAlteration is one entity of an AlterClientQuotas request: each key of Set gets
-// its value, a nil value removes the key.
-type QuotaAlteration struct {
-	Entity metadata.QuotaEntity
-	Set    map[string]*float64
-}
-
 // AlterClientQuotas validates each alteration (metadata.ValidateQuota; ErrInvalidRequest
 // naming the entity and key) and proposes the valid ones as one entry, unless
 // validateOnly. It returns one error per alteration, in order; an alteration that
 // changes nothing succeeds without a record.
-func (c *Controller) AlterClientQuotas(ctx context.Context, alts []QuotaAlteration, validateOnly bool) []error {
+func (c *Controller) AlterClientQuotas(ctx context.Context, alts []metadata.QuotaAlteration, validateOnly bool) []error {
 	errs := make([]error, len(alts))
 	err := c.withLeader(ctx, func(im *metadata.Image) error {
 		var recs []metadata.Record
@@ -44,7 +37,7 @@ func (c *Controller) AlterClientQuotas(ctx context.Context, alts []QuotaAlterati
 	return errs
 }
 
-func validateQuotaAlteration(a QuotaAlteration) error {
+func validateQuotaAlteration(a metadata.QuotaAlteration) error {
 	if !a.Entity.User.Set && !a.Entity.ClientID.Set {
 		return fmt.Errorf("%w: a quota entity needs a user, a client-id or both", ErrInvalidRequest)
 	}
@@ -63,7 +56,7 @@ func validateQuotaAlteration(a QuotaAlteration) error {
 }
 
 // clientQuotaRecords are the records that apply a to q, one per changed key in key order.
-func clientQuotaRecords(q *metadata.ClientQuotas, a QuotaAlteration) []metadata.Record {
+func clientQuotaRecords(q *metadata.ClientQuotas, a metadata.QuotaAlteration) []metadata.Record {
 	keys := make([]string, 0, len(a.Set))
 	for k := range a.Set {
 		keys = append(keys, k)

@@ -44,16 +44,6 @@ var ErrPreferredLeaderNotAvailable = errors.New("preferred leader not available"
 // ErrEligibleLeadersNotAvailable: an unclean election found no live replica.
 var ErrEligibleLeadersNotAvailable = errors.New("eligible leaders not available")
 
-// Reassignment asks to move one partition to Target; a nil Target cancels the
-// reassignment in progress.
-type Reassignment struct {
-	TP     metadata.TopicPartition
-	Target []metadata.NodeID
-	// Throttle (bytes/s, 0: none) throttles the copy the change starts (KIP-73), with
-	// throttles the controller owns and removes when the moves end (balance_throttle.go).
-	Throttle int64
-}
-
 // startReassignment returns p moving to target. A reassignment already in progress
 // is replaced: the new one starts from the original replicas, and a replica being added
 // that the new target still wants keeps its place in the ISR. A target equal to the
@@ -206,7 +196,7 @@ func validateTarget(im *metadata.Image, tp metadata.TopicPartition, target []met
 // AlterPartitionReassignments starts, replaces or cancels (nil Target) the
 // reassignment of each partition, in one metadata record batch; one error per change,
 // in order. A change that fails leaves its partition as it was; the others apply.
-func (c *Controller) AlterPartitionReassignments(ctx context.Context, changes []Reassignment) []error {
+func (c *Controller) AlterPartitionReassignments(ctx context.Context, changes []metadata.Reassignment) []error {
 	errs := make([]error, len(changes))
 	err := c.withLeader(ctx, func(im *metadata.Image) error {
 		live := c.liveLocked(im)

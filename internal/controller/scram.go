@@ -34,19 +34,6 @@ var (
 	ErrDuplicateUser = errors.New("a user credential cannot be altered twice in the same request")
 )
 
-// ScramDeletion removes User's credential for Mechanism (a SASL name).
-type ScramDeletion struct {
-	User, Mechanism string
-}
-
-// ScramUpsertion sets User's credential for Mechanism from the salted password the
-// client derived (AlterUserScramCredentials never carries the password).
-type ScramUpsertion struct {
-	User, Mechanism      string
-	Iterations           int
-	Salt, SaltedPassword []byte
-}
-
 // BootstrapScramUser is a user to create at the cluster's first start with both SCRAM
 // mechanisms (sasl.bootstrap.users, inter.broker.sasl.username/password).
 type BootstrapScramUser struct {
@@ -57,7 +44,7 @@ type BootstrapScramUser struct {
 // every user whose alterations are all valid as one entry. It returns each named
 // user's error (nil: applied); a user with any invalid alteration gets that error and
 // none of its alterations is applied, as Kafka's ScramControlManager does.
-func (c *Controller) AlterUserScramCredentials(ctx context.Context, dels []ScramDeletion, ups []ScramUpsertion) map[string]error {
+func (c *Controller) AlterUserScramCredentials(ctx context.Context, dels []metadata.ScramDeletion, ups []metadata.ScramUpsertion) map[string]error {
 	errs := map[string]error{}
 	err := c.withLeader(ctx, func(im *metadata.Image) error {
 		recs := scramRecords(im.Scram, dels, ups, errs)
@@ -88,7 +75,7 @@ func (c *Controller) AlterUserScramCredentials(ctx context.Context, dels []Scram
 // scramRecords validates the alterations against creds, fills errs with one entry per
 // user named (nil for the valid ones) and returns the records of the valid users, in
 // request order (deletions first).
-func scramRecords(creds *metadata.ScramCredentials, dels []ScramDeletion, ups []ScramUpsertion, errs map[string]error) []metadata.Record {
+func scramRecords(creds *metadata.ScramCredentials, dels []metadata.ScramDeletion, ups []metadata.ScramUpsertion, errs map[string]error) []metadata.Record {
 	type change struct {
 		user string
 		ch   metadata.ScramChange
@@ -124,7 +111,7 @@ func scramRecords(creds *metadata.ScramCredentials, dels []ScramDeletion, ups []
 	return recs
 }
 
-func validateScramDeletion(creds *metadata.ScramCredentials, d ScramDeletion) error {
+func validateScramDeletion(creds *metadata.ScramCredentials, d metadata.ScramDeletion) error {
 	if d.User == "" {
 		return fmt.Errorf("%w: the user name must not be empty", ErrUnacceptableCredential)
 	}
@@ -137,7 +124,7 @@ func validateScramDeletion(creds *metadata.ScramCredentials, d ScramDeletion) er
 	return nil
 }
 
-func scramUpsertionCredential(u ScramUpsertion) (*metadata.ScramCredential, error) {
+func scramUpsertionCredential(u metadata.ScramUpsertion) (*metadata.ScramCredential, error) {
 	if u.User == "" {
 		return nil, fmt.Errorf("%w: the user name must not be empty", ErrUnacceptableCredential)
 	}

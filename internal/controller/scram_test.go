@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runnel-io/runnel/internal/auth"
+	"github.com/runnel-io/runnel/internal/metadata"
 )
 
 // salted is what a client sends for password: PBKDF2 with the mechanism's hash.
@@ -29,15 +30,15 @@ func salted(t *testing.T, mech, password string, salt []byte, iterations int) []
 	return b
 }
 
-func upsert(t *testing.T, user, mech, password string, iterations int) ScramUpsertion {
+func upsert(t *testing.T, user, mech, password string, iterations int) metadata.ScramUpsertion {
 	salt := []byte("salt-of-" + user)
-	return ScramUpsertion{User: user, Mechanism: mech, Iterations: iterations, Salt: salt,
+	return metadata.ScramUpsertion{User: user, Mechanism: mech, Iterations: iterations, Salt: salt,
 		SaltedPassword: salted(t, mech, password, salt, iterations)}
 }
 
 func TestAlterUserScramCredentials(t *testing.T) {
 	c := startController(t, testConfig(t))
-	errs := c.AlterUserScramCredentials(testCtx(t), nil, []ScramUpsertion{
+	errs := c.AlterUserScramCredentials(testCtx(t), nil, []metadata.ScramUpsertion{
 		upsert(t, "alice", auth.MechanismScramSHA256, "pw", 4096),
 		upsert(t, "bob", auth.MechanismScramSHA512, "pw", 8192),
 	})
@@ -58,19 +59,19 @@ func TestAlterUserScramCredentials(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		dels []ScramDeletion
-		ups  []ScramUpsertion
+		dels []metadata.ScramDeletion
+		ups  []metadata.ScramUpsertion
 		user string
 		want error
 	}{
-		{"unknown mechanism", nil, []ScramUpsertion{{User: "carol", Mechanism: "SCRAM-SHA-1", Iterations: 4096, Salt: []byte("s"), SaltedPassword: make([]byte, 20)}}, "carol", ErrUnsupportedSaslMechanism},
-		{"too few iterations", nil, []ScramUpsertion{upsert(t, "carol", auth.MechanismScramSHA256, "pw", 4095)}, "carol", ErrUnacceptableCredential},
-		{"too many iterations", nil, []ScramUpsertion{upsert(t, "carol", auth.MechanismScramSHA256, "pw", 16385)}, "carol", ErrUnacceptableCredential},
-		{"short salted password", nil, []ScramUpsertion{{User: "carol", Mechanism: auth.MechanismScramSHA512, Iterations: 4096, Salt: []byte("s"), SaltedPassword: make([]byte, 32)}}, "carol", ErrUnacceptableCredential},
-		{"empty name", nil, []ScramUpsertion{upsert(t, "", auth.MechanismScramSHA256, "pw", 4096)}, "", ErrUnacceptableCredential},
-		{"delete missing", []ScramDeletion{{"alice", auth.MechanismScramSHA512}}, nil, "alice", ErrCredentialNotFound},
-		{"delete unknown user", []ScramDeletion{{"nobody", auth.MechanismScramSHA256}}, nil, "nobody", ErrCredentialNotFound},
-		{"same user twice", []ScramDeletion{{"alice", auth.MechanismScramSHA256}}, []ScramUpsertion{upsert(t, "alice", auth.MechanismScramSHA512, "pw", 4096)}, "alice", ErrDuplicateUser},
+		{"unknown mechanism", nil, []metadata.ScramUpsertion{{User: "carol", Mechanism: "SCRAM-SHA-1", Iterations: 4096, Salt: []byte("s"), SaltedPassword: make([]byte, 20)}}, "carol", ErrUnsupportedSaslMechanism},
+		{"too few iterations", nil, []metadata.ScramUpsertion{upsert(t, "carol", auth.MechanismScramSHA256, "pw", 4095)}, "carol", ErrUnacceptableCredential},
+		{"too many iterations", nil, []metadata.ScramUpsertion{upsert(t, "carol", auth.MechanismScramSHA256, "pw", 16385)}, "carol", ErrUnacceptableCredential},
+		{"short salted password", nil, []metadata.ScramUpsertion{{User: "carol", Mechanism: auth.MechanismScramSHA512, Iterations: 4096, Salt: []byte("s"), SaltedPassword: make([]byte, 32)}}, "carol", ErrUnacceptableCredential},
+		{"empty name", nil, []metadata.ScramUpsertion{upsert(t, "", auth.MechanismScramSHA256, "pw", 4096)}, "", ErrUnacceptableCredential},
+		{"delete missing", []metadata.ScramDeletion{{User: "alice", Mechanism: auth.MechanismScramSHA512}}, nil, "alice", ErrCredentialNotFound},
+		{"delete unknown user", []metadata.ScramDeletion{{User: "nobody", Mechanism: auth.MechanismScramSHA256}}, nil, "nobody", ErrCredentialNotFound},
+		{"same user twice", []metadata.ScramDeletion{{User: "alice", Mechanism: auth.MechanismScramSHA256}}, []metadata.ScramUpsertion{upsert(t, "alice", auth.MechanismScramSHA512, "pw", 4096)}, "alice", ErrDuplicateUser},
 	} {
 		before := c.Image().Offset
 		errs := c.AlterUserScramCredentials(testCtx(t), tc.dels, tc.ups)
@@ -87,8 +88,8 @@ func TestAlterUserScramCredentials(t *testing.T) {
 	}
 
 	// A valid user and an invalid one in one request: only the valid one is applied.
-	errs = c.AlterUserScramCredentials(testCtx(t), []ScramDeletion{{"alice", auth.MechanismScramSHA256}},
-		[]ScramUpsertion{upsert(t, "dave", auth.MechanismScramSHA256, "pw", 100)})
+	errs = c.AlterUserScramCredentials(testCtx(t), []metadata.ScramDeletion{{User: "alice", Mechanism: auth.MechanismScramSHA256}},
+		[]metadata.ScramUpsertion{upsert(t, "dave", auth.MechanismScramSHA256, "pw", 100)})
 	wantErr(t, "delete alice", errs["alice"], nil)
 	wantErr(t, "dave", errs["dave"], ErrUnacceptableCredential)
 	if c.Image().Scram.Known("alice") || c.Image().Scram.Known("dave") {
@@ -99,7 +100,7 @@ func TestAlterUserScramCredentials(t *testing.T) {
 func TestAlterUserScramCredentialsNotController(t *testing.T) {
 	c := startController(t, testConfig(t))
 	c.Close()
-	errs := c.AlterUserScramCredentials(testCtx(t), nil, []ScramUpsertion{upsert(t, "alice", auth.MechanismScramSHA256, "pw", 4096)})
+	errs := c.AlterUserScramCredentials(testCtx(t), nil, []metadata.ScramUpsertion{upsert(t, "alice", auth.MechanismScramSHA256, "pw", 4096)})
 	if !errors.Is(errs["alice"], ErrClosed) {
 		t.Fatalf("closed controller: %v", errs)
 	}
@@ -128,10 +129,10 @@ func TestBootstrapScramUsers(t *testing.T) {
 	}
 	first := c.Image().Scram
 	// Kafka's controller takes one alteration per user and request: two requests.
-	if errs := c.AlterUserScramCredentials(testCtx(t), []ScramDeletion{{"broker", auth.MechanismScramSHA256}}, nil); errs["broker"] != nil {
+	if errs := c.AlterUserScramCredentials(testCtx(t), []metadata.ScramDeletion{{User: "broker", Mechanism: auth.MechanismScramSHA256}}, nil); errs["broker"] != nil {
 		t.Fatal(errs)
 	}
-	if errs := c.AlterUserScramCredentials(testCtx(t), []ScramDeletion{{"broker", auth.MechanismScramSHA512}}, nil); errs["broker"] != nil {
+	if errs := c.AlterUserScramCredentials(testCtx(t), []metadata.ScramDeletion{{User: "broker", Mechanism: auth.MechanismScramSHA512}}, nil); errs["broker"] != nil {
 		t.Fatal(errs)
 	}
 	c.Close()

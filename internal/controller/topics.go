@@ -23,22 +23,6 @@ const (
 // internalTopics are created with Topic.Internal set.
 var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true, "__share_group_state": true}
 
-// TopicSpec is one topic of a CreateTopics request.
-type TopicSpec struct {
-	Name string
-	// NumPartitions is the partition count; -1 means Config.DefaultPartitions. Must be
-	// -1 when Assignments is set.
-	NumPartitions int32
-	// ReplicationFactor is the replica count; -1 means Config.DefaultReplicationFactor.
-	// Must be -1 when Assignments is set.
-	ReplicationFactor int16
-	// Assignments optionally fixes each partition's replicas (the first is the leader).
-	// Keys must be 0..n-1; every list the same length, of distinct unfenced brokers.
-	Assignments map[int32][]metadata.NodeID
-	// Configs are the topic's config overrides, each checked by Config.ValidateTopicConfig.
-	Configs map[string]string
-}
-
 // ValidateTopicName applies Kafka's rules: not empty, not "." or "..", at most 249
 // characters, only ASCII letters, digits, '.', '_' and '-'. The error wraps
 // ErrInvalidTopic and names the problem.
@@ -68,7 +52,7 @@ func foldTopicName(name string) string { return strings.ReplaceAll(name, ".", "_
 // (or nil) per spec, in order. A topic named twice in specs fails with
 // ErrInvalidRequest; the others fail or succeed on their own. With validateOnly
 // nothing is proposed. On a non-leader every spec fails with ErrNotController.
-func (c *Controller) CreateTopics(ctx context.Context, specs []TopicSpec, validateOnly bool) []error {
+func (c *Controller) CreateTopics(ctx context.Context, specs []metadata.TopicSpec, validateOnly bool) []error {
 	errs := make([]error, len(specs))
 	err := c.withLeader(ctx, func(im *metadata.Image) error {
 		planned := c.planTopics(im, specs, errs)
@@ -103,7 +87,7 @@ type plannedTopic struct {
 
 // planTopics validates specs against im and builds the topics to create, in spec
 // order; invalid specs get their error in errs.
-func (c *Controller) planTopics(im *metadata.Image, specs []TopicSpec, errs []error) []plannedTopic {
+func (c *Controller) planTopics(im *metadata.Image, specs []metadata.TopicSpec, errs []error) []plannedTopic {
 	count := map[string]int{}
 	for _, s := range specs {
 		count[s.Name]++
@@ -137,7 +121,7 @@ func (c *Controller) planTopics(im *metadata.Image, specs []TopicSpec, errs []er
 }
 
 // planTopic validates one spec and returns its new topic.
-func (c *Controller) planTopic(im *metadata.Image, live []metadata.Broker, s TopicSpec) (*metadata.Topic, error) {
+func (c *Controller) planTopic(im *metadata.Image, live []metadata.Broker, s metadata.TopicSpec) (*metadata.Topic, error) {
 	if err := ValidateTopicName(s.Name); err != nil {
 		return nil, err
 	}
@@ -165,7 +149,7 @@ func (c *Controller) planTopic(im *metadata.Image, live []metadata.Broker, s Top
 }
 
 // topicAssignment checks a manual assignment or places the replicas.
-func (c *Controller) topicAssignment(im *metadata.Image, live []metadata.Broker, s TopicSpec) ([][]metadata.NodeID, error) {
+func (c *Controller) topicAssignment(im *metadata.Image, live []metadata.Broker, s metadata.TopicSpec) ([][]metadata.NodeID, error) {
 	if len(s.Assignments) > 0 {
 		if s.NumPartitions != -1 || s.ReplicationFactor != -1 {
 			return nil, fmt.Errorf("%w: topic %q sets both a replica assignment and a partition count or replication factor",
@@ -333,3 +317,6 @@ func (c *Controller) newPartitionAssignment(im *metadata.Image, t *metadata.Topi
 	}
 	return assignments, checkReplicaLists(im, assignments, rf)
 }
+
+// TopicSpec is metadata.TopicSpec. The alias lasts until links.go spells it so.
+type TopicSpec = metadata.TopicSpec

@@ -42,7 +42,7 @@ func TestCreateTopicsPerItemErrors(t *testing.T) {
 		return nil
 	}
 	mustCreate(t, c, topicSpec("exists", 1, 1), topicSpec("a.b", 1, 1))
-	specs := []TopicSpec{
+	specs := []metadata.TopicSpec{
 		topicSpec("ok", 4, 3),       // 0
 		topicSpec("exists", 1, 1),   // 1
 		topicSpec("bad name", 1, 1), // 2
@@ -180,7 +180,7 @@ func TestAlterConfigs(t *testing.T) {
 		return nil
 	}
 	c.cfg.ValidateBrokerConfig = c.cfg.ValidateTopicConfig
-	mustCreate(t, c, TopicSpec{Name: "t", NumPartitions: 1, ReplicationFactor: 1, Configs: map[string]string{"a": "1", "b": "2"}})
+	mustCreate(t, c, metadata.TopicSpec{Name: "t", NumPartitions: 1, ReplicationFactor: 1, Configs: map[string]string{"a": "1", "b": "2"}})
 	ctx := testCtx(t)
 	check := func(want string) {
 		t.Helper()
@@ -260,7 +260,7 @@ func TestConfigRecords(t *testing.T) {
 
 func TestAlterPartition(t *testing.T) {
 	c := startWithBrokers(t, 3)
-	mustCreate(t, c, TopicSpec{Name: "t", NumPartitions: -1, ReplicationFactor: -1,
+	mustCreate(t, c, metadata.TopicSpec{Name: "t", NumPartitions: -1, ReplicationFactor: -1,
 		Assignments: map[int32][]metadata.NodeID{0: {1, 2, 3}}})
 	tp := metadata.TopicPartition{Topic: "t", Partition: 0}
 	ctx := testCtx(t)

@@ -37,48 +37,16 @@ var (
 	ErrVoterNotFound = errors.New("not a voter of the metadata quorum")
 )
 
-// QuorumMember is one member of the Raft configuration as DescribeQuorum reports it.
-type QuorumMember struct {
-	ID metadata.NodeID
-	// Addr is its Raft address in the configuration.
-	Addr  string
-	Voter bool
-	// LogEndOffset is one past the last metadata offset (the Raft index of a metadata
-	// record) the member is known to hold: the leader's applied image; for the others,
-	// the metadata offset their last heartbeat reported as applied (hashicorp/raft does
-	// not expose a follower's match index, and a node applies only what it holds).
-	// -1: unknown. Raft's configuration and barrier entries have indexes too but carry
-	// no metadata: counting them for the leader alone would show every follower behind.
-	LogEndOffset int64
-	// LastFetch is the time of its last heartbeat to this controller, LastCaughtUp
-	// the time of the last one that reported every record this controller had; zero
-	// when unknown (no heartbeat since this controller was elected). The leader's
-	// own are now.
-	LastFetch, LastCaughtUp time.Time
-}
-
-// QuorumState is the active controller's view of the metadata quorum.
-type QuorumState struct {
-	Leader metadata.NodeID
-	// Term is the Raft term (Kafka's leader epoch of __cluster_metadata).
-	Term uint64
-	// HighWatermark is one past the last committed metadata offset: the leader's
-	// image, which holds every committed record while it leads (ensureFreshLocked).
-	HighWatermark int64
-	// Voters and Observers (the non-voters) in id order.
-	Voters, Observers []QuorumMember
-}
-
 // DescribeQuorum reports the quorum as the active controller sees it. ErrNotController
 // on any other node.
-func (c *Controller) DescribeQuorum(ctx context.Context) (QuorumState, error) {
-	var st QuorumState
+func (c *Controller) DescribeQuorum(ctx context.Context) (metadata.QuorumState, error) {
+	var st metadata.QuorumState
 	err := c.withLeader(ctx, func(im *metadata.Image) error {
 		cf, err := c.configurationLocked(ctx)
 		if err != nil {
 			return err
 		}
-		st = QuorumState{Leader: c.cfg.NodeID, Term: c.raft.CurrentTerm(), HighWatermark: int64(im.Offset) + 1}
+		st = metadata.QuorumState{Leader: c.cfg.NodeID, Term: c.raft.CurrentTerm(), HighWatermark: int64(im.Offset) + 1}
 		now := time.Now()
 		for _, s := range cf.Servers {
 			m := c.memberLocked(im, s, now)
@@ -88,7 +56,7 @@ func (c *Controller) DescribeQuorum(ctx context.Context) (QuorumState, error) {
 				st.Observers = append(st.Observers, m)
 			}
 		}
-		byID := func(a, b QuorumMember) int { return int(a.ID) - int(b.ID) }
+		byID := func(a, b metadata.QuorumMember) int { return int(a.ID) - int(b.ID) }
 		slices.SortFunc(st.Voters, byID)
 		slices.SortFunc(st.Observers, byID)
 		return nil
@@ -97,9 +65,16 @@ func (c *Controller) DescribeQuorum(ctx context.Context) (QuorumState, error) {
 }
 
 // memberLocked describes server s of the configuration; proposeMu held (sessions).
-func (c *Controller) memberLocked(im *metadata.Image, s raft.Server, now time.Time) QuorumMember {
+// Its LogEndOffset is the leader's applied image for the leader; for the others, the
+// metadata offset their last heartbeat reported as applied (hashicorp/raft does not
+// expose a follower's match index, and a node applies only what it holds). Raft's
+// configuration and barrier entries have indexes too but carry no metadata: counting
+// them for the leader alone would show every follower behind. The leader's LastFetch
+// and LastCaughtUp are now; a node with no heartbeat since this controller was
+// elected has zero times.
+func (c *Controller) memberLocked(im *metadata.Image, s raft.Server, now time.Time) metadata.QuorumMember {
 	id := nodeIDOf(s.ID)
-	m := QuorumMember{ID: id, Addr: string(s.Address), Voter: s.Suffrage == raft.Voter, LogEndOffset: -1}
+	m := metadata.QuorumMember{ID: id, Addr: string(s.Address), Voter: s.Suffrage == raft.Voter, LogEndOffset: -1}
 	if id == c.cfg.NodeID {
 		m.LogEndOffset, m.LastFetch, m.LastCaughtUp = int64(im.Offset)+1, now, now
 		return m

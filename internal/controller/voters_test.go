@@ -135,7 +135,7 @@ func registerWith(t *testing.T, c *Controller, b metadata.Broker, raftAddr strin
 	return epoch
 }
 
-func describeQuorum(t *testing.T, c *Controller) QuorumState {
+func describeQuorum(t *testing.T, c *Controller) metadata.QuorumState {
 	t.Helper()
 	st, err := c.DescribeQuorum(testCtx(t))
 	if err != nil {
@@ -147,7 +147,7 @@ func describeQuorum(t *testing.T, c *Controller) QuorumState {
 	return st
 }
 
-func memberIDs(ms []QuorumMember) []metadata.NodeID {
+func memberIDs(ms []metadata.QuorumMember) []metadata.NodeID {
 	var out []metadata.NodeID
 	for _, m := range ms {
 		out = append(out, m.ID)

@@ -205,13 +205,8 @@ func mayForward(ctx context.Context, err error) bool {
 	return notController(err) && !kafka.FromNode(ctx)
 }
 
-func (a *Admin) CreateTopics(ctx context.Context, specs []kafka.TopicSpec, validateOnly bool) []error {
-	cs := make([]controller.TopicSpec, len(specs))
-	for i, s := range specs {
-		cs[i] = controller.TopicSpec{Name: s.Name, NumPartitions: s.NumPartitions, ReplicationFactor: s.ReplicationFactor,
-			Assignments: s.Assignments, Configs: s.Configs}
-	}
-	errs := a.ctrl.CreateTopics(ctx, cs, validateOnly)
+func (a *Admin) CreateTopics(ctx context.Context, specs []metadata.TopicSpec, validateOnly bool) []error {
+	errs := a.ctrl.CreateTopics(ctx, specs, validateOnly)
 	if len(errs) > 0 && mayForward(ctx, errs[0]) {
 		errs = a.ch.createTopics(ctx, specs, validateOnly)
 		if !validateOnly {

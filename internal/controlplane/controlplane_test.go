@@ -151,10 +151,10 @@ func TestLifecycleOnActiveController(t *testing.T) {
 		return nil
 	})
 
-	errs := a.CreateTopics(ctx, []kafka.TopicSpec{{Name: "t", NumPartitions: 2, ReplicationFactor: 1}}, false)
+	errs := a.CreateTopics(ctx, []metadata.TopicSpec{{Name: "t", NumPartitions: 2, ReplicationFactor: 1}}, false)
 	testutil.NoError(t, errs[0], "create topic")
 	testutil.True(t, a.Image().Topics["t"] != nil, "the creation is applied on this node when CreateTopics returns")
-	errs = a.CreateTopics(ctx, []kafka.TopicSpec{{Name: "t", NumPartitions: 1, ReplicationFactor: 1}}, false)
+	errs = a.CreateTopics(ctx, []metadata.TopicSpec{{Name: "t", NumPartitions: 1, ReplicationFactor: 1}}, false)
 	testutil.ErrorIs(t, errs[0], kerr.TopicAlreadyExists, "second creation")
 
 	id1, err := a.AllocateProducerID(ctx)

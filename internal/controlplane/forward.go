@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/runnel-io/runnel/internal/kafka"
 	"github.com/runnel-io/runnel/internal/metadata"
 )
 
@@ -64,7 +63,7 @@ func allNotController(errs []error) bool {
 	return len(errs) > 0
 }
 
-func (ch *Channel) createTopics(ctx context.Context, specs []kafka.TopicSpec, validateOnly bool) []error {
+func (ch *Channel) createTopics(ctx context.Context, specs []metadata.TopicSpec, validateOnly bool) []error {
 	errs := make([]error, len(specs))
 	err := ch.do(ctx, "forward CreateTopics", func(ctx context.Context) error {
 		req := kmsg.NewPtrCreateTopicsRequest()
@@ -90,7 +89,7 @@ func (ch *Channel) createTopics(ctx context.Context, specs []kafka.TopicSpec, va
 	return errs
 }
 
-func createTopic(s kafka.TopicSpec) kmsg.CreateTopicsRequestTopic {
+func createTopic(s metadata.TopicSpec) kmsg.CreateTopicsRequestTopic {
 	t := kmsg.NewCreateTopicsRequestTopic()
 	t.Topic, t.NumPartitions, t.ReplicationFactor = s.Name, s.NumPartitions, s.ReplicationFactor
 	for p := int32(0); p < int32(len(s.Assignments)); p++ {

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,32 +25,15 @@ import (
 
 var _ kafka.QuorumAdmin = (*Admin)(nil)
 
-func (a *Admin) DescribeQuorum(ctx context.Context) (kafka.QuorumState, error) {
+func (a *Admin) DescribeQuorum(ctx context.Context) (metadata.QuorumState, error) {
 	st, err := a.ctrl.DescribeQuorum(ctx)
 	if mayForward(ctx, err) {
 		return a.ch.describeQuorum(ctx)
 	}
 	if err != nil {
-		return kafka.QuorumState{}, quorumError(err)
+		return metadata.QuorumState{}, quorumError(err)
 	}
-	out := kafka.QuorumState{Leader: st.Leader, LeaderEpoch: int32(st.Term), HighWatermark: st.HighWatermark,
-		Voters: quorumMembers(st.Voters), Observers: quorumMembers(st.Observers)}
-	return out, nil
-}
-
-func quorumMembers(ms []controller.QuorumMember) []kafka.QuorumMember {
-	out := make([]kafka.QuorumMember, 0, len(ms))
-	for _, m := range ms {
-		km := kafka.QuorumMember{ID: m.ID, RaftAddr: m.Addr, LogEndOffset: m.LogEndOffset, LastFetchMs: -1, LastCaughtUpMs: -1}
-		if !m.LastFetch.IsZero() {
-			km.LastFetchMs = m.LastFetch.UnixMilli()
-		}
-		if !m.LastCaughtUp.IsZero() {
-			km.LastCaughtUpMs = m.LastCaughtUp.UnixMilli()
-		}
-		out = append(out, km)
-	}
-	return out
+	return st, nil
 }
 
 func (a *Admin) AddRaftVoter(ctx context.Context, id metadata.NodeID, raftAddr string) error {
@@ -92,8 +76,8 @@ func (a *Admin) RemoveRaftVoter(ctx context.Context, id metadata.NodeID) error {
 }
 
 // describeQuorum forwards a DescribeQuorum to the active controller.
-func (ch *Channel) describeQuorum(ctx context.Context) (kafka.QuorumState, error) {
-	var out kafka.QuorumState
+func (ch *Channel) describeQuorum(ctx context.Context) (metadata.QuorumState, error) {
+	var out metadata.QuorumState
 	err := ch.do(ctx, "forward DescribeQuorum", func(ctx context.Context) error {
 		req := kmsg.NewPtrDescribeQuorumRequest()
 		req.Version = 2 // the error message and the nodes' endpoints
@@ -124,20 +108,28 @@ func (ch *Channel) describeQuorum(ctx context.Context) (kafka.QuorumState, error
 				addrs[n.NodeID] = net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
 			}
 		}
-		out = kafka.QuorumState{Leader: metadata.NodeID(sp.LeaderID), LeaderEpoch: sp.LeaderEpoch, HighWatermark: sp.HighWatermark,
-			Voters: fromReplicaStates(sp.CurrentVoters, addrs), Observers: fromReplicaStates(sp.Observers, addrs)}
+		out = metadata.QuorumState{Leader: metadata.NodeID(sp.LeaderID), Term: uint64(sp.LeaderEpoch), HighWatermark: sp.HighWatermark,
+			Voters: fromReplicaStates(sp.CurrentVoters, addrs, true), Observers: fromReplicaStates(sp.Observers, addrs, false)}
 		return nil
 	})
 	return out, err
 }
 
-func fromReplicaStates(rs []kmsg.DescribeQuorumResponseTopicPartitionReplicaState, addrs map[int32]string) []kafka.QuorumMember {
-	out := make([]kafka.QuorumMember, 0, len(rs))
+func fromReplicaStates(rs []kmsg.DescribeQuorumResponseTopicPartitionReplicaState, addrs map[int32]string, voters bool) []metadata.QuorumMember {
+	out := make([]metadata.QuorumMember, 0, len(rs))
 	for _, r := range rs {
-		out = append(out, kafka.QuorumMember{ID: metadata.NodeID(r.ReplicaID), RaftAddr: addrs[r.ReplicaID], LogEndOffset: r.LogEndOffset,
-			LastFetchMs: r.LastFetchTimestamp, LastCaughtUpMs: r.LastCaughtUpTimestamp})
+		out = append(out, metadata.QuorumMember{ID: metadata.NodeID(r.ReplicaID), Addr: addrs[r.ReplicaID], Voter: voters,
+			LogEndOffset: r.LogEndOffset, LastFetch: timeOrUnknown(r.LastFetchTimestamp), LastCaughtUp: timeOrUnknown(r.LastCaughtUpTimestamp)})
 	}
 	return out
+}
+
+// timeOrUnknown reads a DescribeQuorum timestamp: -1 (unknown) is the zero time.
+func timeOrUnknown(ms int64) time.Time {
+	if ms < 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
 }
 
 // quorumError maps the voter changes' sentinels to Kafka's codes, and the rest as

@@ -11,17 +11,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/runnel-io/runnel/internal/controller"
-	"github.com/runnel-io/runnel/internal/kafka"
 	"github.com/runnel-io/runnel/internal/metadata"
 )
 
-func (a *Admin) AlterClientQuotas(ctx context.Context, alts []kafka.QuotaAlteration, validateOnly bool) []error {
-	cs := make([]controller.QuotaAlteration, len(alts))
-	for i, alt := range alts {
-		cs[i] = controller.QuotaAlteration{Entity: alt.Entity, Set: alt.Set}
-	}
-	errs := a.ctrl.AlterClientQuotas(ctx, cs, validateOnly)
+func (a *Admin) AlterClientQuotas(ctx context.Context, alts []metadata.QuotaAlteration, validateOnly bool) []error {
+	errs := a.ctrl.AlterClientQuotas(ctx, alts, validateOnly)
 	if len(errs) > 0 && mayForward(ctx, errs[0]) {
 		errs = a.ch.alterClientQuotas(ctx, alts, validateOnly)
 		if !validateOnly {
@@ -53,7 +47,7 @@ func (a *Admin) AlterClientQuotas(ctx context.Context, alts []kafka.QuotaAlterat
 }
 
 // quotasApplied reports whether q reflects alt.
-func quotasApplied(q *metadata.ClientQuotas, alt kafka.QuotaAlteration) bool {
+func quotasApplied(q *metadata.ClientQuotas, alt metadata.QuotaAlteration) bool {
 	for k, v := range alt.Set {
 		got, ok := q.Get(alt.Entity, k)
 		if v == nil && ok || v != nil && (!ok || got != *v) {
@@ -64,7 +58,7 @@ func quotasApplied(q *metadata.ClientQuotas, alt kafka.QuotaAlteration) bool {
 }
 
 // alterClientQuotas forwards an AlterClientQuotas to the active controller.
-func (ch *Channel) alterClientQuotas(ctx context.Context, alts []kafka.QuotaAlteration, validateOnly bool) []error {
+func (ch *Channel) alterClientQuotas(ctx context.Context, alts []metadata.QuotaAlteration, validateOnly bool) []error {
 	errs := make([]error, len(alts))
 	err := ch.do(ctx, "forward AlterClientQuotas", func(ctx context.Context) error {
 		req := kmsg.NewPtrAlterClientQuotasRequest()
@@ -98,7 +92,7 @@ func (ch *Channel) alterClientQuotas(ctx context.Context, alts []kafka.QuotaAlte
 	return errs
 }
 
-func quotaEntry(alt kafka.QuotaAlteration) kmsg.AlterClientQuotasRequestEntry {
+func quotaEntry(alt metadata.QuotaAlteration) kmsg.AlterClientQuotasRequestEntry {
 	e := kmsg.NewAlterClientQuotasRequestEntry()
 	add := func(typ string, n metadata.QuotaName) {
 		if !n.Set {

@@ -13,17 +13,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/runnel-io/runnel/internal/controller"
 	"github.com/runnel-io/runnel/internal/kafka"
 	"github.com/runnel-io/runnel/internal/metadata"
 )
 
-func (a *Admin) AlterPartitionReassignments(ctx context.Context, changes []kafka.Reassignment) []error {
-	cs := make([]controller.Reassignment, len(changes))
-	for i, ch := range changes {
-		cs[i] = controller.Reassignment{TP: ch.TP, Target: ch.Target, Throttle: ch.Throttle}
-	}
-	errs := a.ctrl.AlterPartitionReassignments(ctx, cs)
+func (a *Admin) AlterPartitionReassignments(ctx context.Context, changes []metadata.Reassignment) []error {
+	errs := a.ctrl.AlterPartitionReassignments(ctx, changes)
 	if len(errs) > 0 && mayForward(ctx, errs[0]) {
 		errs = a.ch.alterPartitionReassignments(ctx, changes)
 		a.settleFor(ctx, func(im *metadata.Image) bool {
@@ -76,7 +71,7 @@ func (a *Admin) ElectLeaders(ctx context.Context, unclean bool, tps []metadata.T
 
 // alterPartitionReassignments forwards an AlterPartitionReassignments to the active
 // controller.
-func (ch *Channel) alterPartitionReassignments(ctx context.Context, changes []kafka.Reassignment) []error {
+func (ch *Channel) alterPartitionReassignments(ctx context.Context, changes []metadata.Reassignment) []error {
 	errs := make([]error, len(changes))
 	err := ch.do(ctx, "forward AlterPartitionReassignments", func(ctx context.Context) error {
 		req := kmsg.NewPtrAlterPartitionAssignmentsRequest()

@@ -42,17 +42,8 @@ func scramKafkaError(err error) error {
 	return kafkaError(err)
 }
 
-func (a *Admin) AlterUserScramCredentials(ctx context.Context, dels []kafka.ScramDeletion, ups []kafka.ScramUpsertion) map[string]error {
-	cdels := make([]controller.ScramDeletion, len(dels))
-	for i, d := range dels {
-		cdels[i] = controller.ScramDeletion{User: d.User, Mechanism: d.Mechanism}
-	}
-	cups := make([]controller.ScramUpsertion, len(ups))
-	for i, u := range ups {
-		cups[i] = controller.ScramUpsertion{User: u.User, Mechanism: u.Mechanism, Iterations: u.Iterations,
-			Salt: u.Salt, SaltedPassword: u.SaltedPassword}
-	}
-	errs := a.ctrl.AlterUserScramCredentials(ctx, cdels, cups)
+func (a *Admin) AlterUserScramCredentials(ctx context.Context, dels []metadata.ScramDeletion, ups []metadata.ScramUpsertion) map[string]error {
+	errs := a.ctrl.AlterUserScramCredentials(ctx, dels, ups)
 	if anyMayForward(ctx, errs) {
 		errs = a.ch.alterUserScramCredentials(ctx, dels, ups)
 		a.settleFor(ctx, func(im *metadata.Image) bool { return scramApplied(im.Scram, dels, ups, errs) })
@@ -84,7 +75,7 @@ func anyMayForward(ctx context.Context, errs map[string]error) bool {
 
 // scramApplied reports whether creds reflect every alteration of the users that
 // succeeded (errs[user] nil).
-func scramApplied(creds *metadata.ScramCredentials, dels []kafka.ScramDeletion, ups []kafka.ScramUpsertion, errs map[string]error) bool {
+func scramApplied(creds *metadata.ScramCredentials, dels []metadata.ScramDeletion, ups []metadata.ScramUpsertion, errs map[string]error) bool {
 	for _, d := range dels {
 		if _, ok := creds.Credential(d.User, d.Mechanism); ok && errs[d.User] == nil {
 			return false
@@ -101,7 +92,7 @@ func scramApplied(creds *metadata.ScramCredentials, dels []kafka.ScramDeletion, 
 
 // alterUserScramCredentials forwards an AlterUserScramCredentials to the active
 // controller.
-func (ch *Channel) alterUserScramCredentials(ctx context.Context, dels []kafka.ScramDeletion, ups []kafka.ScramUpsertion) map[string]error {
+func (ch *Channel) alterUserScramCredentials(ctx context.Context, dels []metadata.ScramDeletion, ups []metadata.ScramUpsertion) map[string]error {
 	var users []string
 	errs := map[string]error{}
 	name := func(u string) {

@@ -124,7 +124,7 @@ func (s *Server) requestedTopic(ctx context.Context, r *request, im *metadata.Im
 		}
 		return mt
 	}
-	errs := s.admin.CreateTopics(ctx, []TopicSpec{{Name: *rt.Topic, NumPartitions: -1, ReplicationFactor: -1}}, false)
+	errs := s.admin.CreateTopics(ctx, []metadata.TopicSpec{{Name: *rt.Topic, NumPartitions: -1, ReplicationFactor: -1}}, false)
 	switch err := errs[0]; {
 	case err == nil, errors.Is(err, kerr.TopicAlreadyExists):
 		if t := s.admin.Image().Topics[*rt.Topic]; t != nil {

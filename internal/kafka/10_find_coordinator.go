@@ -137,9 +137,9 @@ func (s *Server) findTxnCoordinator(ctx context.Context, key string, c kmsg.Find
 	im := s.admin.Image()
 	t := im.Topics[txn.StateTopic]
 	if t == nil {
-		spec := TopicSpec{Name: txn.StateTopic, NumPartitions: s.txns.NumPartitions(), ReplicationFactor: s.internalTopicRF(im),
+		spec := metadata.TopicSpec{Name: txn.StateTopic, NumPartitions: s.txns.NumPartitions(), ReplicationFactor: s.internalTopicRF(im),
 			Configs: map[string]string{"cleanup.policy": "compact", "compression.type": "producer"}}
-		if err := s.admin.CreateTopics(ctx, []TopicSpec{spec}, false)[0]; err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		if err := s.admin.CreateTopics(ctx, []metadata.TopicSpec{spec}, false)[0]; err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 			return fail("creating " + txn.StateTopic + ": " + err.Error())
 		}
 		if im = s.admin.Image(); im.Topics[txn.StateTopic] == nil {
@@ -172,14 +172,14 @@ func (s *Server) createOffsetsTopic(ctx context.Context, im *metadata.Image, par
 		}
 	}
 	rf = max(min(rf, int16(live)), 1)
-	spec := TopicSpec{
+	spec := metadata.TopicSpec{
 		Name: group.OffsetsTopic, NumPartitions: partitions, ReplicationFactor: rf,
 		Configs: map[string]string{"cleanup.policy": "compact", "compression.type": "producer"},
 	}
 	if sb := s.cfg.Broker.OffsetsTopicSegmentBytes; sb > 0 {
 		spec.Configs["segment.bytes"] = strconv.Itoa(int(sb))
 	}
-	switch err := s.admin.CreateTopics(ctx, []TopicSpec{spec}, false)[0]; {
+	switch err := s.admin.CreateTopics(ctx, []metadata.TopicSpec{spec}, false)[0]; {
 	case err == nil:
 		s.logger.Info("created "+group.OffsetsTopic, "partitions", partitions, "replication_factor", rf)
 	case !errors.Is(err, kerr.TopicAlreadyExists):

@@ -25,9 +25,9 @@ func init() { regKey(19, 2, 7, handleCreateTopics) }
 func handleCreateTopics(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
-	specs := make([]TopicSpec, len(req.Topics))
+	specs := make([]metadata.TopicSpec, len(req.Topics))
 	for i, rt := range req.Topics {
-		spec := TopicSpec{Name: rt.Topic, NumPartitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor, Configs: map[string]string{}}
+		spec := metadata.TopicSpec{Name: rt.Topic, NumPartitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor, Configs: map[string]string{}}
 		if len(rt.ReplicaAssignment) > 0 {
 			spec.Assignments = map[int32][]metadata.NodeID{}
 			for _, a := range rt.ReplicaAssignment {
@@ -84,12 +84,12 @@ func handleCreateTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 // createAuthorizedTopics creates the topics r's principal may create (CREATE on the
 // cluster, or on the topic, as Kafka) and refuses the others with
 // TOPIC_AUTHORIZATION_FAILED; one error per spec, in order.
-func (s *Server) createAuthorizedTopics(ctx context.Context, r *request, specs []TopicSpec, validateOnly bool) []error {
+func (s *Server) createAuthorizedTopics(ctx context.Context, r *request, specs []metadata.TopicSpec, validateOnly bool) []error {
 	if s.authz == nil || s.allowedQuiet(r, metadata.ACLOpCreate, auth.Cluster) {
 		return s.admin.CreateTopics(ctx, specs, validateOnly)
 	}
 	errs := make([]error, len(specs))
-	var allowed []TopicSpec
+	var allowed []metadata.TopicSpec
 	var at []int
 	for i, spec := range specs {
 		if errs[i] = s.authorize(r, metadata.ACLOpCreate, auth.Topic(spec.Name)); errs[i] == nil {
@@ -104,7 +104,7 @@ func (s *Server) createAuthorizedTopics(ctx context.Context, r *request, specs [
 	return errs
 }
 
-func (s *Server) wouldCreate(spec TopicSpec) (int32, int16) {
+func (s *Server) wouldCreate(spec metadata.TopicSpec) (int32, int16) {
 	if len(spec.Assignments) > 0 {
 		for _, replicas := range spec.Assignments {
 			return int32(len(spec.Assignments)), int16(len(replicas))

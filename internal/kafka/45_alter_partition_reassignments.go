@@ -46,10 +46,10 @@ func handleAlterPartitionReassignments(ctx context.Context, s *Server, r *reques
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), reasonMessage(err)
 		return resp, nil
 	}
-	var changes []Reassignment
+	var changes []metadata.Reassignment
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
-			ch := Reassignment{TP: metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}, Throttle: throttle}
+			ch := metadata.Reassignment{TP: metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}, Throttle: throttle}
 			if rp.Replicas != nil {
 				ch.Target = make([]metadata.NodeID, len(rp.Replicas))
 				for i, id := range rp.Replicas {

@@ -22,18 +22,11 @@ import (
 
 func init() { regKey(49, 0, 1, handleAlterClientQuotas) }
 
-// QuotaAlteration is one entry of an AlterClientQuotas request: each key of Set gets
-// its value; a nil value removes the key.
-type QuotaAlteration struct {
-	Entity metadata.QuotaEntity
-	Set    map[string]*float64
-}
-
 func handleAlterClientQuotas(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.AlterClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
 	errs := make([]error, len(req.Entries))
-	var alts []QuotaAlteration
+	var alts []metadata.QuotaAlteration
 	var at []int // index in req.Entries of each of alts
 	for i, e := range req.Entries {
 		alt, err := quotaAlteration(e)
@@ -71,15 +64,15 @@ func handleAlterClientQuotas(ctx context.Context, s *Server, r *request) (kmsg.R
 	return resp, nil
 }
 
-func quotaAlteration(e kmsg.AlterClientQuotasRequestEntry) (QuotaAlteration, error) {
+func quotaAlteration(e kmsg.AlterClientQuotasRequestEntry) (metadata.QuotaAlteration, error) {
 	ent, err := quotaEntity(e.Entity)
 	if err != nil {
-		return QuotaAlteration{}, err
+		return metadata.QuotaAlteration{}, err
 	}
-	alt := QuotaAlteration{Entity: ent, Set: map[string]*float64{}}
+	alt := metadata.QuotaAlteration{Entity: ent, Set: map[string]*float64{}}
 	for _, op := range e.Ops {
 		if _, dup := alt.Set[op.Key]; dup {
-			return QuotaAlteration{}, fmt.Errorf("%w: %s: quota key %q named twice", kerr.InvalidRequest, ent, op.Key)
+			return metadata.QuotaAlteration{}, fmt.Errorf("%w: %s: quota key %q named twice", kerr.InvalidRequest, ent, op.Key)
 		}
 		if op.Remove {
 			alt.Set[op.Key] = nil

@@ -28,26 +28,12 @@ import (
 
 func init() { regKey(51, 0, 0, handleAlterUserScramCredentials) }
 
-// ScramDeletion removes User's credential for Mechanism (a SASL name such as
-// "SCRAM-SHA-256", or "mechanism type N" for a type Kafka does not define).
-type ScramDeletion struct {
-	User, Mechanism string
-}
-
-// ScramUpsertion sets User's credential for Mechanism from the client's salted
-// password.
-type ScramUpsertion struct {
-	User, Mechanism      string
-	Iterations           int
-	Salt, SaltedPassword []byte
-}
-
 // ScramAdmin is implemented by an Admin that keeps SCRAM users (controlplane.Admin).
 // Without it AlterUserScramCredentials fails every user with UNSUPPORTED_VERSION.
 type ScramAdmin interface {
 	// AlterUserScramCredentials applies the alterations and returns each named user's
 	// error (nil: applied); errors wrap the *kerr.Error Kafka uses for them.
-	AlterUserScramCredentials(ctx context.Context, dels []ScramDeletion, ups []ScramUpsertion) map[string]error
+	AlterUserScramCredentials(ctx context.Context, dels []metadata.ScramDeletion, ups []metadata.ScramUpsertion) map[string]error
 }
 
 // scramMechanismName is the SASL name of a ScramMechanism type on the wire.
@@ -89,14 +75,14 @@ func handleAlterUserScramCredentials(ctx context.Context, s *Server, r *request)
 			users = append(users, u)
 		}
 	}
-	dels := make([]ScramDeletion, len(req.Deletions))
+	dels := make([]metadata.ScramDeletion, len(req.Deletions))
 	for i, d := range req.Deletions {
-		dels[i] = ScramDeletion{User: d.Name, Mechanism: scramMechanismName(d.Mechanism)}
+		dels[i] = metadata.ScramDeletion{User: d.Name, Mechanism: scramMechanismName(d.Mechanism)}
 		name(d.Name)
 	}
-	ups := make([]ScramUpsertion, len(req.Upsertions))
+	ups := make([]metadata.ScramUpsertion, len(req.Upsertions))
 	for i, u := range req.Upsertions {
-		ups[i] = ScramUpsertion{User: u.Name, Mechanism: scramMechanismName(u.Mechanism),
+		ups[i] = metadata.ScramUpsertion{User: u.Name, Mechanism: scramMechanismName(u.Mechanism),
 			Iterations: int(u.Iterations), Salt: u.Salt, SaltedPassword: u.SaltedPassword}
 		name(u.Name)
 	}

@@ -18,6 +18,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/metadata"
@@ -54,7 +55,7 @@ func handleDescribeQuorum(ctx context.Context, s *Server, r *request) (kmsg.Resp
 	ctx, cancel := withRequestTimeout(ctx, 0)
 	defer cancel()
 	q, err := s.quorumAdmin()
-	var qs QuorumState
+	var qs metadata.QuorumState
 	if err == nil {
 		qs, err = q.DescribeQuorum(ctx)
 	}
@@ -63,14 +64,14 @@ func handleDescribeQuorum(ctx context.Context, s *Server, r *request) (kmsg.Resp
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), reasonMessage(err)
 		return resp, nil
 	}
-	sp.LeaderID, sp.LeaderEpoch, sp.HighWatermark = int32(qs.Leader), qs.LeaderEpoch, qs.HighWatermark
+	sp.LeaderID, sp.LeaderEpoch, sp.HighWatermark = int32(qs.Leader), int32(qs.Term), qs.HighWatermark
 	sp.CurrentVoters, sp.Observers = replicaStates(qs.Voters), replicaStates(qs.Observers)
 	st.Partitions = append(st.Partitions, sp)
 	resp.Topics = append(resp.Topics, st)
 	for _, v := range append(slices.Clone(qs.Voters), qs.Observers...) {
 		n := kmsg.NewDescribeQuorumResponseNode()
 		n.NodeID = int32(v.ID)
-		if host, p, err := net.SplitHostPort(v.RaftAddr); err == nil {
+		if host, p, err := net.SplitHostPort(v.Addr); err == nil {
 			if port, err := strconv.ParseUint(p, 10, 16); err == nil {
 				l := kmsg.NewDescribeQuorumResponseNodeListener()
 				l.Name, l.Host, l.Port = ControllerListenerName, host, uint16(port)
@@ -82,13 +83,21 @@ func handleDescribeQuorum(ctx context.Context, s *Server, r *request) (kmsg.Resp
 	return resp, nil
 }
 
-func replicaStates(ms []QuorumMember) []kmsg.DescribeQuorumResponseTopicPartitionReplicaState {
+func replicaStates(ms []metadata.QuorumMember) []kmsg.DescribeQuorumResponseTopicPartitionReplicaState {
 	out := make([]kmsg.DescribeQuorumResponseTopicPartitionReplicaState, 0, len(ms))
 	for _, m := range ms {
 		rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
 		rs.ReplicaID, rs.LogEndOffset = int32(m.ID), m.LogEndOffset
-		rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = m.LastFetchMs, m.LastCaughtUpMs
+		rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = unixMilliOrUnknown(m.LastFetch), unixMilliOrUnknown(m.LastCaughtUp)
 		out = append(out, rs)
 	}
 	return out
+}
+
+// unixMilliOrUnknown is t as DescribeQuorum's timestamps carry it: -1 when unknown (zero).
+func unixMilliOrUnknown(t time.Time) int64 {
+	if t.IsZero() {
+		return -1
+	}
+	return t.UnixMilli()
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// ControllerAPI is what the broker-to-controller handlers need. The server package
+// ControllerAPI is what the broker-to-controller handlers need. controlplane.LocalAPI
 // implements it over internal/controller; errors wrap a *kerr.Error (NOT_CONTROLLER on
 // a node that is not the active controller, STALE_BROKER_EPOCH, ...).
 type ControllerAPI interface {
@@ -165,35 +165,12 @@ func (noController) AllocateProducerIDs(context.Context, metadata.NodeID, int64)
 // *kerr.Error as Admin's do.
 type QuorumAdmin interface {
 	// DescribeQuorum is the active controller's view of the quorum.
-	DescribeQuorum(ctx context.Context) (QuorumState, error)
+	DescribeQuorum(ctx context.Context) (metadata.QuorumState, error)
 	// AddRaftVoter promotes a registered, live, caught-up non-voter; raftAddr, when
 	// not "", must be its Raft address.
 	AddRaftVoter(ctx context.Context, id metadata.NodeID, raftAddr string) error
 	// RemoveRaftVoter makes a voter a non-voter (it stays a broker).
 	RemoveRaftVoter(ctx context.Context, id metadata.NodeID) error
-}
-
-// QuorumState is DescribeQuorum's answer for __cluster_metadata-0. Offsets are
-// metadata offsets (the Raft indexes of metadata records), exclusive as Kafka's:
-// HighWatermark is one past the last committed record, a LogEndOffset one past the
-// last record the member is known to hold.
-type QuorumState struct {
-	Leader        metadata.NodeID
-	LeaderEpoch   int32 // the Raft term
-	HighWatermark int64
-	Voters        []QuorumMember
-	Observers     []QuorumMember
-}
-
-// QuorumMember is one voter or observer (non-voter) of the metadata quorum.
-type QuorumMember struct {
-	ID metadata.NodeID
-	// RaftAddr is its address in the Raft configuration (host:port).
-	RaftAddr string
-	// LogEndOffset is -1 when unknown.
-	LogEndOffset int64
-	// LastFetchMs and LastCaughtUpMs are Unix milliseconds, -1 when unknown.
-	LastFetchMs, LastCaughtUpMs int64
 }
 
 // MetadataTopic and MetadataPartition name the metadata log in DescribeQuorum, as

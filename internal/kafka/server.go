@@ -13,7 +13,7 @@ import (
 	"github.com/runnel-io/runnel/internal/replica"
 )
 
-// Admin is what the protocol layer needs from the controller. The server package
+// Admin is what the protocol layer needs from the controller. controlplane.Admin
 // implements it over internal/controller; errors it returns wrap a *kerr.Error so that
 // errors.go can answer with the right code.
 type Admin interface {
@@ -21,7 +21,7 @@ type Admin interface {
 	Image() *metadata.Image
 	// ControllerID is the active controller, or -1 when unknown.
 	ControllerID() metadata.NodeID
-	CreateTopics(ctx context.Context, specs []TopicSpec, validateOnly bool) []error
+	CreateTopics(ctx context.Context, specs []metadata.TopicSpec, validateOnly bool) []error
 	DeleteTopics(ctx context.Context, names []string) []error
 	CreatePartitions(ctx context.Context, topic string, newTotal int32, assignments [][]metadata.NodeID, validateOnly bool) error
 	AlterTopicConfigs(ctx context.Context, topic string, set map[string]*string, replaceAll, validateOnly bool) error
@@ -29,10 +29,10 @@ type Admin interface {
 	AllocateProducerID(ctx context.Context) (int64, error)
 	// AlterClientQuotas applies each alteration (one error each, in order) and returns
 	// once every live node enforces them (49_alter_client_quotas.go).
-	AlterClientQuotas(ctx context.Context, alts []QuotaAlteration, validateOnly bool) []error
+	AlterClientQuotas(ctx context.Context, alts []metadata.QuotaAlteration, validateOnly bool) []error
 	// AlterPartitionReassignments starts, replaces or cancels (nil Target) each
 	// reassignment, one error each, in order (45_alter_partition_reassignments.go).
-	AlterPartitionReassignments(ctx context.Context, changes []Reassignment) []error
+	AlterPartitionReassignments(ctx context.Context, changes []metadata.Reassignment) []error
 	// ElectLeaders runs a preferred or unclean election on each partition (nil: all),
 	// one result each (43_elect_leaders.go).
 	ElectLeaders(ctx context.Context, unclean bool, tps []metadata.TopicPartition) (map[metadata.TopicPartition]error, error)
@@ -58,25 +58,6 @@ type Admin interface {
 	// image it has then. FindCoordinator answers from it: a client sent to a
 	// coordinator that never answers stays with it.
 	AwaitAnsweringLeader(ctx context.Context, im *metadata.Image, tp metadata.TopicPartition) *metadata.Image
-}
-
-// Reassignment is one partition of an AlterPartitionReassignments request: move it to
-// Target, or cancel its reassignment when Target is nil.
-type Reassignment struct {
-	TP     metadata.TopicPartition
-	Target []metadata.NodeID
-	// Throttle (bytes/s, 0: none) is the request's ReassignmentThrottleTag: the
-	// controller throttles the copy and removes the throttles when the moves end.
-	Throttle int64
-}
-
-// TopicSpec is one topic of a CreateTopics request.
-type TopicSpec struct {
-	Name              string
-	NumPartitions     int32 // -1: broker default
-	ReplicationFactor int16 // -1: broker default
-	Assignments       map[int32][]metadata.NodeID
-	Configs           map[string]string
 }
 
 // Config configures the protocol server.

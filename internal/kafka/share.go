@@ -142,11 +142,11 @@ func (s *Server) EnsureShareStateTopic(ctx context.Context) (int32, error) {
 	if t := im.Topics[share.StateTopic]; t != nil {
 		return int32(len(t.Partitions)), nil
 	}
-	spec := TopicSpec{
+	spec := metadata.TopicSpec{
 		Name: share.StateTopic, NumPartitions: shareStatePartitions, ReplicationFactor: s.internalTopicRF(im),
 		Configs: map[string]string{"cleanup.policy": "compact", "min.insync.replicas": strconv.Itoa(int(min(2, s.internalTopicRF(im))))},
 	}
-	if err := s.admin.CreateTopics(ctx, []TopicSpec{spec}, false)[0]; err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+	if err := s.admin.CreateTopics(ctx, []metadata.TopicSpec{spec}, false)[0]; err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return 0, err
 	}
 	for {
