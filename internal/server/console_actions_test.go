@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -155,13 +154,7 @@ func TestConsoleRecordsAPI(t *testing.T) {
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"rec": {1: kgo.NewOffset().AtStart()}}))
 	testutil.NoError(t, err, "consumer")
 	defer cons.Close()
-	fs := cons.PollRecords(ctx, 1)
-	testutil.NoError(t, fs.Err0(), "consume rec/1")
-	back := fs.Records()
-	testutil.Equal(t, len(back), 1, "records on rec/1")
-	testutil.Equal(t, string(back[0].Key)+"|"+string(back[0].Value), `from-console|{"hello":"world"}`, "the record read back")
-	testutil.Equal(t, len(back[0].Headers), 1, "the record's headers")
-	testutil.Equal(t, back[0].Headers[0].Key+"="+string(back[0].Headers[0].Value), "source=console", "the record's header")
+	checkReadBack(t, ctx, cons, "rec/1", `from-console|{"hello":"world"}`, "source=console")
 }
 
 func TestConsoleTopicAndGroupActions(t *testing.T) {
@@ -264,16 +257,7 @@ func TestConsoleTopicAndGroupActions(t *testing.T) {
 	testutil.Equal(t, code, http.StatusForbidden, "a delete without X-CSRF-Token: %s", body)
 	cc.sendOK(http.MethodDelete, "/api/v1/topics/made", token, nil, &ta)
 	testutil.True(t, ta.Deleted, "the delete's answer")
-	testutil.Eventually(t, 10*time.Second, func() error {
-		td, err := adm.ListTopics(ctx, "made")
-		if err != nil {
-			return err
-		}
-		if td.Has("made") {
-			return errors.New("topic made is still listed")
-		}
-		return nil
-	})
+	waitTopicGone(t, ctx, adm, "made")
 	code, body = cc.send(http.MethodDelete, "/api/v1/topics/made", token, nil)
 	testutil.Equal(t, code, http.StatusNotFound, "deleting made again: %s", body)
 }

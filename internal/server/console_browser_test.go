@@ -1,9 +1,6 @@
 package server_test
 
 import (
-	"context"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,41 +12,18 @@ import (
 	"github.com/runnel-io/runnel/internal/testutil"
 )
 
-// chromiumPath is Debian's chromium (scripts/install-deps.sh installs it), or "".
-func chromiumPath() string {
-	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
-		return "/usr/bin/chromium"
-	}
-	if p, err := exec.LookPath("chromium"); err == nil {
-		return p
-	}
-	return ""
-}
-
 // TestConsoleInBrowser drives the console in a real headless chromium, as a reader
 // would: the overview, the nav to the topic list, the topic's page (its partitions
 // table and its groups' lag), then a group's page. A group id made of markup must
 // show as text, and no script of it may run.
 func TestConsoleInBrowser(t *testing.T) {
-	bin := chromiumPath()
-	if bin == "" {
-		t.Skip("no chromium binary (/usr/bin/chromium or chromium on PATH): scripts/install-deps.sh installs Debian's chromium")
-	}
+	bin := chromiumOrSkip(t)
 	nodes := startCluster(t, 1)
 	seedConsoleData(t, nodes[0], 1)
 	base := "http://" + nodes[0].server().HTTPAddr().String()
-
-	// --no-sandbox: CI runs as root, where chromium's sandbox refuses to start. The
-	// whole browser lives under one deadline: the test never waits on it for ever.
-	tctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox,
-		chromedp.Headless, chromedp.DisableGPU, chromedp.WindowSize(1280, 900))
-	actx, cancelAlloc := chromedp.NewExecAllocator(tctx, opts...)
-	defer cancelAlloc()
-	ctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-	testutil.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/")), "open %s/ in chromium", base)
+	b := newBrowser(t, bin, base, 30*time.Second)
+	ctx := b.ctx
+	b.do("open "+base+"/ in chromium", chromedp.Navigate(base+"/"))
 	// A script smuggled in through a group id would open a dialog: count them.
 	dialogs := make(chan string, 4)
 	go func() {
@@ -68,21 +42,14 @@ func TestConsoleInBrowser(t *testing.T) {
 		testutil.NoError(t, err, "read the rows of %s", table)
 		return v
 	}
-	text := func(sel string) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		testutil.NoError(t, err, "read the text of %s", sel)
-		return v
-	}
-
-	testutil.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`#nodes`))), "the overview's nodes table")
-	testutil.Equal(t, text("h1"), "Cluster", "the overview's heading")
-	testutil.NoError(t, chromedp.Do(ctx,
+	b.do("the overview's nodes table", chromedp.WaitVisible(chromedp.CSS(`#nodes`)))
+	testutil.Equal(t, b.text("h1"), "Cluster", "the overview's heading")
+	b.do("browse / → Topics → orders",
 		chromedp.Click(chromedp.CSS(`header nav a[href="/topics"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#topics`)),
 		chromedp.Click(chromedp.CSS(`#topics a[href="/topics/orders"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#partitions`)),
-	), "browse / → Topics → orders")
+	)
 	loc, err := chromedp.Run(ctx, chromedp.Location())
 	testutil.NoError(t, err, "the topic page's address")
 	testutil.Equal(t, loc, base+"/topics/orders", "the topic page's address")
@@ -101,23 +68,23 @@ func TestConsoleInBrowser(t *testing.T) {
 	testutil.Equal(t, strings.Join(groups[0], "|"), consoleOddGroup+"|Empty|"+strconv.Itoa(consoleLag), "the odd group's row")
 	testutil.Equal(t, strings.Join(groups[1], "|"), "console-g|Empty|"+strconv.Itoa(consoleLag), "console-g's row")
 
-	testutil.NoError(t, chromedp.Do(ctx,
+	b.do("browse orders → console-g",
 		chromedp.Click(chromedp.CSS(`#topic-groups tbody tr:nth-child(2) a`)),
 		chromedp.WaitVisible(chromedp.CSS(`#group-offsets`)),
-	), "browse orders → console-g")
-	testutil.Equal(t, text("#group-lag"), strconv.Itoa(consoleLag), "console-g's total lag")
+	)
+	testutil.Equal(t, b.text("#group-lag"), strconv.Itoa(consoleLag), "console-g's total lag")
 	// Columns: topic, partition, committed, end, lag, member.
 	offsets := rows("#group-offsets")
 	testutil.Equal(t, len(offsets), len(consoleRecords), "rows of console-g's offsets: %q", offsets)
 	testutil.Equal(t, strings.Join(offsets[0][:5], "|"), "orders|0|4|10|6", "console-g on orders/0")
 
-	testutil.NoError(t, chromedp.Do(ctx,
+	b.do("browse orders → the odd group",
 		chromedp.Navigate(base+"/topics/orders"),
 		chromedp.WaitVisible(chromedp.CSS(`#topic-groups`)),
 		chromedp.Click(chromedp.CSS(`#topic-groups tbody tr:nth-child(1) a`)),
 		chromedp.WaitVisible(chromedp.CSS(`#group-offsets`)),
-	), "browse orders → the odd group")
-	testutil.Equal(t, text("h1"), "Group "+consoleOddGroup, "the odd group's page heading")
+	)
+	testutil.Equal(t, b.text("h1"), "Group "+consoleOddGroup, "the odd group's page heading")
 	select {
 	case msg := <-dialogs:
 		t.Fatalf("a script in a group id ran in the page (dialog %q)", msg)

@@ -33,10 +33,7 @@ func TestConsoleScreenshots(t *testing.T) {
 	if dir == "" {
 		t.Skip("RUNNEL_SCREENSHOTS is not set: it names the directory the console's screenshots are written to (docs/img)")
 	}
-	bin := chromiumPath()
-	if bin == "" {
-		t.Skip("no chromium binary")
-	}
+	bin := chromiumOrSkip(t)
 	tn := securedConsoleNode(t)
 	seedConsoleData(t, tn, 1)
 	base := "http://" + tn.server().HTTPAddr().String()
@@ -74,12 +71,9 @@ func TestConsoleScreenshots(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox,
-		chromedp.Headless, chromedp.DisableGPU, chromedp.WindowSize(1280, 800), chromedp.Flag("hide-scrollbars", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx0, opts...)
-	defer cancelAlloc()
-	ctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	// The traffic took a minute of ctx0's three: the browser has the rest.
+	b := newBrowser(t, bin, base, 2*time.Minute, chromedp.WindowSize(1280, 800), chromedp.Flag("hide-scrollbars", true))
+	ctx := b.ctx
 	shoot := func(name, path, ready string) {
 		t.Helper()
 		testutil.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+path), chromedp.WaitReady(chromedp.CSS(ready))), "open %s", path)
@@ -102,12 +96,8 @@ func TestConsoleScreenshots(t *testing.T) {
 	// The window's size includes the browser's frame: the page's is set here.
 	testutil.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)), "set the viewport to 1280x800")
 	shoot("login", "/login", "input[name=username]")
-	testutil.NoError(t, chromedp.Do(ctx,
-		chromedp.SendKeys(chromedp.CSS(`input[name=username]`), "admin"),
-		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), "admin-pw"),
-		chromedp.Submit(chromedp.CSS(`input[name=password]`)),
-		chromedp.WaitVisible(chromedp.CSS(`h1`)),
-	), "sign in as admin")
+	b.signIn("admin", "admin-pw", "/login")
+	b.do("the page after admin's sign-in", chromedp.WaitVisible(chromedp.CSS(`h1`)))
 	for _, p := range []struct{ name, path, ready string }{
 		{"cluster", "/", "#nodes"}, {"nodes", "/nodes", "#nodes"}, {"node", "/nodes/1", "#node-configs"},
 		{"topics", "/topics", "#topics"}, {"topic", "/topics/orders", "#partitions"}, {"records", "/topics/orders/records", "#records"},

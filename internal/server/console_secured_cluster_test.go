@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509/pkix"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -48,16 +47,7 @@ func securedConsoleCluster(t *testing.T, pki *testPKI, extra ...string) ([]*test
 	// The active controller creates the bootstrap users once it leads.
 	testutil.Eventually(t, 20*time.Second, func() error { return cl.Ping(ctx) })
 	adm := kadm.NewClient(cl)
-	for _, topic := range []string{"a", "b"} {
-		_, err := adm.CreateTopic(ctx, 1, 3, nil, topic)
-		testutil.NoError(t, err, "create %s", topic)
-	}
-	res, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().Topics("a").Groups("ga").
-		ResourcePatternType(kadm.ACLPatternLiteral).Operations(kadm.OpRead))
-	testutil.NoError(t, err, "create alice's ACLs")
-	for _, r := range res {
-		testutil.NoError(t, r.Err, "create ACL %+v", r)
-	}
+	createAliceACLs(t, ctx, adm, 3)
 	var recs []*kgo.Record
 	for i := range 20 {
 		recs = append(recs, &kgo.Record{Topic: "a", Key: []byte("order-" + strconv.Itoa(i)), Value: []byte(`{"id":` + strconv.Itoa(i) + `}`),
@@ -147,143 +137,49 @@ func TestConsoleSecuredCluster(t *testing.T) {
 	e, _ := ends.Lookup("a", 0)
 	testutil.Equal(t, e.Offset, int64(20), "a's end offset after alice's refused produces")
 
-	bin := chromiumPath()
-	if bin == "" {
-		t.Skip("no chromium binary (/usr/bin/chromium or chromium on PATH): scripts/install-deps.sh installs Debian's chromium")
-	}
+	bin := chromiumOrSkip(t)
 	// The browser uses the last node's console: its partitions are led wherever the
 	// controller put them, so the node's console asks the others over SASL_SSL.
-	base := "https://" + nodes[2].server().HTTPAddr().String()
-	tctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox,
-		chromedp.Headless, chromedp.DisableGPU, chromedp.WindowSize(1280, 900),
-		// The test's CA is not in chromium's store.
+	// The test's CA is not in chromium's store.
+	b := newBrowser(t, bin, "https://"+nodes[2].server().HTTPAddr().String(), 30*time.Second,
 		chromedp.Flag("ignore-certificate-errors", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(tctx, opts...)
-	defer cancelAlloc()
-	ctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-	wait := func(expr, what string) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
-			if err == nil && ok {
-				return
-			}
-			if time.Now().After(deadline) {
-				msg, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText.slice(0, 2000) : ""`))
-				t.Fatalf("%s: not after 10 s (last error %v); the page:\n%s", what, err, msg)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		testutil.NoError(t, err, "read the text of %s", sel)
-		return v
-	}
-	signIn := func(user, password, next, waitFor string) {
-		t.Helper()
-		testutil.NoError(t, chromedp.Do(ctx,
-			chromedp.Navigate(base+next),
-			chromedp.WaitVisible(chromedp.CSS(`input[name=username]`)),
-			chromedp.SendKeys(chromedp.CSS(`input[name=username]`), user),
-			chromedp.SendKeys(chromedp.CSS(`input[name=password]`), password),
-			chromedp.Submit(chromedp.CSS(`input[name=password]`)),
-		), "sign in as %s", user)
-		wait(waitFor, "after "+user+"'s sign-in")
-	}
 
 	// alice: topic b's page is denied with the ACL she lacks; she signs out.
-	signIn("alice", "alice-pw", "/topics/b", `location.pathname === "/topics/b" && document.body.innerText.includes("lacks DESCRIBE on topic b")`)
-	page, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
-	testutil.NoError(t, err, "read the denied page")
+	b.signIn("alice", "alice-pw", "/topics/b")
+	b.wait(`location.pathname === "/topics/b" && document.body.innerText.includes("lacks DESCRIBE on topic b")`, "after alice's sign-in")
+	page := b.eval(`document.body.innerText`)
 	testutil.True(t, strings.Contains(page, "user alice (host 127.0.0.1) lacks DESCRIBE on topic b"), "the denied page:\n%s", page)
-	testutil.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`form[action="/logout"] button`))), "alice signs out")
-	wait(`location.pathname === "/login"`, "the login page after signing out")
+	b.do("alice signs out", chromedp.Click(chromedp.CSS(`form[action="/logout"] button`)))
+	b.wait(`location.pathname === "/login"`, "the login page after signing out")
 
 	// admin: create a topic from the topic list.
-	signIn("admin", "admin-pw", "/topics", `!!document.getElementById("topics")`)
-	testutil.NoError(t, chromedp.Do(ctx,
-		chromedp.Click(chromedp.CSS(`#new-topic`)),
-		chromedp.WaitVisible(chromedp.CSS(`#create-topic`)),
-		chromedp.SendKeys(chromedp.CSS(`#create-name`), "made-in-browser"),
-		chromedp.SendKeys(chromedp.CSS(`#create-partitions`), "2"),
-		chromedp.Click(chromedp.CSS(`#create-topic button`)),
-	), "fill the create-topic form")
-	wait(`location.pathname === "/topics/made-in-browser" && document.querySelectorAll("#partitions tbody tr").length === 2`, "the created topic's page with its 2 partitions")
+	b.signIn("admin", "admin-pw", "/topics")
+	b.wait(`!!document.getElementById("topics")`, "after admin's sign-in")
+	b.createTopic("made-in-browser", "2")
+	b.wait(`location.pathname === "/topics/made-in-browser" && document.querySelectorAll("#partitions tbody tr").length === 2`, "the created topic's page with its 2 partitions")
 
 	// Browse a: find order-7 by its key.
-	testutil.NoError(t, chromedp.Do(ctx,
-		chromedp.Navigate(base+"/topics/a/records"),
-		chromedp.WaitVisible(chromedp.CSS(`#browse`)),
-	), "topic a's records")
-	wait(`document.querySelectorAll("#records tbody tr").length === 20`, "the newest page of a (20 records)")
-	testutil.NoError(t, chromedp.Do(ctx,
-		chromedp.SendKeys(chromedp.CSS(`#filter`), "order-7"),
-		chromedp.SetValue(chromedp.CSS(`#format`), "json"),
-		chromedp.Click(chromedp.CSS(`#browse button`)),
-	), "filter a on order-7")
-	wait(`document.querySelectorAll("#records tbody tr").length === 1`, "the records matching order-7")
-	testutil.Equal(t, text(`#records tbody td.key`), "order-7", "the found record's key")
-	testutil.Equal(t, text(`#records tbody td.value`), "{\n  \"id\": 7\n}", "the found record's value as JSON")
-	testutil.Equal(t, text(`#records tbody td.headers`), "trace=t-7", "the found record's headers")
+	b.open("/topics/a/records", `#browse`)
+	key, value, headers := b.filterRecords("20", "order-7", "json")
+	testutil.Equal(t, key, "order-7", "the found record's key")
+	testutil.Equal(t, value, "{\n  \"id\": 7\n}", "the found record's value as JSON")
+	testutil.Equal(t, headers, "trace=t-7", "the found record's headers")
 
 	// Produce from the page; a Kafka client over SASL_SSL reads it back.
-	testutil.NoError(t, chromedp.Do(ctx,
-		chromedp.SendKeys(chromedp.CSS(`#produce-partition`), "0"),
-		chromedp.SendKeys(chromedp.CSS(`#produce-key`), "from-browser"),
-		chromedp.SendKeys(chromedp.CSS(`#produce-value`), `{"made":"here"}`),
-		chromedp.SendKeys(chromedp.CSS(`#produce-headers`), "src=browser"),
-		chromedp.Click(chromedp.CSS(`#produce button`)),
-	), "fill the produce form")
-	wait(`document.getElementById("produce-result").textContent.startsWith("Produced")`, "the produce's answer")
-	testutil.Equal(t, text(`#produce-result`), "Produced to partition 0 at offset 20.", "the produce's answer")
+	testutil.Equal(t, b.produce("0", "from-browser", `{"made":"here"}`, "src=browser"), "Produced to partition 0 at offset 20.", "the produce's answer")
 	cons := testClient(t, listenerAddr(t, nodes[0].server(), "SASL_SSL"), kgo.DialTLSConfig(pki.clientTLS()),
 		kgo.SASL(saslMechanism("SCRAM-SHA-512", "admin", "admin-pw")),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"a": {0: kgo.NewOffset().At(20)}}))
-	fs := cons.PollRecords(ctx0, 1)
-	testutil.NoError(t, fs.Err0(), "consume a/0 at 20")
-	back := fs.Records()
-	testutil.Equal(t, len(back), 1, "records of a/0 from 20")
-	testutil.Equal(t, string(back[0].Key)+"|"+string(back[0].Value), `from-browser|{"made":"here"}`, "the record produced from the browser")
-	testutil.Equal(t, len(back[0].Headers), 1, "its headers")
-	testutil.Equal(t, back[0].Headers[0].Key+"="+string(back[0].Headers[0].Value), "src=browser", "its header")
+	checkReadBack(t, ctx0, cons, "a/0 from 20", `from-browser|{"made":"here"}`, "src=browser")
 
 	// Reset ga on a to latest (the dry run box unticked): the commit moves to 21.
-	testutil.NoError(t, chromedp.Do(ctx,
-		chromedp.Navigate(base+"/groups/ga/manage"),
-		chromedp.WaitVisible(chromedp.CSS(`#reset`)),
-		chromedp.SendKeys(chromedp.CSS(`#reset-topic`), "a"),
-		chromedp.SendKeys(chromedp.CSS(`#reset-to`), "latest"),
-		chromedp.Click(chromedp.CSS(`#reset-dry`)),
-		chromedp.Click(chromedp.CSS(`#reset button`)),
-	), "reset ga on a to latest")
-	wait(`document.getElementById("reset-status").textContent.startsWith("Offsets")`, "the reset's answer")
-	o, err := adm.FetchOffsets(ctx0, "ga")
-	testutil.NoError(t, err, "ga's offsets")
-	r, _ := o.Lookup("a", 0)
-	testutil.Equal(t, r.At, int64(21), "ga's offset on a after the reset")
+	b.open("/groups/ga/manage", `#reset`)
+	b.reset("reset ga on a to latest", "a", "latest", false)
+	b.wait(`document.getElementById("reset-status").textContent.startsWith("Offsets")`, "the reset's answer")
+	testutil.Equal(t, committedAt(t, ctx0, adm, "ga", "a", 0), int64(21), "ga's offset on a after the reset")
 
 	// Delete the created topic.
-	testutil.NoError(t, chromedp.Do(ctx,
-		chromedp.Navigate(base+"/topics/made-in-browser/records"),
-		chromedp.WaitVisible(chromedp.CSS(`#delete-topic`)),
-		chromedp.SendKeys(chromedp.CSS(`#delete-confirm`), "made-in-browser"),
-		chromedp.Click(chromedp.CSS(`#delete-topic button`)),
-	), "delete made-in-browser")
-	wait(`document.getElementById("delete-result").textContent !== ""`, "the delete's answer")
-	testutil.Equal(t, text(`#delete-result`), "Topic made-in-browser deleted.", "the delete's answer")
-	testutil.Eventually(t, 10*time.Second, func() error {
-		td, err := adm.ListTopics(ctx0, "made-in-browser")
-		if err == nil && td.Has("made-in-browser") {
-			err = errors.New("made-in-browser is still listed")
-		}
-		return err
-	})
+	b.deleteTopic(ctx0, adm, "made-in-browser")
 }
 
 // A node whose SSL listener requires client certificates, its console over HTTPS: a

@@ -99,16 +99,7 @@ func securedConsoleNode(t *testing.T, extra ...string) *testNode {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	adm := adminOf(t, tn)
-	for _, topic := range []string{"a", "b"} {
-		_, err := adm.CreateTopic(ctx, 1, 1, nil, topic)
-		testutil.NoError(t, err, "create %s", topic)
-	}
-	res, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().Topics("a").Groups("ga").
-		ResourcePatternType(kadm.ACLPatternLiteral).Operations(kadm.OpRead))
-	testutil.NoError(t, err, "create alice's ACLs")
-	for _, r := range res {
-		testutil.NoError(t, r.Err, "create ACL %+v", r)
-	}
+	createAliceACLs(t, ctx, adm, 1)
 	for _, g := range []string{"ga", "gb"} {
 		os := kadm.Offsets{}
 		os.Add(kadm.Offset{Topic: "a", Partition: 0, At: 0, LeaderEpoch: -1})
@@ -122,6 +113,22 @@ func securedConsoleNode(t *testing.T, extra ...string) *testNode {
 		})
 	}
 	return tn
+}
+
+// createAliceACLs creates topics a and b (one partition, rf replicas) and lets alice
+// READ topic a and group ga.
+func createAliceACLs(t *testing.T, ctx context.Context, adm *kadm.Client, rf int16) {
+	t.Helper()
+	for _, topic := range []string{"a", "b"} {
+		_, err := adm.CreateTopic(ctx, 1, rf, nil, topic)
+		testutil.NoError(t, err, "create %s", topic)
+	}
+	res, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().Topics("a").Groups("ga").
+		ResourcePatternType(kadm.ACLPatternLiteral).Operations(kadm.OpRead))
+	testutil.NoError(t, err, "create alice's ACLs")
+	for _, r := range res {
+		testutil.NoError(t, r.Err, "create ACL %+v", r)
+	}
 }
 
 func TestConsoleNeedsLoginOnSASLNode(t *testing.T) {

@@ -1,0 +1,234 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/runnel-io/runnel/internal/testutil"
+)
+
+// The console's browser tests drive a real headless chromium through the pages as an
+// operator would; what they share is here: starting the browser, signing in, waiting
+// for a page's scripts, and the forms more than one test fills.
+
+// chromiumPath is Debian's chromium (scripts/install-deps.sh installs it), or "".
+func chromiumPath() string {
+	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
+		return "/usr/bin/chromium"
+	}
+	if p, err := exec.LookPath("chromium"); err == nil {
+		return p
+	}
+	return ""
+}
+
+// chromiumOrSkip is chromiumPath, skipping the test when there is no chromium.
+func chromiumOrSkip(t *testing.T) string {
+	t.Helper()
+	bin := chromiumPath()
+	if bin == "" {
+		t.Skip("no chromium binary (/usr/bin/chromium or chromium on PATH): scripts/install-deps.sh installs Debian's chromium")
+	}
+	return bin
+}
+
+// browser is one tab of a headless chromium on the console at base.
+type browser struct {
+	t    *testing.T
+	ctx  context.Context
+	base string
+}
+
+// newBrowser starts chromium bin for the console at base, 1280x900; extra options
+// come after the defaults (a flag set again wins). The whole browser lives under one
+// deadline, so the test never waits on it for ever; it ends with the test. --no-sandbox:
+// CI runs as root, where chromium's sandbox refuses to start.
+func newBrowser(t *testing.T, bin, base string, deadline time.Duration, extra ...chromedp.ExecAllocatorOption) *browser {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(context.Background(), deadline)
+	t.Cleanup(cancel)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox,
+		chromedp.Headless, chromedp.DisableGPU, chromedp.WindowSize(1280, 900))
+	actx, cancelAlloc := chromedp.NewExecAllocator(tctx, append(opts, extra...)...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(cancelBrowser)
+	return &browser{t: t, ctx: ctx, base: base}
+}
+
+// do runs actions in order, failing the test with what when one fails.
+func (b *browser) do(what string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	testutil.NoError(b.t, chromedp.Do(b.ctx, actions...), "%s", what)
+}
+
+// open navigates to path and waits until the element ready is visible.
+func (b *browser) open(path, ready string) {
+	b.t.Helper()
+	b.do("open "+path, chromedp.Navigate(b.base+path), chromedp.WaitVisible(chromedp.CSS(ready)))
+}
+
+// wait evaluates expr until it is true, for 10 s. It polls from here rather than
+// with chromedp.Poll, which a navigation ends: the pages' scripts fill them after
+// they load, and a form's answer may be a new page.
+func (b *browser) wait(expr, what string) {
+	b.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](expr))
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			msg, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`(document.getElementById("error")||{}).textContent || ""`))
+			page, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText.slice(0, 2000) : ""`))
+			b.t.Fatalf("%s: not after 10 s (last error %v; page error %q); the page:\n%s", what, err, msg, page)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// text is the text of the element sel.
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS(sel)))
+	testutil.NoError(b.t, err, "read the text of %s", sel)
+	return v
+}
+
+// eval is the string expr evaluates to in the page.
+func (b *browser) eval(expr string) string {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](expr))
+	testutil.NoError(b.t, err, "evaluate %s", expr)
+	return v
+}
+
+// signIn opens next (the login page, or a page that sends the browser to it) and
+// submits the login form as user; the caller waits for the page it expects after.
+func (b *browser) signIn(user, password, next string) {
+	b.t.Helper()
+	b.do("sign in as "+user,
+		chromedp.Navigate(b.base+next),
+		chromedp.WaitVisible(chromedp.CSS(`input[name=username]`)),
+		chromedp.SendKeys(chromedp.CSS(`input[name=username]`), user),
+		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), password),
+		chromedp.Submit(chromedp.CSS(`input[name=password]`)),
+	)
+}
+
+// createTopic fills and submits the create-topic form of the topic list shown.
+func (b *browser) createTopic(name, partitions string) {
+	b.t.Helper()
+	b.do("fill the create-topic form",
+		chromedp.Click(chromedp.CSS(`#new-topic`)),
+		chromedp.WaitVisible(chromedp.CSS(`#create-topic`)),
+		chromedp.SendKeys(chromedp.CSS(`#create-name`), name),
+		chromedp.SendKeys(chromedp.CSS(`#create-partitions`), partitions),
+		chromedp.Click(chromedp.CSS(`#create-topic button`)),
+	)
+}
+
+// filterRecords waits for the newest page of the record page shown to hold newest
+// records, filters it on filter with values shown as format, waits for the one
+// match and returns its key, value and headers cells.
+func (b *browser) filterRecords(newest, filter, format string) (key, value, headers string) {
+	b.t.Helper()
+	b.wait(`document.querySelectorAll("#records tbody tr").length === `+newest, "the newest page ("+newest+" records)")
+	b.do("filter on "+filter,
+		chromedp.SendKeys(chromedp.CSS(`#filter`), filter),
+		chromedp.SetValue(chromedp.CSS(`#format`), format),
+		chromedp.Click(chromedp.CSS(`#browse button`)),
+	)
+	b.wait(`document.querySelectorAll("#records tbody tr").length === 1`, "the one record matching "+filter)
+	return b.text(`#records tbody td.key`), b.text(`#records tbody td.value`), b.text(`#records tbody td.headers`)
+}
+
+// produce fills and submits the produce form of the record page shown and returns
+// its answer.
+func (b *browser) produce(partition, key, value, headers string) string {
+	b.t.Helper()
+	b.do("fill the produce form",
+		chromedp.SendKeys(chromedp.CSS(`#produce-partition`), partition),
+		chromedp.SendKeys(chromedp.CSS(`#produce-key`), key),
+		chromedp.SendKeys(chromedp.CSS(`#produce-value`), value),
+		chromedp.SendKeys(chromedp.CSS(`#produce-headers`), headers),
+		chromedp.Click(chromedp.CSS(`#produce button`)),
+	)
+	b.wait(`document.getElementById("produce-result").textContent.startsWith("Produced")`, "the produce's answer")
+	return b.text(`#produce-result`)
+}
+
+// reset fills and submits the reset form of the group's manage page shown: topic,
+// to, and, unless dryRun, its dry-run box unticked.
+func (b *browser) reset(what, topic, to string, dryRun bool) {
+	b.t.Helper()
+	actions := []chromedp.Action[chromedp.Void]{
+		chromedp.SendKeys(chromedp.CSS(`#reset-topic`), topic),
+		chromedp.SendKeys(chromedp.CSS(`#reset-to`), to),
+	}
+	if !dryRun {
+		actions = append(actions, chromedp.Click(chromedp.CSS(`#reset-dry`)))
+	}
+	b.do(what, append(actions, chromedp.Click(chromedp.CSS(`#reset button`)))...)
+}
+
+// deleteTopic deletes topic from its record page and checks the page's answer and
+// that adm no longer lists it.
+func (b *browser) deleteTopic(ctx context.Context, adm *kadm.Client, topic string) {
+	b.t.Helper()
+	b.do("delete "+topic,
+		chromedp.Navigate(b.base+"/topics/"+topic+"/records"),
+		chromedp.WaitVisible(chromedp.CSS(`#delete-topic`)),
+		chromedp.SendKeys(chromedp.CSS(`#delete-confirm`), topic),
+		chromedp.Click(chromedp.CSS(`#delete-topic button`)),
+	)
+	b.wait(`document.getElementById("delete-result").textContent !== ""`, "the delete's answer")
+	testutil.Equal(b.t, b.text(`#delete-result`), "Topic "+topic+" deleted.", "the delete's answer")
+	waitTopicGone(b.t, ctx, adm, topic)
+}
+
+// waitTopicGone waits until adm's Metadata no longer lists topic: a node may answer
+// Metadata before it applied a deletion the controller committed (a Kafka broker's
+// metadata cache lags its controller the same way).
+func waitTopicGone(t *testing.T, ctx context.Context, adm *kadm.Client, topic string) {
+	t.Helper()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		td, err := adm.ListTopics(ctx, topic)
+		if err == nil && td.Has(topic) {
+			err = errors.New("topic " + topic + " is still listed")
+		}
+		return err
+	})
+}
+
+// committedAt is group's committed offset on topic/partition.
+func committedAt(t *testing.T, ctx context.Context, adm *kadm.Client, group, topic string, partition int32) int64 {
+	t.Helper()
+	o, err := adm.FetchOffsets(ctx, group)
+	testutil.NoError(t, err, "%s's offsets", group)
+	r, _ := o.Lookup(topic, partition)
+	return r.At
+}
+
+// checkReadBack polls cons (a consumer of the one partition where) for the one
+// record a console produced there and checks its key|value and its one header
+// (key=value).
+func checkReadBack(t *testing.T, ctx context.Context, cons *kgo.Client, where, keyValue, header string) {
+	t.Helper()
+	fs := cons.PollRecords(ctx, 1)
+	testutil.NoError(t, fs.Err0(), "consume %s", where)
+	back := fs.Records()
+	testutil.Equal(t, len(back), 1, "records of %s", where)
+	testutil.Equal(t, string(back[0].Key)+"|"+string(back[0].Value), keyValue, "the record read back from %s", where)
+	testutil.Equal(t, len(back[0].Headers), 1, "its headers")
+	testutil.Equal(t, back[0].Headers[0].Key+"="+string(back[0].Headers[0].Value), header, "its header")
+}
