@@ -22,6 +22,7 @@ package link
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -98,7 +99,10 @@ func (a *Admin) failbackOp(ctx context.Context, req Request) Response {
 			return errorResponse(fmt.Errorf("%w: link %s: failback needs the new primary's bootstrap (--source)", kerr.InvalidRequest, req.Link))
 		}
 		link := metadata.Link{Name: req.Link, Source: req.Source, SourceProps: req.SourceProps}
-		if _, err := sourceOptions(&link); err != nil {
+		// A reference this node cannot resolve is no reason to refuse: the link's
+		// partitions may be led by nodes that can (each one shows its own start error).
+		var unresolved *UnresolvedError
+		if _, err := sourceOptions(&link); err != nil && !errors.As(err, &unresolved) {
 			return errorResponse(fmt.Errorf("%w: %w", kerr.InvalidRequest, err))
 		}
 		var topics []controller.FailbackTopic

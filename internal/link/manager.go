@@ -2,6 +2,7 @@ package link
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"maps"
 	"reflect"
@@ -39,13 +40,17 @@ type Manager struct {
 	// syncers: one per link in the image (follow.go), acting while this node is the
 	// active controller.
 	syncers map[string]*syncer
-	closed  bool
+	// startErrs: why a link with partitions to fetch here has no session (its source
+	// client could not be built: a reference this node cannot resolve, a bad
+	// property), by link. Tried again at each image; link status shows it.
+	startErrs map[string]string
+	closed    bool
 }
 
 // NewManager returns a manager with no session; ApplyImage starts them.
 func NewManager(node metadata.NodeID, replicas *replica.Manager, logger *slog.Logger) *Manager {
 	return &Manager{node: node, replicas: replicas, logger: logger.With("component", "link"),
-		sessions: map[string]*session{}, syncers: map[string]*syncer{}}
+		sessions: map[string]*session{}, syncers: map[string]*syncer{}, startErrs: map[string]string{}}
 }
 
 // SetReporter installs how the manager reaches the active controller. Call it
@@ -112,18 +117,36 @@ func (m *Manager) ApplyImage(im *metadata.Image) {
 		}
 	}
 	m.applySyncersLocked(im)
+	for name := range m.startErrs {
+		if len(want[name]) == 0 {
+			delete(m.startErrs, name)
+		}
+	}
 	for name, parts := range want {
 		s := m.sessions[name]
 		if s == nil {
 			var err error
 			if s, err = newSession(m, im.Link(name)); err != nil {
-				m.logger.Error("cannot start link", "link", name, "err", err)
+				msg := fmt.Sprintf("cannot start on node %d: %v", m.node, err)
+				if m.startErrs[name] != msg {
+					m.logger.Error("cannot start link", "link", name, "node", m.node, "partitions", len(parts), "err", err)
+				}
+				m.startErrs[name] = msg
 				continue
 			}
+			delete(m.startErrs, name)
 			m.sessions[name] = s
 		}
 		s.setParts(parts)
 	}
+}
+
+// startErr is why link has no session on this node although it has partitions to
+// fetch here ("" when it started, or has nothing to fetch here).
+func (m *Manager) startErr(link string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.startErrs[link]
 }
 
 func sameLink(a, b *metadata.Link) bool {

@@ -106,8 +106,10 @@ func TestLinkSourcePasswordByReference(t *testing.T) {
 		t.Errorf("no metadata file under %s holds the reference: the check above saw nothing", dst.Node(1).DataDir)
 	}
 
-	// Restarted without the variable, the node cannot resolve the reference: the
-	// partition says why it does not copy, naming the reference, not the secret.
+	// Restarted without the variable, the node cannot resolve the reference: the link
+	// cannot start there (no source client is built, nothing is fetched: the source's
+	// end is unknown), and the partition says why, naming the node, the link, the
+	// property and the reference, not the secret.
 	os.Unsetenv("RUNNEL_TEST_LINK_PASSWORD") // t.Setenv above restores it at the end
 	if err := dst.Stop(1); err != nil {
 		t.Fatal(err)
@@ -116,8 +118,9 @@ func TestLinkSourcePasswordByReference(t *testing.T) {
 	testutil.Eventually(t, 20*time.Second, func() error {
 		st := status(t, dst.Bootstrap(), "byref")
 		if len(st.Partitions) != 1 || !strings.Contains(st.Partitions[0].Error, "${env:RUNNEL_TEST_LINK_PASSWORD}") ||
-			!strings.Contains(st.Partitions[0].Error, "sasl.password") || !strings.Contains(st.Partitions[0].Error, "link byref") {
-			return fmt.Errorf("status of link byref: %+v, want the partition's error to name the link, the property and the reference", st.Partitions)
+			!strings.Contains(st.Partitions[0].Error, "sasl.password") || !strings.Contains(st.Partitions[0].Error, "link byref") ||
+			!strings.HasPrefix(st.Partitions[0].Error, "cannot start on node 1: ") || st.Partitions[0].SourceEnd != -1 {
+			return fmt.Errorf("status of link byref: %+v, want source_end -1 and the partition's error to say the link cannot start on node 1, naming the link, the property and the reference", st.Partitions)
 		}
 		if strings.Contains(st.Partitions[0].Error, pass) {
 			t.Fatalf("status shows the password: %s", st.Partitions[0].Error)

@@ -1,10 +1,13 @@
 package link
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/runnel-io/runnel/internal/metadata"
 )
 
 func TestResolveSourceProps(t *testing.T) {
@@ -63,5 +66,31 @@ func TestSecretProperty(t *testing.T) {
 		if SecretProperty(k) {
 			t.Errorf("%s is taken for a secret", k)
 		}
+	}
+}
+
+// TestSourceOptionsUnresolvedReference: a reference this node cannot resolve stops
+// the building of the link's source client with an *UnresolvedError naming the link,
+// the property and the reference (the Manager records it as the link's start error
+// on this node), rather than yielding a client whose every dial fails; an unknown key
+// is still named as such.
+func TestSourceOptionsUnresolvedReference(t *testing.T) {
+	const ref = "${env:RUNNEL_TEST_LINK_UNSET_VARIABLE}"
+	os.Unsetenv("RUNNEL_TEST_LINK_UNSET_VARIABLE")
+	l := &metadata.Link{Name: "dr", Source: "127.0.0.1:1", SourceProps: map[string]string{
+		"security.protocol": "sasl_plaintext", "sasl.mechanism": "PLAIN", "sasl.username": "u", "sasl.password": ref}}
+	opts, err := sourceOptions(l)
+	var unresolved *UnresolvedError
+	if !errors.As(err, &unresolved) || opts != nil {
+		t.Fatalf("sourceOptions with %s unset: %d options, error %v; want no options and an *UnresolvedError", ref, len(opts), err)
+	}
+	for _, want := range []string{"link dr", "sasl.password", ref} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+	l.SourceProps["sasl.passwrd"] = ref
+	if _, err := sourceOptions(l); errors.As(err, &unresolved) || err == nil || !strings.Contains(err.Error(), `unknown source client property "sasl.passwrd"`) {
+		t.Errorf("an unknown key beside an unresolved reference: %v, want the unknown key named", err)
 	}
 }

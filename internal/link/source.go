@@ -1,11 +1,9 @@
 package link
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"net"
 	"os"
 	"strings"
 	"time"
@@ -25,12 +23,10 @@ import (
 //
 // Config references in the properties (${file:PATH:KEY}, ${env:NAME}: secrets.go) are
 // resolved here, on the node building the client. One that cannot be resolved on this
-// node is not an error of the link's configuration (another node may well resolve it):
-// the client gets a dialer that fails every dial with the error naming the link, the
-// property and the reference (so it never connects without the security asked for),
-// and that error shows as the error of each partition this node fetches (link status)
-// and as the answer to a link create asked of this node, until the client is built
-// again (the node restarts, or the link changes) with the file or variable in place.
+// node is an *UnresolvedError naming the link, the property and the reference (never a
+// value): the link cannot start on this node (the Manager records why, and link status
+// shows it on each partition this node leads), while another node may well resolve it.
+// The keys are checked first, so an unknown key is reported as such even then.
 func sourceOptions(l *metadata.Link) ([]kgo.Opt, error) {
 	seeds := strings.Split(l.Source, ",")
 	opts := []kgo.Opt{
@@ -59,7 +55,7 @@ func sourceOptions(l *metadata.Link) ([]kgo.Opt, error) {
 		}
 	}
 	if rerr != nil {
-		return append(opts, kgo.Dialer(func(context.Context, string, string) (net.Conn, error) { return nil, rerr })), nil
+		return nil, &UnresolvedError{Err: rerr}
 	}
 	proto := strings.ToLower(p["security.protocol"])
 	if proto == "" {
@@ -129,3 +125,11 @@ func sourceTLS(link string, p map[string]string) (*tls.Config, error) {
 	}
 	return cfg, nil
 }
+
+// UnresolvedError is a config reference of a link's source properties that this node
+// cannot resolve (a missing file, key or environment variable): a fault of this node's
+// environment, not of the link's configuration, which another node may resolve.
+type UnresolvedError struct{ Err error }
+
+func (e *UnresolvedError) Error() string { return e.Err.Error() }
+func (e *UnresolvedError) Unwrap() error { return e.Err }
