@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel-io/runnel/internal/reassignprogress"
 )
 
 // moving is one partition with a reassignment in progress.
@@ -119,36 +121,18 @@ func logSizes(ctx context.Context, adm *kadm.Client, ms []moving, warnings *[]st
 // measure fills in the bytes copied and left from a sample of log sizes, and the
 // rate and ETA from an earlier sample taken dt before (nil: none).
 func measure(ms []moving, now, earlier map[string]map[int32]map[int32]int64, dt time.Duration) {
+	if earlier == nil {
+		dt = 0
+	}
 	for i := range ms {
 		m := &ms[i]
-		sz := now[m.Topic][m.Partition]
-		size, ok := sz[m.Leader]
-		if !ok {
-			// The leader did not answer, or the move completed between the samples
-			// and the old leader deleted its copy: the largest copy is the target.
-			for _, r := range m.Replicas {
-				if n, has := sz[r]; has && (!ok || n > size) {
-					size, ok = n, true
-				}
-			}
-		}
+		p, ok := reassignprogress.Measure(m.Leader, m.Replicas, m.Adding, now[m.Topic][m.Partition], earlier[m.Topic][m.Partition], dt)
 		if !ok {
 			continue
 		}
-		m.Size, m.Copied, m.Left = size, 0, 0
-		var before int64
-		for _, a := range m.Adding {
-			m.Copied += sz[a]
-			m.Left += max(0, size-sz[a])
-			before += earlier[m.Topic][m.Partition][a]
-		}
-		if earlier != nil && dt > 0 {
-			m.Rate = max(0, float64(m.Copied-before)/dt.Seconds())
-		}
-		if m.Rate > 0 {
-			m.ETA = float64(m.Left) / m.Rate
-		} else if m.Left == 0 {
-			m.ETA = 0
+		m.Size, m.Copied, m.Left, m.Rate = p.Size, p.Copied, p.Left, p.Rate
+		if eta, ok := reassignprogress.ETA(m.Left, m.Rate); ok {
+			m.ETA = eta
 		}
 	}
 }
@@ -166,10 +150,8 @@ func (st *reassignStatus) total() {
 		st.Left += m.Left
 		st.Rate += m.Rate
 	}
-	if known && st.Rate > 0 {
-		st.ETA = float64(st.Left) / st.Rate
-	} else if known && st.Left == 0 {
-		st.ETA = 0
+	if eta, ok := reassignprogress.ETA(st.Left, st.Rate); known && ok {
+		st.ETA = eta
 	}
 }
 

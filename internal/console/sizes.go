@@ -12,6 +12,7 @@ import (
 
 	"github.com/runnel-io/runnel/internal/httpd"
 	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/reassignprogress"
 )
 
 // Sizes, record counts and reassignment progress: DescribeLogDirs and ListOffsets
@@ -103,10 +104,9 @@ const (
 )
 
 // fillReassignProgress measures the reassignments of out as `runnel reassign status`
-// does (internal/cli/reassign_status.go's measure and total, computed the same way
-// here, where the cli package cannot be imported): per partition, the leader's log
-// size, what the adding replicas hold (copied) and lack (left), the rate at which
-// copied grew since the previous sample and the ETA at that rate.
+// does (both through reassignprogress): per partition, the leader's log size, what
+// the adding replicas hold (copied) and lack (left), the rate at which copied grew
+// since the previous sample and the ETA at that rate.
 func (s *source) fillReassignProgress(ctx context.Context, out *httpd.Reassignments) {
 	if len(out.Reassignments) == 0 {
 		return
@@ -151,49 +151,38 @@ func (s *source) fillReassignProgress(ctx context.Context, out *httpd.Reassignme
 // measureReassignments sets each partition's progress from now and, for the rate,
 // an earlier sample (nil or the same: none), then the totals.
 func measureReassignments(out *httpd.Reassignments, now, earlier *reassignSample) {
+	var dt time.Duration
+	if earlier != nil && now.at.After(earlier.at) {
+		dt = now.at.Sub(earlier.at)
+	}
 	var copied, left int64
 	var rate float64
 	known := true
 	for i := range out.Reassignments {
 		r := &out.Reassignments[i]
 		tp := metadata.TopicPartition{Topic: r.Topic, Partition: r.Partition}
-		sz := now.sizes[tp]
-		size, ok := sz[r.Leader]
-		if !ok {
-			// The leader did not answer, or the move completed between the samples
-			// and the old leader deleted its copy: the largest copy is the target.
-			for _, id := range r.Replicas {
-				if n, has := sz[id]; has && (!ok || n > size) {
-					size, ok = n, true
-				}
-			}
+		var before map[int32]int64
+		if earlier != nil {
+			before = earlier.sizes[tp]
 		}
+		p, ok := reassignprogress.Measure(r.Leader, r.Replicas, r.Adding, now.sizes[tp], before, dt)
 		if !ok {
 			known = false
 			continue
 		}
-		var c, l, before int64
-		for _, a := range r.Adding {
-			c += sz[a]
-			l += max(0, size-sz[a])
-			if earlier != nil {
-				before += earlier.sizes[tp][a]
-			}
+		r.SizeBytes, r.BytesCopied, r.BytesLeft = &p.Size, &p.Copied, &p.Left
+		if p.HasRate {
+			r.Rate = &p.Rate
+			rate += p.Rate
 		}
-		r.SizeBytes, r.BytesCopied, r.BytesLeft = &size, &c, &l
-		if earlier != nil && now.at.After(earlier.at) {
-			rt := max(0, float64(c-before)/now.at.Sub(earlier.at).Seconds())
-			r.Rate = &rt
-			rate += rt
-		}
-		r.ETA = eta(l, r.Rate)
-		copied, left = copied+c, left+l
+		r.ETA = eta(p.Left, r.Rate)
+		copied, left = copied+p.Copied, left+p.Left
 	}
 	if !known {
 		return
 	}
 	out.BytesCopied, out.BytesLeft = &copied, &left
-	if earlier != nil && now.at.After(earlier.at) {
+	if dt > 0 {
 		out.Rate = &rate
 	}
 	out.ETA = eta(left, out.Rate)
@@ -202,12 +191,12 @@ func measureReassignments(out *httpd.Reassignments, now, earlier *reassignSample
 // eta is left bytes at rate in seconds: 0 when nothing is left, null when no
 // progress was measured.
 func eta(left int64, rate *float64) *float64 {
-	var e float64
-	switch {
-	case left == 0:
-	case rate != nil && *rate > 0:
-		e = float64(left) / *rate
-	default:
+	var r float64
+	if rate != nil {
+		r = *rate
+	}
+	e, ok := reassignprogress.ETA(left, r)
+	if !ok {
 		return nil
 	}
 	return &e
