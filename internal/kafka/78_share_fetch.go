@@ -210,8 +210,82 @@ func ackBatch(first, last int64, types []int8, renew bool) share.AckBatch {
 	return b
 }
 
-// fetch acquires records on parts, waiting up to MaxWaitMillis while there are none.
+// fetch acquires records on parts and, while there are none, long-polls up to
+// MaxWaitMillis.
 func (sf *shareFetch) fetch(ctx context.Context, parts []share.PartitionID) {
+	deadline := time.Now().Add(min(time.Duration(sf.req.MaxWaitMillis)*time.Millisecond, shareFetchMaxWait))
+	var leds []shareLed
+	for _, id := range parts {
+		lp, key, ok := sf.leader(id, func(c int16) { sf.part(id).ErrorCode = c })
+		if ok {
+			leds = append(leds, shareLed{id, lp, key})
+		}
+	}
+	if sf.acquire(ctx, leds) == 0 && len(leds) > 0 {
+		sf.poll(ctx, leds, deadline)
+	}
+	if sf.endpoints {
+		sf.addEndpoints(ctx)
+	}
+}
+
+// shareLed is a session partition this node leads.
+type shareLed struct {
+	id  share.PartitionID
+	p   *replica.Partition
+	key share.Key
+}
+
+// poll is the share fetch's long poll: replica.DelayedFetch, as a fetch's, until
+// records are acquired, the deadline passes or ctx ends. Records become acquirable in
+// three ways: the high watermark moving (what DelayedFetch watches), another member
+// releasing them (the Manager's Changed) and a lock expiring (its NextDeadline). A
+// DelayedFetch has one Abort channel and one deadline for its whole poll, so each poll
+// here runs until the earlier of the deadline and the next lock deadline, aborted by
+// the next release, and one that ends with nothing acquired is followed by another.
+// The release channel is taken before the poll's first read, so a release after that
+// read aborts the poll and none between reads goes unseen.
+func (sf *shareFetch) poll(ctx context.Context, leds []shareLed, deadline time.Time) {
+	mgr := sf.s.share.parts
+	watch := make([]*replica.Partition, len(leds))
+	keys := make([]share.Key, len(leds))
+	for i, l := range leds {
+		watch[i], keys[i] = l.p, l.key
+	}
+	got := 0
+	for got == 0 && ctx.Err() == nil && time.Now().Before(deadline) {
+		released := mgr.Changed()
+		until := deadline
+		if d := mgr.NextDeadline(keys); !d.IsZero() {
+			// A lock already past its deadline expires at the poll's first read.
+			until = minTime(until, laterTime(d, time.Now().Add(time.Millisecond)))
+		}
+		d := &replica.DelayedFetch{
+			Partitions: watch,
+			Deadline:   until,
+			Abort:      released,
+			Read: func() bool {
+				got = sf.acquire(ctx, leds)
+				return got > 0
+			},
+			// As a fetch's, the long poll is not request handling time for the
+			// request_percentage quota.
+			Parked: func(_, parked time.Duration) { sf.r.quota.parked += parked },
+		}
+		d.Poll(ctx)
+	}
+}
+
+func laterTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// acquire acquires records for the member on leds, up to MaxRecords (500 when unset)
+// and MaxBytes in total, into the partitions' answers, and returns how many.
+func (sf *shareFetch) acquire(ctx context.Context, leds []shareLed) int {
 	maxRecords := int(sf.req.MaxRecords)
 	if maxRecords <= 0 {
 		maxRecords = 500
@@ -220,79 +294,32 @@ func (sf *shareFetch) fetch(ctx context.Context, parts []share.PartitionID) {
 	if maxBytes <= 0 {
 		maxBytes = 50 << 20
 	}
-	deadline := time.Now().Add(min(time.Duration(sf.req.MaxWaitMillis)*time.Millisecond, shareFetchMaxWait))
-	type led struct {
-		id  share.PartitionID
-		p   *replica.Partition
-		key share.Key
-	}
-	var leds []led
-	for _, id := range parts {
-		lp, key, ok := sf.leader(id, func(c int16) { sf.part(id).ErrorCode = c })
-		if ok {
-			leds = append(leds, led{id, lp, key})
-		}
-	}
-	for {
-		changed := sf.s.share.parts.Changed()
-		var watch []*replica.Partition
-		for _, l := range leds {
-			watch = append(watch, l.p)
-		}
-		ch, stop := replica.Watch(watch)
-		got := 0
-		for _, l := range leds {
-			if got >= maxRecords || maxBytes <= 0 {
-				break
-			}
-			records, ranges, err := sf.s.share.parts.Acquire(ctx, l.key, dataLog{l.p}, sf.member, maxRecords-got, func(off int64) ([]byte, int64, error) {
-				return readShareBatches(l.p, off, maxBytes)
-			})
-			kp := sf.part(l.id)
-			if err != nil {
-				kp.ErrorCode = shareErrorCode(err)
-				continue
-			}
-			if len(ranges) == 0 {
-				continue
-			}
-			kp.Records = records
-			maxBytes -= int32(len(records))
-			for _, ar := range ranges {
-				a := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
-				a.FirstOffset, a.LastOffset, a.DeliveryCount = ar.First, ar.Last, ar.DeliveryCount
-				kp.AcquiredRecords = append(kp.AcquiredRecords, a)
-				got += int(ar.Last - ar.First + 1)
-			}
-		}
-		wait := time.Until(deadline)
-		if got > 0 || wait <= 0 || len(leds) == 0 {
-			stop()
+	got := 0
+	for _, l := range leds {
+		if got >= maxRecords || maxBytes <= 0 {
 			break
 		}
-		keys := make([]share.Key, len(leds))
-		for i, l := range leds {
-			keys[i] = l.key
+		records, ranges, err := sf.s.share.parts.Acquire(ctx, l.key, dataLog{l.p}, sf.member, maxRecords-got, func(off int64) ([]byte, int64, error) {
+			return readShareBatches(l.p, off, maxBytes)
+		})
+		kp := sf.part(l.id)
+		if err != nil {
+			kp.ErrorCode = shareErrorCode(err)
+			continue
 		}
-		if d := sf.s.share.parts.NextDeadline(keys); !d.IsZero() {
-			wait = min(wait, max(time.Until(d), time.Millisecond))
+		if len(ranges) == 0 {
+			continue
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ch:
-		case <-changed:
-		case <-t.C:
-		case <-ctx.Done():
-		}
-		t.Stop()
-		stop()
-		if ctx.Err() != nil {
-			break
+		kp.Records = records
+		maxBytes -= int32(len(records))
+		for _, ar := range ranges {
+			a := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
+			a.FirstOffset, a.LastOffset, a.DeliveryCount = ar.First, ar.Last, ar.DeliveryCount
+			kp.AcquiredRecords = append(kp.AcquiredRecords, a)
+			got += int(ar.Last - ar.First + 1)
 		}
 	}
-	if sf.endpoints {
-		sf.addEndpoints(ctx)
-	}
+	return got
 }
 
 // readShareBatches reads whole batches of p from off (at least one) and returns them
