@@ -39,18 +39,6 @@ var skipped = map[string]string{
 	"runnel cluster remove-voter 3":                     "needs three voters: internal/cluster TestDecommissionVoter",
 	"runnel cluster decommission 3 --throttle 52428800": "needs several nodes: internal/cluster TestDecommissionVoter and TestReassignCLI",
 	"runnel cluster decommission 3":                     "needs several nodes: internal/cluster TestDecommissionVoter",
-	"runnel link create dr --source src1:9092,src2:9092 --topics 'orders|payments' -b dst:9092": "needs a source cluster: internal/link TestLinkPauseLag and TestLinkPromoteWithSourceDown",
-	"runnel link list -b dst:9092":             "the link of the page's two clusters: internal/link TestLinkPauseLag and TestLinkPromoteWithSourceDown",
-	"runnel link status dr -b dst:9092":        "the link of the page's two clusters: internal/link TestLinkPauseLag and TestLinkPromoteWithSourceDown",
-	"runnel link promote dr --all -b dst:9092": "the link of the page's two clusters: internal/link TestLinkPromoteWithSourceDown",
-	"runnel link resume dr -b dst:9092":        "the link of the page's two clusters: internal/link TestLinkPauseLag and TestLinkPromoteWithSourceDown",
-	"runnel link create dr --source src1:9092 --topics 'orders.*' --groups 'billing|audit-.*' --group-sync-interval 5s --sync-configs --sync-acls --throttle 52428800 -b dst:9092": "needs a source cluster: internal/link TestLinkGroupOffsetSync, TestLinkSyncACLs and TestLinkThrottle",
-	"runnel link create dr --source SRC --topics data -b DST": "the benchmark's two clusters: docs/benchmarks.md's numbers; internal/link TestLinkByteEqualityFromRunnel creates a link so",
-	"runnel link status dr --json -b DST":                     "the benchmark's two clusters: internal/link TestLinkPauseLag reads the same JSON",
-	"runnel link failback dr --source B:9092 --all -b A:9092": "needs two clusters after a promote: internal/link TestLinkFailbackQuarantinesTail",
-	"runnel link promote dr --all -b A:9092":                  "needs two clusters after a failback: internal/link TestLinkFailbackQuarantinesTail",
-	"runnel link failback dr --source A:9092 --all -b B:9092": "needs two clusters after a promote: internal/link TestLinkFailbackQuarantinesTail",
-	"runnel link switchover dr --all -b B:9092":               "needs two linked clusters: internal/link TestLinkSwitchover",
 	"runnel mirror run --source east:9092 --target west:9092 --name dr --topics 'orders,payments,audit\\..*' --groups 'billing.*' --http-listen :9650":                                             "needs two clusters and runs until SIGTERM: internal/cluster mirror tests",
 	"runnel mirror run --source east:9092 --target west:9092 --name east-west --source-alias east --topics 'orders' --groups '.*'":                                                                 "needs two clusters and runs until SIGTERM: internal/cluster mirror tests",
 	"runnel mirror status --target west:9092 --name east-west":                                                                                                                                     "needs a running mirror: internal/cli TestMirrorFailoverAndTranslateCommands",
@@ -83,6 +71,7 @@ func TestDocCommands(t *testing.T) {
 	b := testnode.Start(t, "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
 		"super.users=User:ANONYMOUS", "group.initial.rebalance.delay.ms=0")
 	ran, skips := 0, 0
+	var links linkClusters // the link commands' own two clusters
 	for _, c := range cmds {
 		if err := checkSyntax(c); err != nil {
 			t.Errorf("%s: %s: %v", c.where, c.text, err)
@@ -97,10 +86,20 @@ func TestDocCommands(t *testing.T) {
 			continue
 		}
 		args := withBootstrap(c.args, b)
+		if len(c.args) > 0 && c.args[0] == "link" {
+			var err error
+			if args, err = links.args(t, c); err != nil {
+				t.Errorf("%s: %s: %v", c.where, c.text, err)
+				continue
+			}
+		}
 		var stdout, stderr strings.Builder
 		if code := cli.MainIO(args, strings.NewReader(c.stdin), &stdout, &stderr); code != 0 {
 			t.Errorf("%s: %s: exit %d\nstdout: %s\nstderr: %s", c.where, c.text, code, stdout.String(), stderr.String())
 			continue
+		}
+		if c.args[0] == "link" {
+			t.Logf("ran %s: %s on the link clusters:\n%s", c.where, c.text, stdout.String())
 		}
 		ran++
 	}
