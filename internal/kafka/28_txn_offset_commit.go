@@ -25,6 +25,7 @@ import (
 	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/group"
 	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/txn"
 )
 
 func init() { regKey(28, 0, 5, handleTxnOffsetCommit) }
@@ -122,23 +123,13 @@ func commitTxnOffsets(ctx context.Context, s *Server, tr group.TxnCommitRequest,
 	return gc.CommitTxnOffsets(ctx, tr)
 }
 
-// txnOffsetErrorCode maps a TxnOffsetCommit error: the group coordinator's, then the
-// transaction coordinator's.
+// txnOffsetErrorCode maps a TxnOffsetCommit error: a fenced producer as the
+// transaction APIs answer it, the rest as the group APIs do.
 func txnOffsetErrorCode(err error, fencedAsEpoch bool) int16 {
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, group.ErrProducerFenced) && fencedAsEpoch:
-		return kerr.InvalidProducerEpoch.Code
-	case errors.Is(err, group.ErrProducerFenced):
-		return kerr.ProducerFenced.Code
+	if errors.Is(err, group.ErrProducerFenced) || errors.Is(err, txn.ErrProducerFenced) {
+		return txnErrorCode(err, fencedAsEpoch)
 	}
-	for _, e := range groupErrorTable {
-		if errors.Is(err, e.err) {
-			return e.kerr.Code
-		}
-	}
-	return txnErrorCode(err, fencedAsEpoch)
+	return groupErrorCode(err)
 }
 
 // completeTxnOffsets tells the group coordinator that a marker reached one of its

@@ -68,7 +68,7 @@ func handleShareGroupHeartbeat(ctx context.Context, s *Server, r *request) (kmsg
 		resp.ErrorMessage = reasonMessage(err) // Kafka's "Group G is not a share group."
 	}
 	if err != nil {
-		return fail(shareErrorCode(err))
+		return fail(errorCode(err))
 	}
 	id := req.MemberID
 	resp.MemberID, resp.MemberEpoch = &id, res.MemberEpoch

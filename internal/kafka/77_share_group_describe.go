@@ -42,7 +42,7 @@ func (s *Server) describeShareGroup(r *request, im *metadata.Image, req *kmsg.Sh
 	}
 	d, ok, err := s.share.groups.Describe(g.GroupID, time.Now())
 	if err != nil {
-		g.ErrorCode = shareErrorCode(err)
+		g.ErrorCode = errorCode(err)
 		return g
 	}
 	if !ok {

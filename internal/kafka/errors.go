@@ -4,17 +4,23 @@ import (
 	"context"
 	"errors"
 
+	"github.com/runnel-io/runnel/internal/group"
 	"github.com/runnel-io/runnel/internal/recordbatch"
 	"github.com/runnel-io/runnel/internal/replica"
+	"github.com/runnel-io/runnel/internal/share"
+	"github.com/runnel-io/runnel/internal/txn"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // errorTable maps internal sentinels to Kafka error codes. It is the only place that
-// does: handlers call errorCode and never pick codes for internal errors themselves.
+// does: handlers call errorCode (or one of the per-API adjustments below it) and never
+// pick codes for internal errors themselves. No internal error wraps two sentinels of
+// different codes, so the order of the rows does not matter.
 var errorTable = []struct {
 	err  error
 	kerr *kerr.Error
 }{
+	// The log and the replicas.
 	{replica.ErrUnknownTopicOrPartition, kerr.UnknownTopicOrPartition},
 	{replica.ErrNotLeader, kerr.NotLeaderForPartition},
 	{replica.ErrNotEnoughReplicas, kerr.NotEnoughReplicas},
@@ -35,6 +41,61 @@ var errorTable = []struct {
 	{recordbatch.ErrCorrupt, kerr.CorruptMessage},
 	{recordbatch.ErrTruncated, kerr.CorruptMessage},
 	{replica.ErrCorruption, kerr.CorruptMessage},
+	{replica.ErrInvalidTxnState, kerr.InvalidTxnState},
+	{replica.ErrTxnCoordinatorFenced, kerr.TransactionCoordinatorFenced},
+
+	// The group coordinator (groups.go).
+	{group.ErrNotCoordinator, kerr.NotCoordinator},
+	{group.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
+	{group.ErrCoordinatorLoadInProgress, kerr.CoordinatorLoadInProgress},
+	{group.ErrInvalidGroupID, kerr.InvalidGroupID},
+	{group.ErrUnknownMemberID, kerr.UnknownMemberID},
+	{group.ErrMemberIDRequired, kerr.MemberIDRequired},
+	{group.ErrIllegalGeneration, kerr.IllegalGeneration},
+	{group.ErrRebalanceInProgress, kerr.RebalanceInProgress},
+	{group.ErrFencedInstanceID, kerr.FencedInstanceID},
+	{group.ErrInconsistentGroupProtocol, kerr.InconsistentGroupProtocol},
+	{group.ErrInvalidSessionTimeout, kerr.InvalidSessionTimeout},
+	{group.ErrGroupMaxSizeReached, kerr.GroupMaxSizeReached},
+	{group.ErrGroupIDNotFound, kerr.GroupIDNotFound},
+	{group.ErrNonEmptyGroup, kerr.NonEmptyGroup},
+	{group.ErrGroupSubscribedToTopic, kerr.GroupSubscribedToTopic},
+	{group.ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge},
+	{group.ErrInvalidCommitOffsetSize, kerr.InvalidCommitOffsetSize},
+	{group.ErrClosed, kerr.NotCoordinator},
+	{group.ErrFencedMemberEpoch, kerr.FencedMemberEpoch},
+	{group.ErrStaleMemberEpoch, kerr.StaleMemberEpoch},
+	{group.ErrUnreleasedInstanceID, kerr.UnreleasedInstanceID},
+	{group.ErrUnsupportedAssignor, kerr.UnsupportedAssignor},
+	{group.ErrInvalidRegularExpression, kerr.InvalidRegularExpression},
+	{group.ErrInvalidRequest, kerr.InvalidRequest},
+	{group.ErrUnsupportedVersion, kerr.UnsupportedVersion},
+	{group.ErrProducerFenced, kerr.ProducerFenced},
+
+	// The transaction coordinator (txn.go).
+	{txn.ErrNotCoordinator, kerr.NotCoordinator},
+	{txn.ErrLoadInProgress, kerr.CoordinatorLoadInProgress},
+	{txn.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
+	{txn.ErrConcurrentTransactions, kerr.ConcurrentTransactions},
+	{txn.ErrProducerFenced, kerr.ProducerFenced},
+	{txn.ErrInvalidProducerIDMapping, kerr.InvalidProducerIDMapping},
+	{txn.ErrInvalidTxnState, kerr.InvalidTxnState},
+	{txn.ErrInvalidTimeout, kerr.InvalidTransactionTimeout},
+	{txn.ErrTransactionalIDNotFound, kerr.TransactionalIDNotFound},
+
+	// The share groups (share.go).
+	{share.ErrNotCoordinator, kerr.NotCoordinator},
+	{share.ErrUnknownMemberID, kerr.UnknownMemberID},
+	{share.ErrFencedMemberEpoch, kerr.FencedMemberEpoch},
+	{share.ErrGroupMaxSize, kerr.GroupMaxSizeReached},
+	{share.ErrNotShareGroup, kerr.GroupIDNotFound},
+	{share.ErrGroupNotEmpty, kerr.NonEmptyGroup},
+	{share.ErrInvalidRecordState, kerr.InvalidRecordState},
+	{share.ErrInvalidRequest, kerr.InvalidRequest},
+	{share.ErrInvalidSessionEpoch, kerr.InvalidShareSessionEpoch},
+	{share.ErrSessionNotFound, kerr.ShareSessionNotFound},
+	{share.ErrStore, kerr.CoordinatorNotAvailable},
+
 	{context.DeadlineExceeded, kerr.RequestTimedOut},
 	{context.Canceled, kerr.RequestTimedOut},
 }
@@ -56,6 +117,26 @@ func errorCode(err error) int16 {
 		}
 	}
 	return kerr.UnknownServerError.Code
+}
+
+// groupErrorCode is errorCode for the group APIs: a request the stopping server cut
+// short answers NOT_COORDINATOR, which sends the client to find the coordinator
+// again, not REQUEST_TIMED_OUT.
+func groupErrorCode(err error) int16 {
+	if errors.Is(err, context.Canceled) {
+		return kerr.NotCoordinator.Code
+	}
+	return errorCode(err)
+}
+
+// txnErrorCode is errorCode for the transaction APIs. fencedAsEpoch answers a fenced
+// producer with INVALID_PRODUCER_EPOCH, for request versions older than
+// PRODUCER_FENCED (KIP-588).
+func txnErrorCode(err error, fencedAsEpoch bool) int16 {
+	if fencedAsEpoch && (errors.Is(err, txn.ErrProducerFenced) || errors.Is(err, group.ErrProducerFenced)) {
+		return kerr.InvalidProducerEpoch.Code
+	}
+	return errorCode(err)
 }
 
 // errorMessage is the text for responses that carry one (nil for no error). A produce

@@ -5,11 +5,9 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"net"
 
 	"github.com/runnel-io/runnel/internal/group"
-	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // GroupCoordinator is what the group API handlers need; *group.Coordinator implements it.
@@ -41,54 +39,6 @@ func (s *Server) groupCoordinator() GroupCoordinator { return s.groups }
 
 // errNoCoordinator answers group requests on a server without a coordinator.
 var errNoCoordinator = group.ErrCoordinatorNotAvailable
-
-// groupErrorTable maps the group coordinator's errors to Kafka codes; errors.go maps
-// everything else.
-var groupErrorTable = []struct {
-	err  error
-	kerr *kerr.Error
-}{
-	{group.ErrNotCoordinator, kerr.NotCoordinator},
-	{group.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
-	{group.ErrCoordinatorLoadInProgress, kerr.CoordinatorLoadInProgress},
-	{group.ErrInvalidGroupID, kerr.InvalidGroupID},
-	{group.ErrUnknownMemberID, kerr.UnknownMemberID},
-	{group.ErrMemberIDRequired, kerr.MemberIDRequired},
-	{group.ErrIllegalGeneration, kerr.IllegalGeneration},
-	{group.ErrRebalanceInProgress, kerr.RebalanceInProgress},
-	{group.ErrFencedInstanceID, kerr.FencedInstanceID},
-	{group.ErrInconsistentGroupProtocol, kerr.InconsistentGroupProtocol},
-	{group.ErrInvalidSessionTimeout, kerr.InvalidSessionTimeout},
-	{group.ErrGroupMaxSizeReached, kerr.GroupMaxSizeReached},
-	{group.ErrGroupIDNotFound, kerr.GroupIDNotFound},
-	{group.ErrNonEmptyGroup, kerr.NonEmptyGroup},
-	{group.ErrGroupSubscribedToTopic, kerr.GroupSubscribedToTopic},
-	{group.ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge},
-	{group.ErrInvalidCommitOffsetSize, kerr.InvalidCommitOffsetSize},
-	{group.ErrClosed, kerr.NotCoordinator},
-	{group.ErrFencedMemberEpoch, kerr.FencedMemberEpoch},
-	{group.ErrStaleMemberEpoch, kerr.StaleMemberEpoch},
-	{group.ErrUnreleasedInstanceID, kerr.UnreleasedInstanceID},
-	{group.ErrUnsupportedAssignor, kerr.UnsupportedAssignor},
-	{group.ErrInvalidRegularExpression, kerr.InvalidRegularExpression},
-	{group.ErrInvalidRequest, kerr.InvalidRequest},
-	{group.ErrUnsupportedVersion, kerr.UnsupportedVersion},
-	// The server is stopping while a request waits.
-	{context.Canceled, kerr.NotCoordinator},
-}
-
-// groupErrorCode is errorCode for the group APIs.
-func groupErrorCode(err error) int16 {
-	if err == nil {
-		return 0
-	}
-	for _, e := range groupErrorTable {
-		if errors.Is(err, e.err) {
-			return e.kerr.Code
-		}
-	}
-	return errorCode(err)
-}
 
 // clientHost is the client's address as Kafka reports it in DescribeGroups ("/1.2.3.4").
 func clientHost(r *request) string {

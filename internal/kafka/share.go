@@ -83,36 +83,8 @@ func (d dataLog) Bounds() (int64, int64) {
 	return d.p.Log().LogStartOffset(), d.p.HighWatermark()
 }
 
-// shareErrorCode maps internal/share's errors (and the replica's) to Kafka codes.
-func shareErrorCode(err error) int16 {
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, share.ErrNotCoordinator):
-		return kerr.NotCoordinator.Code
-	case errors.Is(err, share.ErrUnknownMemberID):
-		return kerr.UnknownMemberID.Code
-	case errors.Is(err, share.ErrFencedMemberEpoch):
-		return kerr.FencedMemberEpoch.Code
-	case errors.Is(err, share.ErrGroupMaxSize):
-		return kerr.GroupMaxSizeReached.Code
-	case errors.Is(err, share.ErrNotShareGroup):
-		return kerr.GroupIDNotFound.Code
-	case errors.Is(err, share.ErrGroupNotEmpty):
-		return kerr.NonEmptyGroup.Code
-	case errors.Is(err, share.ErrInvalidRecordState):
-		return kerr.InvalidRecordState.Code
-	case errors.Is(err, share.ErrInvalidRequest):
-		return kerr.InvalidRequest.Code
-	case errors.Is(err, share.ErrInvalidSessionEpoch):
-		return kerr.InvalidShareSessionEpoch.Code
-	case errors.Is(err, share.ErrSessionNotFound):
-		return kerr.ShareSessionNotFound.Code
-	case errors.Is(err, share.ErrStore):
-		return kerr.CoordinatorNotAvailable.Code
-	}
-	return errorCode(err)
-}
+// shareErrorCode is errorCode; it goes once every share handler calls errorCode.
+func shareErrorCode(err error) int16 { return errorCode(err) }
 
 // shareTopicPartition resolves a topic id and partition for a share request.
 func shareTopicPartition(im *metadata.Image, id [16]byte, p int32) (metadata.TopicPartition, *kerr.Error) {
@@ -197,7 +169,7 @@ func shareKerr(err error) error {
 	if err == nil {
 		return nil
 	}
-	if ke := kerr.ErrorForCode(shareErrorCode(err)); ke != nil {
+	if ke := kerr.ErrorForCode(errorCode(err)); ke != nil {
 		return fmt.Errorf("%w: %v", ke, err)
 	}
 	return err

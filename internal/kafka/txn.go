@@ -34,43 +34,6 @@ func (s *Server) SetTxnCoordinator(c TxnCoordinator) { s.txns = c }
 // errNoTxnCoordinator answers transaction requests on a server without one.
 var errNoTxnCoordinator = txn.ErrCoordinatorNotAvailable
 
-// txnErrorTable maps the transaction coordinator's and the log's transaction errors
-// to Kafka codes; errors.go maps everything else.
-var txnErrorTable = []struct {
-	err  error
-	kerr *kerr.Error
-}{
-	{txn.ErrNotCoordinator, kerr.NotCoordinator},
-	{txn.ErrLoadInProgress, kerr.CoordinatorLoadInProgress},
-	{txn.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
-	{txn.ErrConcurrentTransactions, kerr.ConcurrentTransactions},
-	{txn.ErrProducerFenced, kerr.ProducerFenced},
-	{txn.ErrInvalidProducerIDMapping, kerr.InvalidProducerIDMapping},
-	{txn.ErrInvalidTxnState, kerr.InvalidTxnState},
-	{txn.ErrInvalidTimeout, kerr.InvalidTransactionTimeout},
-	{txn.ErrTransactionalIDNotFound, kerr.TransactionalIDNotFound},
-	{replica.ErrInvalidTxnState, kerr.InvalidTxnState},
-	{replica.ErrTxnCoordinatorFenced, kerr.TransactionCoordinatorFenced},
-}
-
-// txnErrorCode is errorCode with the transaction errors first. fencedAsEpoch answers
-// ErrProducerFenced with INVALID_PRODUCER_EPOCH, for request versions older than
-// PRODUCER_FENCED (KIP-588).
-func txnErrorCode(err error, fencedAsEpoch bool) int16 {
-	if err == nil {
-		return 0
-	}
-	if fencedAsEpoch && errors.Is(err, txn.ErrProducerFenced) {
-		return kerr.InvalidProducerEpoch.Code
-	}
-	for _, e := range txnErrorTable {
-		if errors.Is(err, e.err) {
-			return e.kerr.Code
-		}
-	}
-	return errorCode(err)
-}
-
 // produceVerifyErrorCode is the produce error code for a failed transaction check.
 // Up to Produce v11 the coordinator's retriable errors become NOT_ENOUGH_REPLICAS,
 // with the real error in the message, as Kafka answers (KAFKA-15459): those versions
