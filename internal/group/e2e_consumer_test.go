@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -165,6 +166,16 @@ func TestConsumerProtocolMembersShareJoinLeaveKill(t *testing.T) {
 	}
 }
 
+// describeConsumerGroup is group's ConsumerGroupDescribe; its error is the request's
+// or the group's.
+func describeConsumerGroup(adm *kadm.Client, group string) (kadm.DescribedConsumerGroup, error) {
+	ds, err := adm.DescribeConsumerGroups(context.Background(), group)
+	if err != nil {
+		return kadm.DescribedConsumerGroup{}, err
+	}
+	return ds[group], ds[group].Err
+}
+
 // checkConsumerGroup checks with ConsumerGroupDescribe and ListGroups v5 that group is
 // a KIP-848 consumer group, stable with n members, each in the group's assignment epoch
 // and holding its target, the members together holding every partition once.
@@ -172,13 +183,9 @@ func checkConsumerGroup(t *testing.T, group, topic string, n int) {
 	t.Helper()
 	adm := newAdmin(t)
 	eventually(t, 30*time.Second, "a stable consumer group", func() error {
-		ds, err := adm.DescribeConsumerGroups(context.Background(), group)
+		d, err := describeConsumerGroup(adm, group)
 		if err != nil {
 			return err
-		}
-		d := ds[group]
-		if d.Err != nil {
-			return d.Err
 		}
 		if d.State != "Stable" || len(d.Members) != n {
 			return fmt.Errorf("state %s with %d members", d.State, len(d.Members))

@@ -210,24 +210,39 @@ func (m *member) consumed() []string {
 func waitAssignment(t *testing.T, n int32, members ...*member) {
 	t.Helper()
 	eventually(t, 30*time.Second, "a full, disjoint assignment", func() error {
-		seen := map[int32]string{}
+		var hs []holding
 		for _, m := range members {
-			ps := m.partitions()
-			if len(ps) == 0 {
-				return fmt.Errorf("%s has no partitions", m.name)
-			}
-			for _, p := range ps {
-				if other, dup := seen[p]; dup {
-					return fmt.Errorf("partition %d assigned to %s and %s", p, other, m.name)
-				}
-				seen[p] = m.name
-			}
+			hs = append(hs, holding{m.name, m.partitions()})
 		}
-		if int32(len(seen)) != n {
-			return fmt.Errorf("%d of %d partitions assigned", len(seen), n)
-		}
-		return nil
+		return spreadError(n, hs)
 	})
+}
+
+// holding is what one member of a group holds now.
+type holding struct {
+	name       string
+	partitions []int32
+}
+
+// spreadError is nil when the holdings are disjoint, cover every partition of an
+// n-partition topic, and each holds some; else it says which of these fails.
+func spreadError(n int32, hs []holding) error {
+	seen := map[int32]string{}
+	for _, h := range hs {
+		if len(h.partitions) == 0 {
+			return fmt.Errorf("%s holds no partition", h.name)
+		}
+		for _, p := range h.partitions {
+			if other, dup := seen[p]; dup {
+				return fmt.Errorf("partition %d held by %s and %s", p, other, h.name)
+			}
+			seen[p] = h.name
+		}
+	}
+	if int32(len(seen)) != n {
+		return fmt.Errorf("%d of %d partitions held", len(seen), n)
+	}
+	return nil
 }
 
 // waitConsumedAll waits until the members together consumed every value 0..n-1.

@@ -129,23 +129,11 @@ func (c *migrationConsumer) partitions() []int32 {
 func waitSpread(t *testing.T, what string, n int32, cs []*migrationConsumer) {
 	t.Helper()
 	eventually(t, 20*time.Second, what, func() error {
-		seen := map[int32]string{}
+		var hs []holding
 		for _, c := range cs {
-			ps := c.partitions()
-			if len(ps) == 0 {
-				return fmt.Errorf("%s holds nothing", c.name)
-			}
-			for _, p := range ps {
-				if o, ok := seen[p]; ok {
-					return fmt.Errorf("partition %d held by %s and %s", p, o, c.name)
-				}
-				seen[p] = c.name
-			}
+			hs = append(hs, holding{c.name, c.partitions()})
 		}
-		if int32(len(seen)) != n {
-			return fmt.Errorf("%d of %d partitions held", len(seen), n)
-		}
-		return nil
+		return spreadError(n, hs)
 	})
 }
 
@@ -303,14 +291,21 @@ func rollingMigration(t *testing.T, topic string, classic kgo.GroupBalancer) {
 		t.Fatalf("group type %q before the upgrade, want classic", typ)
 	}
 
+	// replace restarts consumer i as name, of the consumer protocol or classic, as a
+	// rolling restart does, and waits until the group spread the partitions again and
+	// consumes.
+	replace := func(step string, i int, name string, consumerProtocol bool) {
+		t.Helper()
+		cs[i].stop()
+		cs[i] = startMigrationConsumer(t, log, name, group, topic, consumerProtocol, classic)
+		before := log.len()
+		waitSpread(t, fmt.Sprintf("%s step %d", step, i), parts, cs)
+		log.waitProgress(t, fmt.Sprintf("consumption after %s step %d", step, i), before, 100)
+	}
 	// Classic to consumer, one at a time: the first ConsumerGroupHeartbeat converts the
 	// group; the classic members left keep consuming as classic members of it.
 	for i := range cs {
-		cs[i].stop()
-		cs[i] = startMigrationConsumer(t, log, fmt.Sprintf("consumer-%d", i), group, topic, true, nil)
-		before := log.len()
-		waitSpread(t, fmt.Sprintf("upgrade step %d", i), parts, cs)
-		log.waitProgress(t, fmt.Sprintf("consumption after step %d", i), before, 100)
+		replace("upgrade", i, fmt.Sprintf("consumer-%d", i), true)
 		if typ := groupType(t, adm, group); typ != "consumer" {
 			t.Fatalf("upgrade step %d: group type %q, want consumer", i, typ)
 		}
@@ -321,11 +316,7 @@ func rollingMigration(t *testing.T, topic string, classic kgo.GroupBalancer) {
 	// And back: the last consumer-protocol member to leave converts the group to a
 	// classic group again.
 	for i := range cs {
-		cs[i].stop()
-		cs[i] = startMigrationConsumer(t, log, fmt.Sprintf("classic-again-%d", i), group, topic, false, classic)
-		before := log.len()
-		waitSpread(t, fmt.Sprintf("downgrade step %d", i), parts, cs)
-		log.waitProgress(t, fmt.Sprintf("consumption after step %d", i), before, 100)
+		replace("downgrade", i, fmt.Sprintf("classic-again-%d", i), false)
 		if i == fleet/2 {
 			checkMemberTypes(t, adm, group, fleet/2-1, fleet/2+1)
 		}
@@ -386,13 +377,9 @@ func rollingMigration(t *testing.T, topic string, classic kgo.GroupBalancer) {
 func checkMemberTypes(t *testing.T, adm *kadm.Client, group string, consumers, classics int) {
 	t.Helper()
 	eventually(t, 10*time.Second, "the members' types", func() error {
-		ds, err := adm.DescribeConsumerGroups(context.Background(), group)
+		d, err := describeConsumerGroup(adm, group)
 		if err != nil {
 			return err
-		}
-		d := ds[group]
-		if d.Err != nil {
-			return d.Err
 		}
 		n := map[int8]int{}
 		for _, m := range d.Members {
