@@ -118,8 +118,8 @@ func newLinkSwitchover(conn *connFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "switchover NAME",
 		Short: "Planned move with no loss: wait for lag 0, promote here, fail the source back to follow",
-		Long: `Move link NAME's topics (--topic, repeatable, or --all) from the link's source to
-this cluster (-b, where the link lives) with nothing lost, once the producers are
+		Long: `Move link NAME's topics (all of them, or only those --topic names, repeatable; --all
+says all explicitly) from the link's source to this cluster (-b, where the link lives) with nothing lost, once the producers are
 paused: it waits until this cluster holds every record of the source (lag 0), promotes
 the topics here, and fails the source back (runnel link failback on the source, with
 this cluster as the new primary): the source's topics become mirror topics of a link
@@ -130,6 +130,10 @@ cluster's (kept by the source's new link). Run again after a failure: every step
 idempotent.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// INTERFACE.md's form is "switchover NAME": the whole link.
+			if !all && len(topics) == 0 {
+				all = true
+			}
 			asJSON, err := topicsOrAll(&out, topics, all)
 			if err != nil {
 				return err
@@ -193,7 +197,7 @@ idempotent.`,
 	}
 	sourceSec = addSecurityFlags(cmd.Flags(), "source-", "source: ")
 	cmd.Flags().StringArrayVar(&topics, "topic", nil, "switch this mirror topic over (repeatable)")
-	cmd.Flags().BoolVar(&all, "all", false, "switch every mirror topic of the link over")
+	cmd.Flags().BoolVar(&all, "all", false, "switch every mirror topic of the link over (the default without --topic)")
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "how long each wait may take (lag 0, the promote, the failback)")
 	out.add(cmd)
 	return cmd
