@@ -7,6 +7,7 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -17,59 +18,31 @@ import (
 
 // CreateACLs implements kafka's aclAdmin (30_create_acls.go).
 func (a *Admin) CreateACLs(ctx context.Context, acls []metadata.ACL) []error {
-	errs := a.ctrl.CreateACLs(ctx, acls)
-	if len(errs) > 0 && mayForward(ctx, errs[0]) {
-		errs = a.ch.createACLs(ctx, acls)
-		a.settleFor(ctx, func(im *metadata.Image) bool {
-			for i, acl := range acls {
-				if errs[i] == nil && !im.ACLs.Has(acl) {
-					return false
-				}
-			}
-			return true
-		})
-		return errs
-	}
-	for i := range errs {
-		errs[i] = kafkaError(errs[i])
-	}
-	if err := a.awaitEveryNode(ctx); err != nil {
-		for i := range errs {
-			if errs[i] == nil {
-				errs[i] = fmt.Errorf("ACL %s: %w", acls[i], err)
-			}
-		}
-	}
-	return errs
+	return a.run(ctx, change{
+		local:   func() []error { return a.ctrl.CreateACLs(ctx, acls) },
+		forward: func() []error { return a.ch.createACLs(ctx, acls) },
+		applied: allApplied(len(acls), func(im *metadata.Image, i int) bool { return im.ACLs.Has(acls[i]) }),
+		item:    func(i int) string { return "ACL " + acls[i].String() },
+	})
 }
 
 // DeleteACLs implements kafka's aclAdmin (31_delete_acls.go).
 func (a *Admin) DeleteACLs(ctx context.Context, filters []auth.Filter) ([][]metadata.ACL, []error) {
-	matched, errs := a.ctrl.DeleteACLs(ctx, filters)
-	if len(errs) > 0 && mayForward(ctx, errs[0]) {
-		matched, errs = a.ch.deleteACLs(ctx, filters)
-		a.settleFor(ctx, func(im *metadata.Image) bool {
-			for _, acls := range matched {
-				for _, acl := range acls {
-					if im.ACLs.Has(acl) {
-						return false
-					}
-				}
-			}
-			return true
-		})
-		return matched, errs
-	}
-	for i := range errs {
-		errs[i] = kafkaError(errs[i])
-	}
-	if err := a.awaitEveryNode(ctx); err != nil {
-		for i := range errs {
-			if errs[i] == nil {
-				errs[i] = fmt.Errorf("ACLs matching %s: %w", filters[i], err)
-			}
-		}
-	}
+	var matched [][]metadata.ACL
+	errs := a.run(ctx, change{
+		local: func() (errs []error) {
+			matched, errs = a.ctrl.DeleteACLs(ctx, filters)
+			return errs
+		},
+		forward: func() (errs []error) {
+			matched, errs = a.ch.deleteACLs(ctx, filters)
+			return errs
+		},
+		applied: allApplied(len(filters), func(im *metadata.Image, i int) bool {
+			return !slices.ContainsFunc(matched[i], im.ACLs.Has)
+		}),
+		item: func(i int) string { return "ACLs matching " + filters[i].String() },
+	})
 	return matched, errs
 }
 

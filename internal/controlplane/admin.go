@@ -171,17 +171,77 @@ func (a *Admin) awaitEveryNode(ctx context.Context) error {
 	}
 }
 
-// settleTopics is settle for a request of several topics: the ones that succeeded get
-// the settle error, naming the topic.
-func (a *Admin) settleTopics(ctx context.Context, names []string, errs []error) {
-	err := a.awaitEveryNode(ctx)
-	if err == nil {
-		return
-	}
-	for i := range errs {
-		if errs[i] == nil {
-			errs[i] = fmt.Errorf("topic %q: %w", names[i], err)
+// change is one metadata change of one or more items, as every Admin operation runs
+// it (run). Errors are per item, in request order.
+type change struct {
+	// local runs the change on this node's controller; it refuses every item with
+	// ErrNotController when that is not the active one.
+	local func() []error
+	// forward sends the change to the active controller (forward.go), which answers
+	// once every live node applied it.
+	forward func() []error
+	// applied reports whether the items of a forwarded change that succeeded show in
+	// im, this node's image.
+	applied func(im *metadata.Image, errs []error) bool
+	// item names item i in an error (`topic "orders"`).
+	item         func(i int) string
+	validateOnly bool
+}
+
+// run runs c on this node's controller when it is the active one, else forwards it
+// there (KIP-590; never a request another node forwarded, or two nodes that briefly
+// disagree on the controller could bounce it between them). Unless validateOnly, it
+// then waits until the change shows: a change run here until every live node applied
+// it (settle), a forwarded one until this node did, so that whichever node a client
+// asks next answers with it.
+func (a *Admin) run(ctx context.Context, c change) []error {
+	errs := c.local()
+	if len(errs) > 0 && mayForward(ctx, errs[0]) {
+		errs = c.forward()
+		if !c.validateOnly {
+			a.settleFor(ctx, func(im *metadata.Image) bool { return c.applied(im, errs) })
 		}
+		return errs
+	}
+	changed := false
+	for i := range errs {
+		errs[i] = kafkaError(errs[i])
+		changed = changed || errs[i] == nil
+	}
+	if c.validateOnly || !changed {
+		return errs
+	}
+	if err := a.awaitEveryNode(ctx); err != nil {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = fmt.Errorf("%s: %w", c.item(i), err)
+			}
+		}
+	}
+	return errs
+}
+
+// runOne is run for a change of one item, what.
+func (a *Admin) runOne(ctx context.Context, what string, validateOnly bool, local, forward func() error, applied func(*metadata.Image) bool) error {
+	return a.run(ctx, change{
+		local:        func() []error { return []error{local()} },
+		forward:      func() []error { return []error{forward()} },
+		applied:      func(im *metadata.Image, errs []error) bool { return errs[0] != nil || applied(im) },
+		item:         func(int) string { return what },
+		validateOnly: validateOnly,
+	})[0]
+}
+
+// allApplied is a change's applied for items whose own applied is one: every item
+// that succeeded shows in im.
+func allApplied(n int, applied func(im *metadata.Image, i int) bool) func(*metadata.Image, []error) bool {
+	return func(im *metadata.Image, errs []error) bool {
+		for i := range n {
+			if errs[i] == nil && !applied(im, i) {
+				return false
+			}
+		}
+		return true
 	}
 }
 
@@ -206,142 +266,71 @@ func mayForward(ctx context.Context, err error) bool {
 }
 
 func (a *Admin) CreateTopics(ctx context.Context, specs []metadata.TopicSpec, validateOnly bool) []error {
-	errs := a.ctrl.CreateTopics(ctx, specs, validateOnly)
-	if len(errs) > 0 && mayForward(ctx, errs[0]) {
-		errs = a.ch.createTopics(ctx, specs, validateOnly)
-		if !validateOnly {
-			a.settleFor(ctx, func(im *metadata.Image) bool {
-				for i, s := range specs {
-					if errs[i] == nil && im.Topics[s.Name] == nil {
-						return false
-					}
-				}
-				return true
-			})
-		}
-		return errs
-	}
-	for i := range errs {
-		errs[i] = kafkaError(errs[i])
-	}
-	names := make([]string, len(specs))
-	for i, sp := range specs {
-		names[i] = sp.Name
-	}
-	a.settleTopics(ctx, names, errs)
-	return errs
+	return a.run(ctx, change{
+		local:        func() []error { return a.ctrl.CreateTopics(ctx, specs, validateOnly) },
+		forward:      func() []error { return a.ch.createTopics(ctx, specs, validateOnly) },
+		applied:      allApplied(len(specs), func(im *metadata.Image, i int) bool { return im.Topics[specs[i].Name] != nil }),
+		item:         func(i int) string { return fmt.Sprintf("topic %q", specs[i].Name) },
+		validateOnly: validateOnly,
+	})
 }
 
 func (a *Admin) DeleteTopics(ctx context.Context, names []string) []error {
-	errs := a.ctrl.DeleteTopics(ctx, names)
-	if len(errs) > 0 && mayForward(ctx, errs[0]) {
-		errs = a.ch.deleteTopics(ctx, names)
-		a.settleFor(ctx, func(im *metadata.Image) bool {
-			for i, n := range names {
-				if errs[i] == nil && im.Topics[n] != nil {
-					return false
-				}
-			}
-			return true
-		})
-		return errs
-	}
-	for i := range errs {
-		errs[i] = kafkaError(errs[i])
-	}
-	a.settleTopics(ctx, names, errs)
-	return errs
+	return a.run(ctx, change{
+		local:   func() []error { return a.ctrl.DeleteTopics(ctx, names) },
+		forward: func() []error { return a.ch.deleteTopics(ctx, names) },
+		applied: allApplied(len(names), func(im *metadata.Image, i int) bool { return im.Topics[names[i]] == nil }),
+		item:    func(i int) string { return fmt.Sprintf("topic %q", names[i]) },
+	})
 }
 
 func (a *Admin) CreatePartitions(ctx context.Context, topic string, total int32, as [][]metadata.NodeID, validateOnly bool) error {
-	err := a.ctrl.CreatePartitions(ctx, topic, total, as, validateOnly)
-	if mayForward(ctx, err) {
-		err = a.ch.createPartitions(ctx, topic, total, as, validateOnly)
-		if err == nil && !validateOnly {
-			a.settleFor(ctx, func(im *metadata.Image) bool {
-				t := im.Topics[topic]
-				return t != nil && int32(len(t.Partitions)) >= total
-			})
-		}
-		return err
-	}
-	if err != nil || validateOnly {
-		return kafkaError(err)
-	}
-	return a.settle(ctx, fmt.Sprintf("partitions of topic %q", topic))
+	return a.runOne(ctx, fmt.Sprintf("partitions of topic %q", topic), validateOnly,
+		func() error { return a.ctrl.CreatePartitions(ctx, topic, total, as, validateOnly) },
+		func() error { return a.ch.createPartitions(ctx, topic, total, as, validateOnly) },
+		func(im *metadata.Image) bool {
+			t := im.Topics[topic]
+			return t != nil && int32(len(t.Partitions)) >= total
+		})
 }
 
 func (a *Admin) AlterTopicConfigs(ctx context.Context, topic string, set map[string]*string, replaceAll, validateOnly bool) error {
-	err := a.ctrl.AlterTopicConfigs(ctx, topic, set, replaceAll, validateOnly)
-	if mayForward(ctx, err) {
-		err = a.ch.alterConfigs(ctx, topic, set, replaceAll, validateOnly)
-		if err == nil && !validateOnly {
-			a.settleFor(ctx, func(im *metadata.Image) bool {
-				t := im.Topics[topic]
-				return t == nil || configsApplied(t.Configs, set, replaceAll)
-			})
-		}
-		return err
-	}
-	if err != nil || validateOnly {
-		return kafkaError(err)
-	}
-	return a.settle(ctx, fmt.Sprintf("configs of topic %q", topic))
+	return a.runOne(ctx, fmt.Sprintf("configs of topic %q", topic), validateOnly,
+		func() error { return a.ctrl.AlterTopicConfigs(ctx, topic, set, replaceAll, validateOnly) },
+		func() error { return a.ch.alterConfigs(ctx, topic, set, replaceAll, validateOnly) },
+		func(im *metadata.Image) bool {
+			t := im.Topics[topic]
+			return t == nil || configsApplied(t.Configs, set, replaceAll)
+		})
 }
 
 func (a *Admin) AlterBrokerConfigs(ctx context.Context, set map[string]*string, validateOnly bool) error {
-	err := a.ctrl.AlterBrokerConfigs(ctx, set, validateOnly)
-	if mayForward(ctx, err) {
-		err = a.ch.alterConfigs(ctx, "", set, false, validateOnly)
-		if err == nil && !validateOnly {
-			a.settleFor(ctx, func(im *metadata.Image) bool { return configsApplied(im.Configs, set, false) })
-		}
-		return err
-	}
-	if err != nil || validateOnly {
-		return kafkaError(err)
-	}
-	return a.settle(ctx, "cluster-wide broker configs")
+	return a.runOne(ctx, "cluster-wide broker configs", validateOnly,
+		func() error { return a.ctrl.AlterBrokerConfigs(ctx, set, validateOnly) },
+		func() error { return a.ch.alterConfigs(ctx, "", set, false, validateOnly) },
+		func(im *metadata.Image) bool { return configsApplied(im.Configs, set, false) })
 }
 
 // AlterNodeConfigs changes broker node's own dynamic configs (the broker resource
-// named by its id; controller.AlterNodeConfigs), forwarded to the active controller
-// when this node is not it.
+// named by its id; controller.AlterNodeConfigs).
 func (a *Admin) AlterNodeConfigs(ctx context.Context, node metadata.NodeID, set map[string]*string, validateOnly bool) error {
-	err := a.ctrl.AlterNodeConfigs(ctx, node, set, validateOnly)
-	if mayForward(ctx, err) {
-		err = a.ch.alterBrokerConfigs(ctx, strconv.Itoa(int(node)), set, validateOnly)
-		if err == nil && !validateOnly {
-			a.settleFor(ctx, func(im *metadata.Image) bool {
-				return configsApplied(config.BrokerOwnConfigs(im.Configs, int32(node)), set, false)
-			})
-		}
-		return err
-	}
-	if err != nil || validateOnly {
-		return kafkaError(err)
-	}
-	return a.settle(ctx, fmt.Sprintf("dynamic configs of node %d", node))
+	return a.runOne(ctx, fmt.Sprintf("dynamic configs of node %d", node), validateOnly,
+		func() error { return a.ctrl.AlterNodeConfigs(ctx, node, set, validateOnly) },
+		func() error { return a.ch.alterBrokerConfigs(ctx, strconv.Itoa(int(node)), set, validateOnly) },
+		func(im *metadata.Image) bool {
+			return configsApplied(config.BrokerOwnConfigs(im.Configs, int32(node)), set, false)
+		})
 }
 
 // AlterGroupConfigs changes group's configs (the GROUP config resource;
-// controller.AlterGroupConfigs), forwarded to the active controller when this node is
-// not it.
+// controller.AlterGroupConfigs).
 func (a *Admin) AlterGroupConfigs(ctx context.Context, group string, set map[string]*string, replaceAll, validateOnly bool) error {
-	err := a.ctrl.AlterGroupConfigs(ctx, group, set, replaceAll, validateOnly)
-	if mayForward(ctx, err) {
-		err = a.ch.alterGroupConfigs(ctx, group, set, replaceAll, validateOnly)
-		if err == nil && !validateOnly {
-			a.settleFor(ctx, func(im *metadata.Image) bool {
-				return configsApplied(config.GroupOwnConfigs(im.Configs, group), set, replaceAll)
-			})
-		}
-		return err
-	}
-	if err != nil || validateOnly {
-		return kafkaError(err)
-	}
-	return a.settle(ctx, fmt.Sprintf("configs of group %q", group))
+	return a.runOne(ctx, fmt.Sprintf("configs of group %q", group), validateOnly,
+		func() error { return a.ctrl.AlterGroupConfigs(ctx, group, set, replaceAll, validateOnly) },
+		func() error { return a.ch.alterGroupConfigs(ctx, group, set, replaceAll, validateOnly) },
+		func(im *metadata.Image) bool {
+			return configsApplied(config.GroupOwnConfigs(im.Configs, group), set, replaceAll)
+		})
 }
 
 // configsApplied reports whether have reflects set (nil values deleted; with

@@ -15,35 +15,13 @@ import (
 )
 
 func (a *Admin) AlterClientQuotas(ctx context.Context, alts []metadata.QuotaAlteration, validateOnly bool) []error {
-	errs := a.ctrl.AlterClientQuotas(ctx, alts, validateOnly)
-	if len(errs) > 0 && mayForward(ctx, errs[0]) {
-		errs = a.ch.alterClientQuotas(ctx, alts, validateOnly)
-		if !validateOnly {
-			a.settleFor(ctx, func(im *metadata.Image) bool {
-				for i, alt := range alts {
-					if errs[i] == nil && !quotasApplied(im.ClientQuotas, alt) {
-						return false
-					}
-				}
-				return true
-			})
-		}
-		return errs
-	}
-	for i := range errs {
-		errs[i] = kafkaError(errs[i])
-	}
-	if validateOnly {
-		return errs
-	}
-	if err := a.awaitEveryNode(ctx); err != nil {
-		for i := range errs {
-			if errs[i] == nil {
-				errs[i] = fmt.Errorf("client quotas of %s: %w", alts[i].Entity, err)
-			}
-		}
-	}
-	return errs
+	return a.run(ctx, change{
+		local:        func() []error { return a.ctrl.AlterClientQuotas(ctx, alts, validateOnly) },
+		forward:      func() []error { return a.ch.alterClientQuotas(ctx, alts, validateOnly) },
+		applied:      allApplied(len(alts), func(im *metadata.Image, i int) bool { return quotasApplied(im.ClientQuotas, alts[i]) }),
+		item:         func(i int) string { return "client quotas of " + alts[i].Entity.String() },
+		validateOnly: validateOnly,
+	})
 }
 
 // quotasApplied reports whether q reflects alt.

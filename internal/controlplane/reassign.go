@@ -18,34 +18,18 @@ import (
 )
 
 func (a *Admin) AlterPartitionReassignments(ctx context.Context, changes []metadata.Reassignment) []error {
-	errs := a.ctrl.AlterPartitionReassignments(ctx, changes)
-	if len(errs) > 0 && mayForward(ctx, errs[0]) {
-		errs = a.ch.alterPartitionReassignments(ctx, changes)
-		a.settleFor(ctx, func(im *metadata.Image) bool {
-			for i, c := range changes {
-				if errs[i] != nil {
-					continue
-				}
-				p, ok := im.Partition(c.TP)
-				if ok && (c.Target == nil && p.Reassigning() || c.Target != nil && !slices.Equal(p.TargetReplicas(), c.Target)) {
-					return false
-				}
-			}
-			return true
-		})
-		return errs
-	}
-	for i := range errs {
-		errs[i] = kafkaError(errs[i])
-	}
-	if err := a.awaitEveryNode(ctx); err != nil {
-		for i := range errs {
-			if errs[i] == nil {
-				errs[i] = fmt.Errorf("reassignment of %s-%d: %w", changes[i].TP.Topic, changes[i].TP.Partition, err)
-			}
-		}
-	}
-	return errs
+	return a.run(ctx, change{
+		local:   func() []error { return a.ctrl.AlterPartitionReassignments(ctx, changes) },
+		forward: func() []error { return a.ch.alterPartitionReassignments(ctx, changes) },
+		applied: allApplied(len(changes), func(im *metadata.Image, i int) bool {
+			c := changes[i]
+			p, ok := im.Partition(c.TP)
+			return !ok || (c.Target == nil && !p.Reassigning() || c.Target != nil && slices.Equal(p.TargetReplicas(), c.Target))
+		}),
+		item: func(i int) string {
+			return fmt.Sprintf("reassignment of %s-%d", changes[i].TP.Topic, changes[i].TP.Partition)
+		},
+	})
 }
 
 func (a *Admin) ElectLeaders(ctx context.Context, unclean bool, tps []metadata.TopicPartition) (map[metadata.TopicPartition]error, error) {
