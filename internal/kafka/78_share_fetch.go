@@ -89,14 +89,10 @@ func handleShareFetch(ctx context.Context, s *Server, r *request) (kmsg.Response
 			return resp, nil
 		}
 	}
-	sf := &shareFetch{s: s, r: r, req: req, resp: resp, group: group, member: member, im: s.admin.Image()}
+	sf := &shareFetch{shareMember: shareMember{s: s, r: r, group: group, member: member, im: s.admin.Image()}, req: req, resp: resp}
 	sf.acknowledge(ctx, renew)
 	if req.ShareSessionEpoch == -1 {
-		var keys []share.Key
-		for _, p := range sess.Partitions() {
-			keys = append(keys, shareKey(group, p.TopicID, p.Partition))
-		}
-		mgr.ReleaseMember(keys, member)
+		releaseShareSession(mgr, group, member, sess)
 		return resp, nil
 	}
 	if renew {
@@ -111,15 +107,74 @@ func handleShareFetch(ctx context.Context, s *Server, r *request) (kmsg.Response
 	return resp, nil
 }
 
-// shareFetch is one ShareFetch being answered.
-type shareFetch struct {
+// releaseShareSession releases what member holds of its closed session's partitions.
+func releaseShareSession(mgr *share.Manager, group, member string, sess *share.Session) {
+	var keys []share.Key
+	for _, p := range sess.Partitions() {
+		keys = append(keys, shareKey(group, p.TopicID, p.Partition))
+	}
+	mgr.ReleaseMember(keys, member)
+}
+
+// shareMember is what a ShareFetch and a ShareAcknowledge have in common: the member
+// answered and the partitions' leadership as this node sees it.
+type shareMember struct {
 	s             *Server
 	r             *request
-	req           *kmsg.ShareFetchRequest
-	resp          *kmsg.ShareFetchResponse
 	group, member string
 	im            *metadata.Image
-	endpoints     bool
+	// hinted: a partition's answer names another node as its leader, so the
+	// response names every live broker (NodeEndpoints).
+	hinted bool
+}
+
+// shareLeaderHint is a partition's CurrentLeader in an answer refused for leadership.
+type shareLeaderHint struct {
+	id, epoch int32
+	ok        bool
+}
+
+// leader returns the local leader of p and its share key, or the error code to answer
+// with and, when another node leads p, that leader.
+func (sm *shareMember) leader(p share.PartitionID) (*replica.Partition, share.Key, int16, shareLeaderHint) {
+	tp, kerrv := shareTopicPartition(sm.im, p.TopicID, p.Partition)
+	if kerrv != nil {
+		return nil, share.Key{}, kerrv.Code, shareLeaderHint{}
+	}
+	if !sm.s.allowed(sm.r, metadata.ACLOpRead, auth.Topic(tp.Topic)) {
+		return nil, share.Key{}, kerr.TopicAuthorizationFailed.Code, shareLeaderHint{}
+	}
+	rp, err := sm.s.leaderPartition(tp)
+	if err == nil && !rp.IsLeader() {
+		err = replica.ErrNotLeader
+	}
+	if err != nil {
+		var hint shareLeaderHint
+		if mp := sm.im.Topics[tp.Topic].Partitions[tp.Partition]; mp.Leader != metadata.NoLeader {
+			hint = shareLeaderHint{id: int32(mp.Leader), epoch: mp.LeaderEpoch, ok: true}
+			sm.hinted = true
+		}
+		return nil, share.Key{}, errorCode(err), hint
+	}
+	return rp, shareKey(sm.group, p.TopicID, p.Partition), 0, shareLeaderHint{}
+}
+
+// acknowledge applies the member's acknowledgement batches of p (ackBatch's) on p's
+// leader here and returns p's error code, with the leader's hint when another node
+// leads p.
+func (sm *shareMember) acknowledge(ctx context.Context, p share.PartitionID, batches []share.AckBatch) (int16, shareLeaderHint) {
+	lp, key, code, hint := sm.leader(p)
+	if code != 0 {
+		return code, hint
+	}
+	return shareErrorCode(sm.s.share.parts.Acknowledge(ctx, key, dataLog{lp}, sm.member, batches)), hint
+}
+
+// shareFetch is one ShareFetch being answered.
+type shareFetch struct {
+	shareMember
+	req  *kmsg.ShareFetchRequest
+	resp *kmsg.ShareFetchResponse
 }
 
 // part returns p's answer, adding it.
@@ -148,31 +203,12 @@ func (sf *shareFetch) part(p share.PartitionID) *kmsg.ShareFetchResponseTopicPar
 	return &t.Partitions[len(t.Partitions)-1]
 }
 
-// leader returns the local leader of p, or fills p's error (with the leader's hint).
-func (sf *shareFetch) leader(p share.PartitionID, setErr func(int16)) (*replica.Partition, share.Key, bool) {
-	tp, kerrv := shareTopicPartition(sf.im, p.TopicID, p.Partition)
-	if kerrv != nil {
-		setErr(kerrv.Code)
-		return nil, share.Key{}, false
-	}
-	if !sf.s.allowed(sf.r, metadata.ACLOpRead, auth.Topic(tp.Topic)) {
-		setErr(kerr.TopicAuthorizationFailed.Code)
-		return nil, share.Key{}, false
-	}
-	rp, err := sf.s.leaderPartition(tp)
-	if err == nil && !rp.IsLeader() {
-		err = replica.ErrNotLeader
-	}
-	if err != nil {
-		setErr(errorCode(err))
+// setLeader puts a leadership hint in p's answer.
+func (sf *shareFetch) setLeader(p share.PartitionID, hint shareLeaderHint) {
+	if hint.ok {
 		kp := sf.part(p)
-		if mp := sf.im.Topics[tp.Topic].Partitions[tp.Partition]; mp.Leader != metadata.NoLeader {
-			kp.CurrentLeader.LeaderID, kp.CurrentLeader.LeaderEpoch = int32(mp.Leader), mp.LeaderEpoch
-			sf.endpoints = true
-		}
-		return nil, share.Key{}, false
+		kp.CurrentLeader.LeaderID, kp.CurrentLeader.LeaderEpoch = hint.id, hint.epoch
 	}
-	return rp, shareKey(sf.group, p.TopicID, p.Partition), true
 }
 
 // acknowledge applies the piggybacked acknowledgements.
@@ -183,17 +219,13 @@ func (sf *shareFetch) acknowledge(ctx context.Context, renew bool) {
 				continue
 			}
 			p := share.PartitionID{TopicID: t.TopicID, Partition: rp.Partition}
-			kp := sf.part(p)
-			setErr := func(c int16) { sf.part(p).AcknowledgeErrorCode = c }
-			lp, key, ok := sf.leader(p, setErr)
-			if !ok {
-				continue
-			}
 			batches := make([]share.AckBatch, 0, len(rp.AcknowledgementBatches))
 			for _, b := range rp.AcknowledgementBatches {
 				batches = append(batches, ackBatch(b.FirstOffset, b.LastOffset, b.AcknowledgeTypes, renew))
 			}
-			kp.AcknowledgeErrorCode = shareErrorCode(sf.s.share.parts.Acknowledge(ctx, key, dataLog{lp}, sf.member, batches))
+			code, hint := sf.shareMember.acknowledge(ctx, p, batches)
+			sf.part(p).AcknowledgeErrorCode = code
+			sf.setLeader(p, hint)
 		}
 	}
 }
@@ -216,16 +248,21 @@ func (sf *shareFetch) fetch(ctx context.Context, parts []share.PartitionID) {
 	deadline := time.Now().Add(min(time.Duration(sf.req.MaxWaitMillis)*time.Millisecond, shareFetchMaxWait))
 	var leds []shareLed
 	for _, id := range parts {
-		lp, key, ok := sf.leader(id, func(c int16) { sf.part(id).ErrorCode = c })
-		if ok {
-			leds = append(leds, shareLed{id, lp, key})
+		lp, key, code, hint := sf.leader(id)
+		if code != 0 {
+			sf.part(id).ErrorCode = code
+			sf.setLeader(id, hint)
+			continue
 		}
+		leds = append(leds, shareLed{id, lp, key})
 	}
 	if sf.acquire(ctx, leds) == 0 && len(leds) > 0 {
 		sf.poll(ctx, leds, deadline)
 	}
-	if sf.endpoints {
-		sf.addEndpoints(ctx)
+	if sf.hinted {
+		sf.nodeEndpoints(ctx, func(ne kmsg.ShareFetchResponseNodeEndpoint) {
+			sf.resp.NodeEndpoints = append(sf.resp.NodeEndpoints, ne)
+		})
 	}
 }
 
@@ -345,14 +382,15 @@ func readShareBatches(p *replica.Partition, off int64, maxBytes int32) ([]byte, 
 	return buf, covered, nil
 }
 
-// addEndpoints names every live broker, for the CurrentLeader hints.
-func (sf *shareFetch) addEndpoints(ctx context.Context) {
-	for _, id := range sf.im.BrokerIDs() {
-		b := sf.im.Brokers[id]
+// nodeEndpoints gives add every live broker, for the CurrentLeader hints (as
+// ShareFetch's type; ShareAcknowledge's has the same fields).
+func (sm *shareMember) nodeEndpoints(ctx context.Context, add func(kmsg.ShareFetchResponseNodeEndpoint)) {
+	for _, id := range sm.im.BrokerIDs() {
+		b := sm.im.Brokers[id]
 		if b.Fenced {
 			continue
 		}
-		host, port, ok := sf.s.listenerEndpoint(ctx, b)
+		host, port, ok := sm.s.listenerEndpoint(ctx, b)
 		if !ok {
 			continue
 		}
@@ -362,6 +400,6 @@ func (sf *shareFetch) addEndpoints(ctx context.Context) {
 			rack := b.Rack
 			ne.Rack = &rack
 		}
-		sf.resp.NodeEndpoints = append(sf.resp.NodeEndpoints, ne)
+		add(ne)
 	}
 }

@@ -61,53 +61,39 @@ func handleShareAcknowledge(ctx context.Context, s *Server, r *request) (kmsg.Re
 			return resp, nil
 		}
 	}
-	// Reuse ShareFetch's leader lookup and acknowledgement path on an equivalent
-	// request: same batches, same per-partition answers.
-	freq := kmsg.NewPtrShareFetchRequest()
-	freq.GroupID, freq.MemberID = req.GroupID, req.MemberID
+	sm := &shareMember{s: s, r: r, group: group, member: member, im: s.admin.Image()}
+	renew := req.Version >= 2 && req.IsRenewAck
 	for _, t := range req.Topics {
-		ft := kmsg.NewShareFetchRequestTopic()
-		ft.TopicID = t.TopicID
+		rt := kmsg.NewShareAcknowledgeResponseTopic()
+		rt.TopicID = t.TopicID
 		for _, p := range t.Partitions {
-			fp := kmsg.NewShareFetchRequestTopicPartition()
-			fp.Partition = p.Partition
-			for _, b := range p.AcknowledgementBatches {
-				fb := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
-				fb.FirstOffset, fb.LastOffset, fb.AcknowledgeTypes = b.FirstOffset, b.LastOffset, b.AcknowledgeTypes
-				fp.AcknowledgementBatches = append(fp.AcknowledgementBatches, fb)
+			if len(p.AcknowledgementBatches) == 0 {
+				continue // nothing to answer for, as in ShareFetch
 			}
-			ft.Partitions = append(ft.Partitions, fp)
+			batches := make([]share.AckBatch, 0, len(p.AcknowledgementBatches))
+			for _, b := range p.AcknowledgementBatches {
+				batches = append(batches, ackBatch(b.FirstOffset, b.LastOffset, b.AcknowledgeTypes, renew))
+			}
+			rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
+			rp.Partition = p.Partition
+			var hint shareLeaderHint
+			rp.ErrorCode, hint = sm.acknowledge(ctx, share.PartitionID{TopicID: t.TopicID, Partition: p.Partition}, batches)
+			if hint.ok {
+				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = hint.id, hint.epoch
+			}
+			rt.Partitions = append(rt.Partitions, rp)
 		}
-		freq.Topics = append(freq.Topics, ft)
+		if len(rt.Partitions) > 0 {
+			resp.Topics = append(resp.Topics, rt)
+		}
 	}
-	fresp := freq.ResponseKind().(*kmsg.ShareFetchResponse)
-	sf := &shareFetch{s: s, r: r, req: freq, resp: fresp, group: group, member: member, im: s.admin.Image()}
-	sf.acknowledge(ctx, req.Version >= 2 && req.IsRenewAck)
-	for _, ft := range fresp.Topics {
-		t := kmsg.NewShareAcknowledgeResponseTopic()
-		t.TopicID = ft.TopicID
-		for _, fp := range ft.Partitions {
-			p := kmsg.NewShareAcknowledgeResponseTopicPartition()
-			p.Partition, p.ErrorCode = fp.Partition, fp.AcknowledgeErrorCode
-			p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = fp.CurrentLeader.LeaderID, fp.CurrentLeader.LeaderEpoch
-			t.Partitions = append(t.Partitions, p)
-		}
-		resp.Topics = append(resp.Topics, t)
-	}
-	if sf.endpoints {
-		sf.addEndpoints(ctx)
-		for _, ne := range fresp.NodeEndpoints {
-			e := kmsg.NewShareAcknowledgeResponseNodeEndpoint()
-			e.NodeID, e.Host, e.Port, e.Rack = ne.NodeID, ne.Host, ne.Port, ne.Rack
-			resp.NodeEndpoints = append(resp.NodeEndpoints, e)
-		}
+	if sm.hinted {
+		sm.nodeEndpoints(ctx, func(ne kmsg.ShareFetchResponseNodeEndpoint) {
+			resp.NodeEndpoints = append(resp.NodeEndpoints, kmsg.ShareAcknowledgeResponseNodeEndpoint(ne))
+		})
 	}
 	if req.ShareSessionEpoch == -1 {
-		var keys []share.Key
-		for _, p := range sess.Partitions() {
-			keys = append(keys, shareKey(group, p.TopicID, p.Partition))
-		}
-		mgr.ReleaseMember(keys, member)
+		releaseShareSession(mgr, group, member, sess)
 	}
 	return resp, nil
 }
