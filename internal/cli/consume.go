@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/runnel-io/runnel/internal/offsetspec"
 )
 
 // commitTimeout bounds the final offset commit of a group consumer, which runs even
@@ -86,7 +88,7 @@ the escapes \n \t \r \\.`,
 // consumePlan is the validated form of the flags.
 type consumePlan struct {
 	format    *recordFormat
-	start     offsetSpec
+	start     offsetspec.Spec
 	isolation kgo.IsolationLevel
 }
 
@@ -106,16 +108,16 @@ func (f *consumeFlags) plan() (*consumePlan, error) {
 	if f.count < 0 || f.idleTimeout < 0 {
 		return nil, usageErrorf("-n and --idle-timeout must not be negative")
 	}
-	p := &consumePlan{start: offsetSpec{kind: offsetLatest}}
+	p := &consumePlan{start: offsetspec.Spec{Kind: offsetspec.Latest}}
 	var err error
 	if p.format, err = compileFormat(f.format); err != nil {
 		return nil, usageError{err}
 	}
 	if f.fromBeginning {
-		p.start = offsetSpec{kind: offsetEarliest}
+		p.start = offsetspec.Spec{Kind: offsetspec.Earliest}
 	}
 	if f.offset != "" {
-		if p.start, err = parseOffsetSpec(f.offset); err != nil {
+		if p.start, err = offsetspec.ParseOffset(f.offset); err != nil {
 			return nil, usageError{err}
 		}
 	}
@@ -320,11 +322,11 @@ func choosePartitions(td kadm.TopicDetail, partition int32) ([]int32, error) {
 
 // startOffsets resolves the start position of each partition. Exact offsets are
 // checked against the log, and -N is clamped to the log start.
-func startOffsets(ctx context.Context, adm *kadm.Client, topic string, parts []int32, spec offsetSpec) (map[int32]kgo.Offset, error) {
+func startOffsets(ctx context.Context, adm *kadm.Client, topic string, parts []int32, spec offsetspec.Spec) (map[int32]kgo.Offset, error) {
 	offsets := make(map[int32]kgo.Offset, len(parts))
-	if spec.kind != offsetExact && spec.kind != offsetFromEnd {
+	if spec.Kind != offsetspec.Exact && spec.Kind != offsetspec.FromEnd {
 		for _, p := range parts {
-			offsets[p] = spec.kgoOffset()
+			offsets[p] = kgoOffset(spec)
 		}
 		return offsets, nil
 	}
@@ -350,14 +352,14 @@ func startOffsets(ctx context.Context, adm *kadm.Client, topic string, parts []i
 type logBound struct{ start, end int64 }
 
 // resolve turns an exact or -N spec into an offset within the log.
-func (b logBound) resolve(spec offsetSpec) (int64, error) {
-	if spec.kind == offsetFromEnd {
-		return max(b.end-spec.n, b.start), nil
+func (b logBound) resolve(spec offsetspec.Spec) (int64, error) {
+	if spec.Kind == offsetspec.FromEnd {
+		return max(b.end-spec.N, b.start), nil
 	}
-	if spec.n < b.start || spec.n > b.end {
-		return 0, fmt.Errorf("offset %d is out of range (log start %d, log end %d)", spec.n, b.start, b.end)
+	if spec.N < b.start || spec.N > b.end {
+		return 0, fmt.Errorf("offset %d is out of range (log start %d, log end %d)", spec.N, b.start, b.end)
 	}
-	return spec.n, nil
+	return spec.N, nil
 }
 
 func logBounds(ctx context.Context, adm *kadm.Client, topic string) (map[int32]logBound, error) {

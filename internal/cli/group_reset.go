@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/runnel-io/runnel/internal/offsetspec"
 )
 
 // errGroupNotEmpty is returned by reset-offsets --execute while the group has members.
@@ -108,38 +110,38 @@ The result is kept within the log. Without --execute the plan is only printed; w
 }
 
 // spec validates the position flags; a nil spec means "from the current commit".
-func (f *resetFlags) spec() (*offsetSpec, error) {
+func (f *resetFlags) spec() (*offsetspec.Spec, error) {
 	var given []string
-	var spec *offsetSpec
-	set := func(name string, s offsetSpec) {
+	var spec *offsetspec.Spec
+	set := func(name string, s offsetspec.Spec) {
 		given = append(given, name)
 		spec = &s
 	}
 	if f.to != "" {
-		s, err := parseResetSpec(f.to)
+		s, err := offsetspec.ParseReset(f.to)
 		if err != nil {
 			return nil, usageError{err}
 		}
 		set("--to", s)
 	}
 	if f.toEarliest {
-		set("--to-earliest", offsetSpec{kind: offsetEarliest})
+		set("--to-earliest", offsetspec.Spec{Kind: offsetspec.Earliest})
 	}
 	if f.toLatest {
-		set("--to-latest", offsetSpec{kind: offsetLatest})
+		set("--to-latest", offsetspec.Spec{Kind: offsetspec.Latest})
 	}
 	if f.toCurrent {
-		set("--to-current", offsetSpec{kind: offsetCurrent})
+		set("--to-current", offsetspec.Spec{Kind: offsetspec.Current})
 	}
 	if f.toOffset >= 0 {
-		set("--to-offset", offsetSpec{kind: offsetExact, n: f.toOffset})
+		set("--to-offset", offsetspec.Spec{Kind: offsetspec.Exact, N: f.toOffset})
 	}
 	if f.toDatetime != "" {
-		ms, err := parseDatetime(f.toDatetime)
+		ms, err := offsetspec.ParseDatetime(f.toDatetime)
 		if err != nil {
 			return nil, usageErrorf("bad --to-datetime: %v", err)
 		}
-		set("--to-datetime", offsetSpec{kind: offsetTimestamp, n: ms})
+		set("--to-datetime", offsetspec.Spec{Kind: offsetspec.Timestamp, N: ms})
 	}
 	if f.byDuration != "" {
 		d, err := parseISODuration(f.byDuration)
@@ -149,7 +151,7 @@ func (f *resetFlags) spec() (*offsetSpec, error) {
 		if d < 0 {
 			return nil, usageErrorf("bad --by-duration %q: it must not be negative", f.byDuration)
 		}
-		set("--by-duration", offsetSpec{kind: offsetTimestamp, n: max(time.Now().Add(-d).UnixMilli(), 0)})
+		set("--by-duration", offsetspec.Spec{Kind: offsetspec.Timestamp, N: max(time.Now().Add(-d).UnixMilli(), 0)})
 	}
 	switch {
 	case len(given) > 1:
@@ -191,7 +193,7 @@ func (f *resetFlags) selections() ([]topicSel, error) {
 	return sels, nil
 }
 
-func resetOffsets(cmd *cobra.Command, adm *kadm.Client, group string, f *resetFlags, sels []topicSel, to *offsetSpec) error {
+func resetOffsets(cmd *cobra.Command, adm *kadm.Client, group string, f *resetFlags, sels []topicSel, to *offsetspec.Spec) error {
 	ctx := cmd.Context()
 	if f.execute {
 		if err := checkGroupEmpty(ctx, adm, group); err != nil {
@@ -273,7 +275,7 @@ func committedTopics(ctx context.Context, adm *kadm.Client, group string) ([]top
 }
 
 // planReset computes the new offset of the selected partitions of one topic.
-func planReset(ctx context.Context, adm *kadm.Client, group string, sel topicSel, to *offsetSpec, shift int64) ([]resetRow, error) {
+func planReset(ctx context.Context, adm *kadm.Client, group string, sel topicSel, to *offsetspec.Spec, shift int64) ([]resetRow, error) {
 	topic := sel.topic
 	td, err := topicDetail(ctx, adm, topic)
 	if err != nil {
@@ -298,7 +300,7 @@ func planReset(ctx context.Context, adm *kadm.Client, group string, sel topicSel
 		if !ok {
 			return nil, fmt.Errorf("topic %q partition %d: no log offsets listed", topic, p)
 		}
-		at, err := resetTarget(to, shift, po)
+		at, err := offsetspec.Target(to, shift, po)
 		if err != nil {
 			return nil, fmt.Errorf("group %q topic %q partition %d: %w", group, topic, p, err)
 		}
@@ -310,7 +312,7 @@ func planReset(ctx context.Context, adm *kadm.Client, group string, sel topicSel
 
 // partitionOffsetsFor gathers the log bounds, the group's commits and, for a
 // timestamp, the offsets at that time.
-func partitionOffsetsFor(ctx context.Context, adm *kadm.Client, group, topic string, to *offsetSpec) (map[int32]partitionOffsets, error) {
+func partitionOffsetsFor(ctx context.Context, adm *kadm.Client, group, topic string, to *offsetspec.Spec) (map[int32]offsetspec.Partition, error) {
 	bounds, err := logBounds(ctx, adm, topic)
 	if err != nil {
 		return nil, err
@@ -329,9 +331,9 @@ func partitionOffsetsFor(ctx context.Context, adm *kadm.Client, group, topic str
 	if err != nil {
 		return nil, err
 	}
-	known := make(map[int32]partitionOffsets, len(bounds))
+	known := make(map[int32]offsetspec.Partition, len(bounds))
 	for p, b := range bounds {
-		po := partitionOffsets{Start: b.start, End: b.end, Committed: -1, AtTime: -1}
+		po := offsetspec.Partition{Start: b.start, End: b.end, Committed: -1, AtTime: -1}
 		if c, ok := commits.Lookup(topic, p); ok {
 			po.Committed = c.At
 		}
@@ -343,16 +345,16 @@ func partitionOffsetsFor(ctx context.Context, adm *kadm.Client, group, topic str
 	return known, nil
 }
 
-func offsetsAtTime(ctx context.Context, adm *kadm.Client, topic string, to *offsetSpec) (kadm.ListedOffsets, error) {
-	if to == nil || to.kind != offsetTimestamp {
+func offsetsAtTime(ctx context.Context, adm *kadm.Client, topic string, to *offsetspec.Spec) (kadm.ListedOffsets, error) {
+	if to == nil || to.Kind != offsetspec.Timestamp {
 		return nil, nil
 	}
-	listed, err := adm.ListOffsetsAfterMilli(ctx, to.n, topic)
+	listed, err := adm.ListOffsetsAfterMilli(ctx, to.N, topic)
 	if err == nil {
 		err = listed.Error()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("offsets of topic %q at %d ms: %w", topic, to.n, err)
+		return nil, fmt.Errorf("offsets of topic %q at %d ms: %w", topic, to.N, err)
 	}
 	return listed, nil
 }

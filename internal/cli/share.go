@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/runnel-io/runnel/internal/offsetspec"
 )
 
 func init() { register(newShareCommand) }
@@ -244,23 +246,23 @@ plan without changing anything.`,
 }
 
 // parseShareResetSpec parses --to: earliest, latest or an offset >= 0.
-func parseShareResetSpec(to string) (offsetSpec, error) {
+func parseShareResetSpec(to string) (offsetspec.Spec, error) {
 	switch to {
 	case "earliest":
-		return offsetSpec{kind: offsetEarliest}, nil
+		return offsetspec.Spec{Kind: offsetspec.Earliest}, nil
 	case "latest":
-		return offsetSpec{kind: offsetLatest}, nil
+		return offsetspec.Spec{Kind: offsetspec.Latest}, nil
 	case "":
-		return offsetSpec{}, usageErrorf("--to is required: earliest, latest or an OFFSET")
+		return offsetspec.Spec{}, usageErrorf("--to is required: earliest, latest or an OFFSET")
 	}
 	n, err := strconv.ParseInt(to, 10, 64)
 	if err != nil || n < 0 {
-		return offsetSpec{}, usageErrorf("bad --to %q: want earliest, latest or an offset (>= 0)", to)
+		return offsetspec.Spec{}, usageErrorf("bad --to %q: want earliest, latest or an offset (>= 0)", to)
 	}
-	return offsetSpec{kind: offsetExact, n: n}, nil
+	return offsetspec.Spec{Kind: offsetspec.Exact, N: n}, nil
 }
 
-func resetShareOffsets(cmd *cobra.Command, adm *kadm.Client, group, topic string, spec offsetSpec, dryRun, asJSON bool) error {
+func resetShareOffsets(cmd *cobra.Command, adm *kadm.Client, group, topic string, spec offsetspec.Spec, dryRun, asJSON bool) error {
 	ctx := cmd.Context()
 	if _, err := topicDetail(ctx, adm, topic); err != nil {
 		return err
@@ -282,13 +284,13 @@ func resetShareOffsets(cmd *cobra.Command, adm *kadm.Client, group, topic string
 		if c, ok := current[p]; ok {
 			row.Current = c
 		}
-		switch spec.kind {
-		case offsetEarliest:
+		switch spec.Kind {
+		case offsetspec.Earliest:
 			row.New = b.start
-		case offsetLatest:
+		case offsetspec.Latest:
 			row.New = b.end
 		default:
-			row.New = min(max(spec.n, b.start), b.end)
+			row.New = min(max(spec.N, b.start), b.end)
 		}
 		rows = append(rows, row)
 		offsets.AddOffset(topic, p, row.New, -1)

@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -17,6 +14,7 @@ import (
 	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/httpd"
 	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/offsetspec"
 )
 
 // The console's write actions on topics and groups. Each is the Kafka operation a
@@ -225,45 +223,14 @@ type ResetPartition struct {
 	New       int64  `json:"new"`
 }
 
-// position is a parsed reset-offsets "to".
-type position struct {
-	kind string // "earliest", "latest", "current", "offset", "time"
-	n    int64  // the offset, or the time in ms
-}
-
-// parsePosition reads the CLI's reset-offsets --to values.
-func parsePosition(s string) (position, error) {
-	switch s {
-	case "earliest", "beginning", "start":
-		return position{kind: "earliest"}, nil
-	case "latest", "end":
-		return position{kind: "latest"}, nil
-	case "current":
-		return position{kind: "current"}, nil
+// parsePosition reads a reset's "to" as the CLI reads reset-offsets --to
+// (offsetspec.ParseReset); a bad one is a bad request (400).
+func parsePosition(s string) (offsetspec.Spec, error) {
+	to, err := offsetspec.ParseReset(s)
+	if err != nil {
+		return to, fmt.Errorf("%w: to=%q: want earliest, latest, current, an offset, @TIMESTAMP (ms or RFC 3339) or an RFC 3339 time", ErrBadRequest, s)
 	}
-	bad := fmt.Errorf("%w: to=%q: want earliest, latest, current, an offset, @TIMESTAMP (ms or RFC 3339) or an RFC 3339 time", ErrBadRequest, s)
-	if ts, ok := strings.CutPrefix(s, "@"); ok {
-		if ms, err := strconv.ParseInt(ts, 10, 64); err == nil && ms >= 0 {
-			return position{kind: "time", n: ms}, nil
-		}
-		s = ts
-	}
-	if strings.Contains(s, "T") {
-		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-			return position{kind: "time", n: t.UnixMilli()}, nil
-		}
-		for _, layout := range []string{"2006-01-02T15:04:05.999999999", "2006-01-02T15:04"} {
-			if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
-				return position{kind: "time", n: t.UnixMilli()}, nil
-			}
-		}
-		return position{}, bad
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
-		return position{}, bad
-	}
-	return position{kind: "offset", n: n}, nil
+	return to, nil
 }
 
 // resetOffsets serves POST /api/v1/groups/G/reset-offsets: as OffsetCommit, READ on
@@ -316,7 +283,7 @@ func (s *source) resetOffsets(ctx context.Context, r *http.Request) (any, error)
 
 // resetPartitions is resetOffsets once checked: group's offsets on req.Topic's parts
 // moved to to (or, with req.DryRun, only computed).
-func resetPartitions(ctx context.Context, adm *kadm.Client, group string, req ResetOffsetsRequest, to position, parts []int32) (*ResetOffsets, error) {
+func resetPartitions(ctx context.Context, adm *kadm.Client, group string, req ResetOffsetsRequest, to offsetspec.Spec, parts []int32) (*ResetOffsets, error) {
 	if !req.DryRun {
 		described, err := adm.DescribeGroups(ctx, group)
 		if err != nil {
@@ -345,9 +312,9 @@ func resetPartitions(ctx context.Context, adm *kadm.Client, group string, req Re
 		return nil, kafkaError(err, "the end offsets of topic %s", req.Topic)
 	}
 	var atTime kadm.ListedOffsets
-	if to.kind == "time" {
-		if atTime, err = adm.ListOffsetsAfterMilli(ctx, to.n, req.Topic); err != nil {
-			return nil, kafkaError(err, "the offsets of topic %s at time %d", req.Topic, to.n)
+	if to.Kind == offsetspec.Timestamp {
+		if atTime, err = adm.ListOffsetsAfterMilli(ctx, to.N, req.Topic); err != nil {
+			return nil, kafkaError(err, "the offsets of topic %s at time %d", req.Topic, to.N)
 		}
 	}
 	commit := kadm.Offsets{}
@@ -358,30 +325,21 @@ func resetPartitions(ctx context.Context, adm *kadm.Client, group string, req Re
 			return nil, fmt.Errorf("topic %s partition %d: its leader did not answer ListOffsets: %v", req.Topic, p, errors.Join(st.Err, en.Err))
 		}
 		rp := ResetPartition{Partition: p}
+		at := offsetspec.Partition{Start: st.Offset, End: en.Offset, Committed: -1, AtTime: -1}
 		if c, ok := committed.Lookup(req.Topic, p); ok && c.Err == nil && c.At >= 0 {
 			old := c.At
-			rp.Old = &old
+			rp.Old, at.Committed = &old, old
 		}
-		switch to.kind {
-		case "earliest":
-			rp.New = st.Offset
-		case "latest":
-			rp.New = en.Offset
-		case "current":
-			if rp.Old == nil {
-				continue // nothing committed: nothing to keep
-			}
-			rp.New = *rp.Old
-		case "offset":
-			rp.New = to.n
-		case "time":
-			rp.New = en.Offset // no record at or after the time
+		if to.Kind == offsetspec.Timestamp {
 			if o, ok := atTime.Lookup(req.Topic, p); ok && o.Err == nil && o.Offset >= 0 {
-				rp.New = o.Offset
+				at.AtTime = o.Offset
 			}
 		}
-		// Clamped to the log, as kafka-consumer-groups does.
-		rp.New = min(max(rp.New, st.Offset), en.Offset)
+		if to.Kind == offsetspec.Current && rp.Old == nil {
+			continue // nothing committed: nothing to keep
+		}
+		// Clamped to the log, as kafka-consumer-groups does; no error, with a position.
+		rp.New, _ = offsetspec.Target(&to, 0, at)
 		out.Partitions = append(out.Partitions, rp)
 		commit.Add(kadm.Offset{Topic: req.Topic, Partition: p, At: rp.New, LeaderEpoch: -1})
 	}

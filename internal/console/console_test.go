@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/runnel-io/runnel/internal/offsetspec"
 )
 
 // The reset positions are the CLI's (runnel group reset-offsets --to).
@@ -14,24 +16,26 @@ func TestParsePosition(t *testing.T) {
 	at := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC).UnixMilli()
 	for _, c := range []struct {
 		in   string
-		want position
+		want offsetspec.Spec
 	}{
-		{"earliest", position{kind: "earliest"}},
-		{"beginning", position{kind: "earliest"}},
-		{"latest", position{kind: "latest"}},
-		{"end", position{kind: "latest"}},
-		{"current", position{kind: "current"}},
-		{"42", position{kind: "offset", n: 42}},
-		{"@1700000000000", position{kind: "time", n: 1700000000000}},
-		{"@2026-01-02T15:04:05Z", position{kind: "time", n: at}},
-		{"2026-01-02T15:04:05Z", position{kind: "time", n: at}},
+		{"earliest", offsetspec.Spec{Kind: offsetspec.Earliest}},
+		{"beginning", offsetspec.Spec{Kind: offsetspec.Earliest}},
+		{"latest", offsetspec.Spec{Kind: offsetspec.Latest}},
+		{"end", offsetspec.Spec{Kind: offsetspec.Latest}},
+		{"current", offsetspec.Spec{Kind: offsetspec.Current}},
+		{"42", offsetspec.Spec{Kind: offsetspec.Exact, N: 42}},
+		{"@1700000000000", offsetspec.Spec{Kind: offsetspec.Timestamp, N: 1700000000000}},
+		{"@2026-01-02T15:04:05Z", offsetspec.Spec{Kind: offsetspec.Timestamp, N: at}},
+		{"2026-01-02T15:04:05Z", offsetspec.Spec{Kind: offsetspec.Timestamp, N: at}},
 	} {
 		got, err := parsePosition(c.in)
 		if err != nil || got != c.want {
 			t.Errorf("parsePosition(%q) = %+v, %v; want %+v", c.in, got, err, c.want)
 		}
 	}
-	for _, in := range []string{"", "-1", "yesterday", "@-5", "2026-13-45T99:00"} {
+	// After @, a time is RFC 3339 (as the CLI's --to takes it); one without a zone
+	// is local time only without the @.
+	for _, in := range []string{"", "-1", "yesterday", "@-5", "2026-13-45T99:00", "@2026-01-02T15:04"} {
 		if _, err := parsePosition(in); !errors.Is(err, ErrBadRequest) {
 			t.Errorf("parsePosition(%q): %v, want a bad request", in, err)
 		}
