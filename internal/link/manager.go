@@ -42,15 +42,23 @@ type Manager struct {
 	syncers map[string]*syncer
 	// startErrs: why a link with partitions to fetch here has no session (its source
 	// client could not be built: a reference this node cannot resolve, a bad
-	// property), by link. Tried again at each image; link status shows it.
-	startErrs map[string]string
+	// property), by link. Tried again at each image; stats reports its partitions.
+	startErrs map[string]*startFailure
 	closed    bool
+}
+
+// startFailure is a link that cannot start on this node: why, since when (without a
+// break), and the partitions it would fetch.
+type startFailure struct {
+	msg   string
+	since time.Time
+	parts map[metadata.TopicPartition]wanted
 }
 
 // NewManager returns a manager with no session; ApplyImage starts them.
 func NewManager(node metadata.NodeID, replicas *replica.Manager, logger *slog.Logger) *Manager {
 	return &Manager{node: node, replicas: replicas, logger: logger.With("component", "link"),
-		sessions: map[string]*session{}, syncers: map[string]*syncer{}, startErrs: map[string]string{}}
+		sessions: map[string]*session{}, syncers: map[string]*syncer{}, startErrs: map[string]*startFailure{}}
 }
 
 // SetReporter installs how the manager reaches the active controller. Call it
@@ -127,11 +135,14 @@ func (m *Manager) ApplyImage(im *metadata.Image) {
 		if s == nil {
 			var err error
 			if s, err = newSession(m, im.Link(name)); err != nil {
-				msg := fmt.Sprintf("cannot start on node %d: %v", m.node, err)
-				if m.startErrs[name] != msg {
+				f := &startFailure{msg: fmt.Sprintf("cannot start on node %d: %v", m.node, err), since: time.Now(), parts: parts}
+				if old := m.startErrs[name]; old != nil {
+					f.since = old.since
+				}
+				if old := m.startErrs[name]; old == nil || old.msg != f.msg {
 					m.logger.Error("cannot start link", "link", name, "node", m.node, "partitions", len(parts), "err", err)
 				}
-				m.startErrs[name] = msg
+				m.startErrs[name] = f
 				continue
 			}
 			delete(m.startErrs, name)
@@ -139,14 +150,6 @@ func (m *Manager) ApplyImage(im *metadata.Image) {
 		}
 		s.setParts(parts)
 	}
-}
-
-// startErr is why link has no session on this node although it has partitions to
-// fetch here ("" when it started, or has nothing to fetch here).
-func (m *Manager) startErr(link string) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.startErrs[link]
 }
 
 func sameLink(a, b *metadata.Link) bool {
@@ -197,14 +200,23 @@ func (m *Manager) Close() {
 
 // stats returns the live state of the partitions this node fetches, by partition.
 func (m *Manager) stats() map[metadata.TopicPartition]partStats {
+	out := map[metadata.TopicPartition]partStats{}
+	now := time.Now()
 	m.mu.Lock()
 	ss := make([]*session, 0, len(m.sessions))
 	for _, s := range m.sessions {
 		ss = append(ss, s)
 	}
+	failed := maps.Clone(m.startErrs) // each *startFailure is replaced, never changed
 	m.mu.Unlock()
-	out := map[metadata.TopicPartition]partStats{}
-	now := time.Now()
+	// A link that cannot start here copies nothing: the source's end is unknown (-1)
+	// and the destination is behind, as far as this node knows, since it first failed.
+	for name, f := range failed {
+		for tp, w := range f.parts {
+			_, _, _, end, _ := w.dest.MirrorEnds()
+			out[tp] = partStats{link: name, sourceEnd: -1, end: end, lagSeconds: now.Sub(f.since).Seconds(), err: f.msg}
+		}
+	}
 	for _, s := range ss {
 		s.mu.Lock()
 		for tp, p := range s.parts {

@@ -128,4 +128,14 @@ func TestLinkSourcePasswordByReference(t *testing.T) {
 		t.Logf("status of link byref on a node without the variable: %s", st.Partitions[0].Error)
 		return nil
 	})
+	// Nothing is copied, and the lag says so (INTERFACE.md: while the source cannot be
+	// fetched, lag_seconds grows), in status and on /metrics.
+	testutil.Eventually(t, 10*time.Second, func() error {
+		q := status(t, dst.Bootstrap(), "byref").Partitions[0]
+		_, seconds, ok := linkMetrics(t, dst, 1, "byref", "events", 0)
+		if q.LagSeconds < 1 || !ok || seconds < 1 {
+			return fmt.Errorf("lag_seconds %.2f in status, %.2f on /metrics (exported: %v): want both at least 1 s and growing", q.LagSeconds, seconds, ok)
+		}
+		return nil
+	})
 }

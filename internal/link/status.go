@@ -35,7 +35,6 @@ func (a *Admin) status(req Request) Response {
 		return errorResponse(fmt.Errorf("%w: no link %q", kerr.InvalidRequest, req.Link))
 	}
 	live := a.cfg.Manager.stats()
-	startErr := a.cfg.Manager.startErr(req.Link)
 	// The group offsets are synced by the active controller's node: each node answers
 	// with what it synced, and the CLI keeps the latest of each.
 	resp := Response{Groups: a.cfg.Manager.groupStatus(req.Link)}
@@ -47,9 +46,6 @@ func (a *Admin) status(req Request) Response {
 			}
 			tp := metadata.TopicPartition{Topic: m.Topic, Partition: int32(i)}
 			if ps, ok := a.partitionStatus(im, m, tp, live); ok {
-				if _, fetched := live[tp]; !fetched && ps.Error == "" && ps.State != string(metadata.MirrorPromoted) {
-					ps.Error = startErr // the link has no session here, so nothing fetches it
-				}
 				resp.Partitions = append(resp.Partitions, ps)
 			}
 		}
