@@ -72,8 +72,8 @@ func newLinkStatus(conn *connFlags) *cobra.Command {
 source's end (its high watermark at the last fetch; -1 before the first), this
 cluster's end, the lag in records and in seconds (how long this cluster is known to
 be behind; while the source is unreachable, at least the time since the last
-successful fetch), the state (mirroring, paused, promoting, promoted, failed) and the
-last error. Then, per consumer group partition the link syncs (--groups), the
+successful fetch), the state (mirroring, paused, promoting, promoted, failed, and
+failing_back while a link failback runs on this cluster) and the last error. Then, per consumer group partition the link syncs (--groups), the
 offset synced and when (answered by the active controller's node, which syncs).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
