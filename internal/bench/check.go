@@ -6,6 +6,7 @@ import (
 	"math/bits"
 
 	"github.com/runnel-io/runnel/internal/benchfmt"
+	"github.com/runnel-io/runnel/internal/clitext"
 )
 
 // ErrLostRecords is returned by a run that did not get back every record it should
@@ -105,7 +106,7 @@ func (t *seqTracker) checkTotal(expected int64) error {
 		lost = short
 	}
 	if lost > 0 {
-		return fmt.Errorf("%w: %d of %s never consumed%s", ErrLostRecords, lost, plural(max(expected, t.total()+lost), "record", "records"), first)
+		return fmt.Errorf("%w: %d of %s never consumed%s", ErrLostRecords, lost, clitext.Plural(max(expected, t.total()+lost), "record", "records"), first)
 	}
 	return nil
 }
@@ -132,18 +133,18 @@ func (t *seqTracker) checkAcked(acked, sent []int64) error {
 	}
 	for p := len(acked); p < len(t.distinct); p++ {
 		if t.distinct[p] > 0 {
-			return fmt.Errorf("%w: %s from producer %d, which this run does not have", ErrForeignRecords, plural(t.distinct[p], "record", "records"), p)
+			return fmt.Errorf("%w: %s from producer %d, which this run does not have", ErrForeignRecords, clitext.Plural(t.distinct[p], "record", "records"), p)
 		}
 	}
 	if lost > 0 {
-		return fmt.Errorf("%w: %d of %s never consumed", ErrLostRecords, lost, plural(want, "acknowledged record", "acknowledged records"))
+		return fmt.Errorf("%w: %d of %s never consumed", ErrLostRecords, lost, clitext.Plural(want, "acknowledged record", "acknowledged records"))
 	}
 	return nil
 }
 
 func (t *seqTracker) checkForeign() error {
 	if t.foreign > 0 {
-		return fmt.Errorf("%w: %s without a bench header; use a fresh --topic", ErrForeignRecords, plural(t.foreign, "record", "records"))
+		return fmt.Errorf("%w: %s without a bench header; use a fresh --topic", ErrForeignRecords, clitext.Plural(t.foreign, "record", "records"))
 	}
 	return nil
 }
@@ -161,17 +162,8 @@ func checkPartitions(parts map[int32]*partitionCount) error {
 	for p, pc := range parts {
 		if want := pc.end - pc.start; pc.count < want {
 			return fmt.Errorf("%w: partition %d served %s for offsets %d..%d (%d missing)",
-				ErrLostRecords, p, plural(pc.count, "record", "records"), pc.start, pc.end, want-pc.count)
+				ErrLostRecords, p, clitext.Plural(pc.count, "record", "records"), pc.start, pc.end, want-pc.count)
 		}
 	}
 	return nil
-}
-
-// plural is n and the noun in the number n takes: "1 record", "2 records" (as the
-// CLI's own, which this package cannot import).
-func plural[N ~int | ~int32 | ~int64](n N, one, many string) string {
-	if n == 1 || n == -1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/runnel-io/runnel/client"
 	"github.com/runnel-io/runnel/internal/benchfmt"
-	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/runnel-io/runnel/internal/clitext"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -102,7 +102,7 @@ func (p *producer) run(ctx context.Context, n int64, stop *atomic.Bool) error {
 // promise records the produce latency of an acknowledged record, or the first failure.
 func (p *producer) promise(r *kgo.Record, err error) {
 	if err != nil {
-		p.fail(recordError(r, err))
+		p.fail(clitext.RecordError(r, err))
 		return
 	}
 	now := time.Now()
@@ -112,19 +112,6 @@ func (p *producer) promise(r *kgo.Record, err error) {
 	}
 	p.ownAcked.Add(1)
 	p.acked.Add(1)
-}
-
-// recordError names the topic and partition of a record that failed, as `runnel
-// produce` does.
-func recordError(r *kgo.Record, err error) error {
-	if errors.Is(err, kerr.UnknownTopicOrPartition) {
-		return fmt.Errorf("produce: topic %q does not exist (%w)", r.Topic, err)
-	}
-	where := fmt.Sprintf("produce to %q", r.Topic)
-	if r.Partition >= 0 {
-		where += fmt.Sprintf(" partition %d", r.Partition)
-	}
-	return fmt.Errorf("%s: %w", where, err)
 }
 
 func (p *producer) fail(err error) {
@@ -256,7 +243,7 @@ func produce(ctx context.Context, cfg *Config) error {
 	acked := g.acked.Load()
 	rep.SetRate(acked, acked*int64(cfg.RecordSize), took)
 	if !cfg.NoAcks && acked+rep.Dropped < cfg.Records {
-		return fmt.Errorf("%w: only %d of %s acknowledged", ErrLostRecords, acked, plural(cfg.Records, "record", "records"))
+		return fmt.Errorf("%w: only %d of %s acknowledged", ErrLostRecords, acked, clitext.Plural(cfg.Records, "record", "records"))
 	}
 	return rep.Write(cfg.Out, cfg.JSON)
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel-io/runnel/internal/clitext"
 )
 
 // metadataTopic is the metadata log's name in DescribeQuorum, as KRaft names it.
@@ -267,7 +269,7 @@ func printQuorum(w io.Writer, st *quorumStatus, now time.Time) error {
 	if st.MaxFollowerLagMs >= 0 {
 		lagTime = fmt.Sprintf("%d ms", st.MaxFollowerLagMs)
 	}
-	fmt.Fprintf(tw, "Max follower lag:\t%s, %s\n", plural(st.MaxFollowerLag, "offset", "offsets"), lagTime)
+	fmt.Fprintf(tw, "Max follower lag:\t%s, %s\n", clitext.Plural(st.MaxFollowerLag, "offset", "offsets"), lagTime)
 	fmt.Fprintf(tw, "Voters:\t%s\n", memberList(st.Voters))
 	fmt.Fprintf(tw, "Observers:\t%s\n", memberList(st.Observers))
 	if err := tw.Flush(); err != nil {

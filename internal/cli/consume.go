@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/runnel-io/runnel/internal/clitext"
 	"github.com/runnel-io/runnel/internal/offsetspec"
 )
 
@@ -286,7 +287,7 @@ func groupStartNote(ctx context.Context, adm *kadm.Client, group string, tds []k
 		return fmt.Sprintf("runnel: group %q resumes from its committed offsets", group), nil
 	}
 	return fmt.Sprintf("runnel: group %q resumes from its committed offsets; %s at %s",
-		group, plural(none, "partition without one starts", "partitions without one start"), start), nil
+		group, clitext.Plural(none, "partition without one starts", "partitions without one start"), start), nil
 }
 
 // matchTopics lists the cluster's topics (not the internal ones) that a pattern

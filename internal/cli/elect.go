@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/runnel-io/runnel/internal/clitext"
 )
 
 // clusterExtra returns the `cluster` subcommands that live in their own files
@@ -172,7 +174,7 @@ func electFailures(rows []electRow) error {
 		}
 	}
 	if n > 0 {
-		return fmt.Errorf("%d of %s could not elect their preferred leader", n, plural(len(rows), "partition", "partitions"))
+		return fmt.Errorf("%d of %s could not elect their preferred leader", n, clitext.Plural(len(rows), "partition", "partitions"))
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/runnel-io/runnel/internal/clitext"
 	"github.com/runnel-io/runnel/internal/offsetspec"
 )
 
@@ -228,7 +229,7 @@ func resetOffsets(cmd *cobra.Command, adm *kadm.Client, group string, f *resetFl
 	if err := commitReset(ctx, adm, group, rows); err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "Committed %s for group %q.\n", plural(len(rows), "offset", "offsets"), group)
+	fmt.Fprintf(cmd.ErrOrStderr(), "Committed %s for group %q.\n", clitext.Plural(len(rows), "offset", "offsets"), group)
 	return nil
 }
 
@@ -247,7 +248,7 @@ func checkGroupEmpty(ctx context.Context, adm *kadm.Client, group string) error 
 	}
 	if len(d.Members) > 0 || (d.State != "Empty" && d.State != "Dead") {
 		return fmt.Errorf("reset offsets: group %q %w (state %s, %s); stop its consumers first",
-			group, errGroupNotEmpty, d.State, plural(len(d.Members), "member", "members"))
+			group, errGroupNotEmpty, d.State, clitext.Plural(len(d.Members), "member", "members"))
 	}
 	return nil
 }

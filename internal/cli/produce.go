@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/runnel-io/runnel/client"
+	"github.com/runnel-io/runnel/internal/clitext"
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -443,19 +443,8 @@ func (p *lineProducer) promise(r *kgo.Record, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.firstErr == nil {
-		p.firstErr = recordError(r, err)
+		p.firstErr = clitext.RecordError(r, err)
 	}
-}
-
-func recordError(r *kgo.Record, err error) error {
-	if errors.Is(err, kerr.UnknownTopicOrPartition) {
-		return fmt.Errorf("produce: %w (%w)", topicNotFound(r.Topic), err)
-	}
-	where := fmt.Sprintf("produce to %q", r.Topic)
-	if r.Partition >= 0 {
-		where += fmt.Sprintf(" partition %d", r.Partition)
-	}
-	return fmt.Errorf("%s: %w", where, err)
 }
 
 func (p *lineProducer) err() error {
@@ -468,7 +457,7 @@ func (p *lineProducer) err() error {
 func (p *lineProducer) report(w io.Writer, took time.Duration, verbose bool) {
 	if d := p.prod.Stats().Dropped; d > 0 {
 		fmt.Fprintf(w, "runnel: dropped %d of %s: the producer buffer was full (--on-full drop)\n",
-			d, plural(p.sent.Load(), "record", "records"))
+			d, clitext.Plural(p.sent.Load(), "record", "records"))
 	}
 	if !verbose {
 		return
@@ -476,5 +465,5 @@ func (p *lineProducer) report(w io.Writer, took time.Duration, verbose bool) {
 	acked := p.acked.Load()
 	rate := float64(acked) / max(took.Seconds(), 1e-9)
 	fmt.Fprintf(w, "produced %s (%s) to %q in %v (%.0f records/s)\n",
-		plural(acked, "record", "records"), plural(p.bytes.Load(), "byte", "bytes"), p.topic, took.Round(time.Millisecond), rate)
+		clitext.Plural(acked, "record", "records"), clitext.Plural(p.bytes.Load(), "byte", "bytes"), p.topic, took.Round(time.Millisecond), rate)
 }

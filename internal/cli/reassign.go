@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/runnel-io/runnel/internal/balance"
+	"github.com/runnel-io/runnel/internal/clitext"
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 )
@@ -291,7 +292,7 @@ func printPlanSummary(w io.Writer, v *clusterView, plan *balance.Plan) {
 	for _, id := range sorted {
 		if _, target := plan.After[id]; !target && plan.Before[id].Replicas > 0 {
 			if _, live := v.live[id]; !live {
-				fmt.Fprintf(w, "warning: node %d is not live (down or fenced) and holds %s: the plan moves them off it.\n", id, plural(plan.Before[id].Replicas, "replica", "replicas"))
+				fmt.Fprintf(w, "warning: node %d is not live (down or fenced) and holds %s: the plan moves them off it.\n", id, clitext.Plural(plan.Before[id].Replicas, "replica", "replicas"))
 			}
 		}
 	}
@@ -300,16 +301,16 @@ func printPlanSummary(w io.Writer, v *clusterView, plan *balance.Plan) {
 		return
 	}
 	fmt.Fprintf(w, "%s (the excess over the even share is %d), %s, %s.\n",
-		plural(plan.Moves, "replica moves", "replicas move"), plan.Excess, plural(len(plan.Changes), "partition changes", "partitions change"),
-		plural(plan.LeaderChanges, "preferred leader changes", "preferred leaders change"))
+		clitext.Plural(plan.Moves, "replica moves", "replicas move"), plan.Excess, clitext.Plural(len(plan.Changes), "partition changes", "partitions change"),
+		clitext.Plural(plan.LeaderChanges, "preferred leader changes", "preferred leaders change"))
 	if plan.Chains > 0 {
-		fmt.Fprintf(w, "%s room: a replica leaving a drained node had only full nodes to go to.\n", plural(plan.Chains, "of the moves makes", "of the moves make"))
+		fmt.Fprintf(w, "%s room: a replica leaving a drained node had only full nodes to go to.\n", clitext.Plural(plan.Chains, "of the moves makes", "of the moves make"))
 	}
 	if plan.RackRepairs > 0 {
-		fmt.Fprintf(w, "%s partitions over more racks.\n", plural(plan.RackRepairs, "of the moves spreads", "of the moves spread"))
+		fmt.Fprintf(w, "%s partitions over more racks.\n", clitext.Plural(plan.RackRepairs, "of the moves spreads", "of the moves spread"))
 	}
 	if plan.RackViolations > 0 {
-		fmt.Fprintf(w, "warning: %s a rack with another replica of their partition beyond an even spread (racks of unequal sizes).\n", plural(plan.RackViolations, "replica shares", "replicas share"))
+		fmt.Fprintf(w, "warning: %s a rack with another replica of their partition beyond an even spread (racks of unequal sizes).\n", clitext.Plural(plan.RackViolations, "replica shares", "replicas share"))
 	}
 	if !plan.LeadersBalanced {
 		fmt.Fprintln(w, "warning: the replica sets do not allow every node an even share of preferred leaders (mixed replication factors).")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runnel-io/runnel/internal/balance"
+	"github.com/runnel-io/runnel/internal/clitext"
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -122,10 +123,10 @@ func (d *decommission) run(ctx context.Context, wait bool) error {
 			return d.finish(ctx, v, wait)
 		}
 		if round > maxDrainRounds {
-			return fmt.Errorf("node %d still holds replicas after %s of moves (are partitions being created on it?)", d.node, plural(maxDrainRounds, "round", "rounds"))
+			return fmt.Errorf("node %d still holds replicas after %s of moves (are partitions being created on it?)", d.node, clitext.Plural(maxDrainRounds, "round", "rounds"))
 		}
 		if len(ms) > 0 {
-			fmt.Fprintf(d.out, "%s in progress (%s); waiting for them before planning.\n", plural(len(ms), "reassignment is", "reassignments are"), describeMoving(ms))
+			fmt.Fprintf(d.out, "%s in progress (%s); waiting for them before planning.\n", clitext.Plural(len(ms), "reassignment is", "reassignments are"), describeMoving(ms))
 		} else if err := d.start(ctx, v); err != nil {
 			return err
 		}
@@ -184,7 +185,7 @@ func (d *decommission) check(ctx context.Context, v *clusterView, others []int32
 		}
 		if len(p.Replicas) > len(others) {
 			problems = append(problems, fmt.Sprintf("topic %q partition %d has %s and only %s (%s) could hold them",
-				p.Topic, p.Partition, plural(len(p.Replicas), "replica", "replicas"), plural(len(others), "other live node", "other live nodes"), joinInt32s(others)))
+				p.Topic, p.Partition, clitext.Plural(len(p.Replicas), "replica", "replicas"), clitext.Plural(len(others), "other live node", "other live nodes"), joinInt32s(others)))
 			continue
 		}
 		// The node's replica leaves only once its replacement is in sync, so the

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/runnel-io/runnel/internal/clitext"
 	"github.com/runnel-io/runnel/internal/kafka"
 )
 
@@ -202,7 +203,7 @@ func executePlan(ctx context.Context, cl *kgo.Client, out io.Writer, ps []reassi
 		}
 		if len(moving) > 0 {
 			return fmt.Errorf("%s in progress (%s): wait for them ('runnel reassign status'), cancel them, or pass --additional",
-				plural(len(moving), "reassignment is", "reassignments are"), describeMoving(moving))
+				clitext.Plural(len(moving), "reassignment is", "reassignments are"), describeMoving(moving))
 		}
 	}
 	rollback := make([]reassignPartition, len(ps))
@@ -281,9 +282,9 @@ func startMoves(ctx context.Context, cl *kgo.Client, out io.Writer, ps []reassig
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %s refused (see above)", failed, plural(len(ps), "reassignment was", "reassignments were"))
+		return fmt.Errorf("%d of %s refused (see above)", failed, clitext.Plural(len(ps), "reassignment was", "reassignments were"))
 	}
-	fmt.Fprintf(out, "Started %s; follow them with 'runnel reassign status'.\n", plural(len(ps), "reassignment", "reassignments"))
+	fmt.Fprintf(out, "Started %s; follow them with 'runnel reassign status'.\n", clitext.Plural(len(ps), "reassignment", "reassignments"))
 	return nil
 }
 

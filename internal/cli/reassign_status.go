@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/runnel-io/runnel/internal/clitext"
 	"github.com/runnel-io/runnel/internal/reassignprogress"
 )
 
@@ -286,7 +287,7 @@ func printReassignStatus(w io.Writer, st *reassignStatus, bar bool) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n%s moving: %s copied, %s left, %s, ETA %s\n", plural(len(st.Partitions), "partition", "partitions"),
+	fmt.Fprintf(w, "\n%s moving: %s copied, %s left, %s, ETA %s\n", clitext.Plural(len(st.Partitions), "partition", "partitions"),
 		bytesOrDash(st.Copied), bytesOrDash(st.Left), rateOrDash(st.Rate), etaOrDash(st.ETA))
 	for _, warn := range slices.Compact(slices.Clone(st.Warnings)) {
 		fmt.Fprintf(w, "warning: %s\n", warn)
@@ -401,7 +402,7 @@ func cancelAll(ctx context.Context, adm *kadm.Client, out io.Writer, preserve bo
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %s failed (see above)", failed, plural(len(ms), "cancellation", "cancellations"))
+		return fmt.Errorf("%d of %s failed (see above)", failed, clitext.Plural(len(ms), "cancellation", "cancellations"))
 	}
 	return nil
 }

@@ -9,10 +9,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/runnel-io/runnel/internal/clitext"
 )
 
 // errTopicNotFound is returned when a command names a topic the cluster does not have.
-var errTopicNotFound = errors.New("does not exist")
+var errTopicNotFound = clitext.ErrTopicNotFound
 
 func topicNotFound(topic string) error {
 	return fmt.Errorf("topic %q %w", topic, errTopicNotFound)

@@ -32,15 +32,3 @@ func TestServerSetIsUsage(t *testing.T) {
 		}
 	}
 }
-
-// Counts read as English: "1 partition moving", "2 partitions moving".
-func TestPlural(t *testing.T) {
-	for _, tt := range []struct {
-		n    int
-		want string
-	}{{0, "0 partitions"}, {1, "1 partition"}, {2, "2 partitions"}} {
-		if got := plural(tt.n, "partition", "partitions"); got != tt.want {
-			t.Errorf("plural(%d) = %q, want %q", tt.n, got, tt.want)
-		}
-	}
-}
