@@ -127,6 +127,24 @@ func labelValue(m *dto.Metric, name string) string {
 	return ""
 }
 
+// around runs run between two snapshots of the nodes' stage counters and returns
+// the breakdown of what happened meanwhile (nil when b is off). A failed run or
+// snapshot is the error, and no breakdown.
+func (b *Breakdown) around(ctx context.Context, run func() error) ([]benchfmt.StageSummary, error) {
+	before, err := b.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := run(); err != nil {
+		return nil, err
+	}
+	after, err := b.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return summarizeStages(before, after), nil
+}
+
 // summarizeStages is the breakdown of what happened between before and after.
 func summarizeStages(before, after stageCounts) []benchfmt.StageSummary {
 	if after == nil {

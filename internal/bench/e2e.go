@@ -29,25 +29,22 @@ func e2e(ctx context.Context, cfg *Config) error {
 		return err
 	}
 	defer r.close()
-	before, err := cfg.Breakdown.snapshot(ctx)
+	var took time.Duration
+	stages, err := cfg.Breakdown.around(ctx, func() error {
+		if r.c.timeline != nil {
+			r.c.timeline.started = sampleRuntime()
+		}
+		prog := startProgress(cfg.Log, "e2e",
+			progressCounter{"acked", &r.g.acked}, progressCounter{"consumed", &r.c.received})
+		defer prog.stop()
+		var err error
+		took, err = r.run(ctx)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	if r.c.timeline != nil {
-		r.c.timeline.started = sampleRuntime()
-	}
-	prog := startProgress(cfg.Log, "e2e",
-		progressCounter{"acked", &r.g.acked}, progressCounter{"consumed", &r.c.received})
-	took, err := r.run(ctx)
-	prog.stop()
-	if err != nil {
-		return err
-	}
-	after, err := cfg.Breakdown.snapshot(ctx)
-	if err != nil {
-		return err
-	}
-	return r.report(took, summarizeStages(before, after))
+	return r.report(took, stages)
 }
 
 // startE2E connects the consumer, positioned at the current end of every

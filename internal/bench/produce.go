@@ -219,27 +219,22 @@ func produce(ctx context.Context, cfg *Config) error {
 		return err
 	}
 	defer g.close()
-	before, err := cfg.Breakdown.snapshot(ctx)
-	if err != nil {
+	var took time.Duration
+	stages, err := cfg.Breakdown.around(ctx, func() error {
+		prog := startProgress(cfg.Log, "produce", progressCounter{"acked", &g.acked})
+		defer prog.stop()
+		start := time.Now()
+		wctx, stopWatch := watchStall(ctx, cfg.Timeout, progressCount{"acknowledged", &g.acked})
+		err := stallCause(wctx, g.run(wctx, cfg.Records))
+		stopWatch()
+		took = time.Since(start)
 		return err
-	}
-	prog := startProgress(cfg.Log, "produce", progressCounter{"acked", &g.acked})
-	start := time.Now()
-	wctx, stopWatch := watchStall(ctx, cfg.Timeout, progressCount{"acknowledged", &g.acked})
-	err = stallCause(wctx, g.run(wctx, cfg.Records))
-	stopWatch()
-	took := time.Since(start)
-	prog.stop()
-	if err != nil {
-		return err
-	}
-	after, err := cfg.Breakdown.snapshot(ctx)
+	})
 	if err != nil {
 		return err
 	}
 	rep := &benchfmt.Report{Mode: "produce", Topic: cfg.Topic, Partitions: cfg.Partitions, Producers: cfg.Producers,
-		RecordSize: cfg.RecordSize, Dropped: g.dropped(), Produce: g.latency().Summary(),
-		Breakdown: summarizeStages(before, after)}
+		RecordSize: cfg.RecordSize, Dropped: g.dropped(), Produce: g.latency().Summary(), Breakdown: stages}
 	acked := g.acked.Load()
 	rep.SetRate(acked, acked*int64(cfg.RecordSize), took)
 	if !cfg.NoAcks && acked+rep.Dropped < cfg.Records {
