@@ -16,7 +16,7 @@ import (
 	"github.com/runnel-io/runnel/internal/metadata"
 )
 
-// CreateACLs implements kafka's aclAdmin (30_create_acls.go).
+// CreateACLs is kafka.Admin's (30_create_acls.go).
 func (a *Admin) CreateACLs(ctx context.Context, acls []metadata.ACL) []error {
 	return a.run(ctx, change{
 		local:   func() []error { return a.ctrl.CreateACLs(ctx, acls) },
@@ -26,7 +26,7 @@ func (a *Admin) CreateACLs(ctx context.Context, acls []metadata.ACL) []error {
 	})
 }
 
-// DeleteACLs implements kafka's aclAdmin (31_delete_acls.go).
+// DeleteACLs is kafka.Admin's (31_delete_acls.go).
 func (a *Admin) DeleteACLs(ctx context.Context, filters []auth.Filter) ([][]metadata.ACL, []error) {
 	var matched [][]metadata.ACL
 	errs := a.run(ctx, change{

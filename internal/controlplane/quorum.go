@@ -23,8 +23,6 @@ import (
 	"github.com/runnel-io/runnel/internal/metadata"
 )
 
-var _ kafka.QuorumAdmin = (*Admin)(nil)
-
 func (a *Admin) DescribeQuorum(ctx context.Context) (metadata.QuorumState, error) {
 	st, err := a.ctrl.DescribeQuorum(ctx)
 	if mayForward(ctx, err) {
@@ -145,8 +143,6 @@ func quorumError(err error) error {
 	}
 	return kafkaError(err)
 }
-
-var _ kafka.VoterUpdater = (*Admin)(nil)
 
 // UpdateRaftVoter records voter id's new Raft address (controller.UpdateVoter),
 // forwarded to the active controller when this node is not it.

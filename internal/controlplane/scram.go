@@ -19,8 +19,6 @@ import (
 	"github.com/runnel-io/runnel/internal/metadata"
 )
 
-var _ kafka.ScramAdmin = (*Admin)(nil)
-
 // scramErrors maps the controller's SCRAM errors to Kafka's codes (the other
 // controller errors are in admin.go's controllerErrors).
 var scramErrors = []struct {

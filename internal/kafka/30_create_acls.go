@@ -14,35 +14,13 @@ package kafka
 
 import (
 	"context"
-	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/metadata"
 )
 
 func init() { regKey(30, 0, 3, handleCreateAcls) }
-
-// aclAdmin is the controller side of CreateAcls and DeleteAcls. It is not part of
-// Admin: the node's Admin (controlplane.Admin) implements it, and a node whose Admin
-// does not answers UNKNOWN_SERVER_ERROR.
-type aclAdmin interface {
-	// CreateACLs creates each ACL (one error each, in order) and returns once every
-	// live node enforces them.
-	CreateACLs(ctx context.Context, acls []metadata.ACL) []error
-	// DeleteACLs removes what each filter matches and returns, per filter, the ACLs it
-	// matched or the error that refused it, once every live node applied the removal.
-	DeleteACLs(ctx context.Context, filters []auth.Filter) ([][]metadata.ACL, []error)
-}
-
-func (s *Server) aclAdmin() (aclAdmin, error) {
-	if a, ok := s.admin.(aclAdmin); ok {
-		return a, nil
-	}
-	return nil, fmt.Errorf("%w: node %d cannot change ACLs", kerr.UnknownServerError, s.cfg.NodeID)
-}
 
 func handleCreateAcls(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.CreateACLsRequest)
@@ -55,17 +33,13 @@ func handleCreateAcls(ctx context.Context, s *Server, r *request) (kmsg.Response
 			Operation: metadata.ACLOperation(c.Operation), Permission: metadata.ACLPermission(c.PermissionType)}
 	}
 	err := s.aclAPIAllowed(r, metadata.ACLOpAlter)
-	var admin aclAdmin
-	if err == nil {
-		admin, err = s.aclAdmin()
-	}
 	switch {
 	case err != nil:
 		for i := range errs {
 			errs[i] = err
 		}
 	case len(acls) > 0:
-		errs = admin.CreateACLs(ctx, acls)
+		errs = s.admin.CreateACLs(ctx, acls)
 	}
 	for i := range req.Creations {
 		res := kmsg.NewCreateACLsResponseResult()

@@ -34,17 +34,13 @@ func handleDeleteAcls(ctx context.Context, s *Server, r *request) (kmsg.Response
 	matched := make([][]metadata.ACL, len(filters))
 	errs := make([]error, len(filters))
 	err := s.aclAPIAllowed(r, metadata.ACLOpAlter)
-	var admin aclAdmin
-	if err == nil {
-		admin, err = s.aclAdmin()
-	}
 	switch {
 	case err != nil:
 		for i := range errs {
 			errs[i] = err
 		}
 	case len(filters) > 0:
-		matched, errs = admin.DeleteACLs(ctx, filters)
+		matched, errs = s.admin.DeleteACLs(ctx, filters)
 	}
 	for i := range filters {
 		res := kmsg.NewDeleteACLsResponseResult()

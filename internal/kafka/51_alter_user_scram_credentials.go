@@ -19,7 +19,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel-io/runnel/internal/auth"
@@ -27,14 +26,6 @@ import (
 )
 
 func init() { regKey(51, 0, 0, handleAlterUserScramCredentials) }
-
-// ScramAdmin is implemented by an Admin that keeps SCRAM users (controlplane.Admin).
-// Without it AlterUserScramCredentials fails every user with UNSUPPORTED_VERSION.
-type ScramAdmin interface {
-	// AlterUserScramCredentials applies the alterations and returns each named user's
-	// error (nil: applied); errors wrap the *kerr.Error Kafka uses for them.
-	AlterUserScramCredentials(ctx context.Context, dels []metadata.ScramDeletion, ups []metadata.ScramUpsertion) map[string]error
-}
 
 // scramMechanismName is the SASL name of a ScramMechanism type on the wire.
 func scramMechanismName(t int8) string {
@@ -87,7 +78,6 @@ func handleAlterUserScramCredentials(ctx context.Context, s *Server, r *request)
 		name(u.Name)
 	}
 	var errs map[string]error
-	sa, ok := s.admin.(ScramAdmin)
 	// With ACLs on, as Kafka: ALTER on the cluster, else every user answers
 	// CLUSTER_AUTHORIZATION_FAILED.
 	if err := s.authorize(r, metadata.ACLOpAlter, auth.Cluster); err != nil {
@@ -95,13 +85,8 @@ func handleAlterUserScramCredentials(ctx context.Context, s *Server, r *request)
 		for _, u := range users {
 			errs[u] = err
 		}
-	} else if ok {
-		errs = sa.AlterUserScramCredentials(ctx, dels, ups)
 	} else {
-		errs = map[string]error{}
-		for _, u := range users {
-			errs[u] = fmt.Errorf("%w: this node keeps no SCRAM users", kerr.UnsupportedVersion)
-		}
+		errs = s.admin.AlterUserScramCredentials(ctx, dels, ups)
 	}
 	for _, u := range users {
 		res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()

@@ -54,11 +54,7 @@ func handleDescribeQuorum(ctx context.Context, s *Server, r *request) (kmsg.Resp
 	}
 	ctx, cancel := withRequestTimeout(ctx, 0)
 	defer cancel()
-	q, err := s.quorumAdmin()
-	var qs metadata.QuorumState
-	if err == nil {
-		qs, err = q.DescribeQuorum(ctx)
-	}
+	qs, err := s.admin.DescribeQuorum(ctx)
 	if err != nil {
 		// A failure to reach the controller is the whole answer's, as Kafka answers it.
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), reasonMessage(err)

@@ -46,12 +46,8 @@ func handleAddRaftVoter(ctx context.Context, s *Server, r *request) (kmsg.Respon
 		}
 	}
 	err := s.checkQuorumClusterID(req.ClusterID)
-	var q QuorumAdmin
 	if err == nil {
-		q, err = s.quorumAdmin()
-	}
-	if err == nil {
-		err = q.AddRaftVoter(ctx, metadata.NodeID(req.VoterID), addr)
+		err = s.admin.AddRaftVoter(ctx, metadata.NodeID(req.VoterID), addr)
 	}
 	resp.ErrorCode, resp.ErrorMessage = errorCode(err), reasonMessage(err)
 	return resp, nil

@@ -31,12 +31,8 @@ func handleRemoveRaftVoter(ctx context.Context, s *Server, r *request) (kmsg.Res
 	ctx, cancel := withRequestTimeout(ctx, 0)
 	defer cancel()
 	err := s.checkQuorumClusterID(req.ClusterID)
-	var q QuorumAdmin
 	if err == nil {
-		q, err = s.quorumAdmin()
-	}
-	if err == nil {
-		err = q.RemoveRaftVoter(ctx, metadata.NodeID(req.VoterID))
+		err = s.admin.RemoveRaftVoter(ctx, metadata.NodeID(req.VoterID))
 	}
 	resp.ErrorCode, resp.ErrorMessage = errorCode(err), reasonMessage(err)
 	return resp, nil

@@ -27,14 +27,6 @@ import (
 
 func init() { regKey(82, 0, 0, handleUpdateRaftVoter) }
 
-// VoterUpdater is implemented by an Admin that can record a voter's new Raft address
-// (controlplane.Admin); without it UpdateRaftVoter answers UNSUPPORTED_VERSION.
-type VoterUpdater interface {
-	// UpdateRaftVoter records raftAddr as voter id's Raft address and returns the
-	// active controller's id, Raft term and Raft address.
-	UpdateRaftVoter(ctx context.Context, id metadata.NodeID, raftAddr string) (QuorumLeader, error)
-}
-
 // QuorumLeader is the metadata quorum's leader as UpdateRaftVoter answers it.
 type QuorumLeader struct {
 	ID       metadata.NodeID
@@ -62,16 +54,9 @@ func handleUpdateRaftVoter(ctx context.Context, s *Server, r *request) (kmsg.Res
 	if err == nil && addr == "" {
 		err = fmt.Errorf("%w: UpdateRaftVoter of node %d names no %s listener", kerr.InvalidRequest, req.VoterID, ControllerListenerName)
 	}
-	var vu VoterUpdater
-	if err == nil {
-		var ok bool
-		if vu, ok = s.admin.(VoterUpdater); !ok {
-			err = fmt.Errorf("%w: this node does not serve the metadata quorum's APIs", kerr.UnsupportedVersion)
-		}
-	}
 	var leader QuorumLeader
 	if err == nil {
-		leader, err = vu.UpdateRaftVoter(ctx, metadata.NodeID(req.VoterID), addr)
+		leader, err = s.admin.UpdateRaftVoter(ctx, metadata.NodeID(req.VoterID), addr)
 	}
 	if err != nil {
 		s.logger.Info("UpdateRaftVoter refused", "voter", req.VoterID, "addr", addr, "err", err)

@@ -32,15 +32,6 @@ type ControllerAPI interface {
 	AllocateProducerIDs(ctx context.Context, broker metadata.NodeID, brokerEpoch int64) (start int64, n int32, err error)
 }
 
-// NodeConfigAdmin is implemented by an Admin that keeps per-broker dynamic configs
-// (controlplane.Admin): AlterConfigs and IncrementalAlterConfigs on the broker
-// resource named by a broker id call it; without it such a resource is refused.
-type NodeConfigAdmin interface {
-	// AlterNodeConfigs changes broker node's own dynamic configs (nil deletes a key),
-	// which win over the cluster-wide defaults on that node alone.
-	AlterNodeConfigs(ctx context.Context, node metadata.NodeID, set map[string]*string, validateOnly bool) error
-}
-
 // brokerResourceNode parses the name of a broker config resource: "" is the
 // cluster-wide default (ok, default true), a broker id names that broker. Anything
 // else is INVALID_REQUEST.
@@ -65,11 +56,7 @@ func (s *Server) alterBrokerResource(ctx context.Context, name string, set map[s
 	case isDefault:
 		return s.admin.AlterBrokerConfigs(ctx, set, validateOnly)
 	}
-	na, ok := s.admin.(NodeConfigAdmin)
-	if !ok {
-		return fmt.Errorf("%w: per-broker configs are not supported here; use the default broker resource (an empty name)", kerr.InvalidRequest)
-	}
-	return na.AlterNodeConfigs(ctx, node, set, validateOnly)
+	return s.admin.AlterNodeConfigs(ctx, node, set, validateOnly)
 }
 
 // BrokerRegistration is a decoded BrokerRegistration request.
@@ -157,34 +144,9 @@ func (noController) AllocateProducerIDs(context.Context, metadata.NodeID, int64)
 	return 0, 0, kerr.NotController
 }
 
-// QuorumAdmin changes and describes the metadata quorum's voters (KIP-853), for
-// 55_describe_quorum.go, 80_add_raft_voter.go and 81_remove_raft_voter.go. The Admin
-// given to NewServer serves these APIs when it implements QuorumAdmin
-// (controlplane.Admin does: on the active controller it runs them there, elsewhere it
-// forwards them); otherwise they answer UNSUPPORTED_VERSION. Errors wrap a
-// *kerr.Error as Admin's do.
-type QuorumAdmin interface {
-	// DescribeQuorum is the active controller's view of the quorum.
-	DescribeQuorum(ctx context.Context) (metadata.QuorumState, error)
-	// AddRaftVoter promotes a registered, live, caught-up non-voter; raftAddr, when
-	// not "", must be its Raft address.
-	AddRaftVoter(ctx context.Context, id metadata.NodeID, raftAddr string) error
-	// RemoveRaftVoter makes a voter a non-voter (it stays a broker).
-	RemoveRaftVoter(ctx context.Context, id metadata.NodeID) error
-}
-
 // MetadataTopic and MetadataPartition name the metadata log in DescribeQuorum, as
 // Kafka's KRaft names it.
 const (
 	MetadataTopic     = "__cluster_metadata"
 	MetadataPartition = 0
 )
-
-// quorumAdmin returns the server's QuorumAdmin, or an error that answers
-// UNSUPPORTED_VERSION.
-func (s *Server) quorumAdmin() (QuorumAdmin, error) {
-	if q, ok := s.admin.(QuorumAdmin); ok {
-		return q, nil
-	}
-	return nil, fmt.Errorf("%w: this node does not serve the metadata quorum's APIs", kerr.UnsupportedVersion)
-}

@@ -23,12 +23,6 @@ import (
 
 const resourceGroup = 32
 
-// GroupConfigAdmin is implemented by an Admin that keeps group configs
-// (controlplane.Admin).
-type GroupConfigAdmin interface {
-	AlterGroupConfigs(ctx context.Context, group string, set map[string]*string, replaceAll, validateOnly bool) error
-}
-
 // describeGroupConfigs is DescribeConfigs of the group resource named group.
 func (s *Server) describeGroupConfigs(group string) ([]config.Entry, error) {
 	if group == "" {
@@ -49,11 +43,7 @@ func (s *Server) alterGroupResource(ctx context.Context, group string, set map[s
 	if err := config.ValidateGroupConfigs(config.MergeConfigs(current, set, replaceAll)); err != nil {
 		return fmt.Errorf("%w: %s", kerr.InvalidConfig, err.Error())
 	}
-	ga, ok := s.admin.(GroupConfigAdmin)
-	if !ok {
-		return fmt.Errorf("%w: group configs are not supported here", kerr.InvalidRequest)
-	}
-	return ga.AlterGroupConfigs(ctx, group, set, replaceAll, validateOnly)
+	return s.admin.AlterGroupConfigs(ctx, group, set, replaceAll, validateOnly)
 }
 
 // groupIncrementalSet is incrementalSet for a group resource: no group config is a

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/config"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/quota"
@@ -38,6 +39,36 @@ type Admin interface {
 	ElectLeaders(ctx context.Context, unclean bool, tps []metadata.TopicPartition) (map[metadata.TopicPartition]error, error)
 	// UnregisterBroker removes a stopped node that holds no replica (64_unregister_broker.go).
 	UnregisterBroker(ctx context.Context, id metadata.NodeID) error
+	// AlterNodeConfigs changes broker node's own dynamic configs (nil deletes a key),
+	// which win over the cluster-wide defaults on that node alone.
+	AlterNodeConfigs(ctx context.Context, node metadata.NodeID, set map[string]*string, validateOnly bool) error
+	// AlterGroupConfigs changes group's configs (the GROUP config resource; replaceAll:
+	// the legacy AlterConfigs, whose set replaces the group's).
+	AlterGroupConfigs(ctx context.Context, group string, set map[string]*string, replaceAll, validateOnly bool) error
+	// CreateACLs creates each ACL (one error each, in order) and returns once every
+	// live node enforces them.
+	CreateACLs(ctx context.Context, acls []metadata.ACL) []error
+	// DeleteACLs removes what each filter matches and returns, per filter, the ACLs it
+	// matched or the error that refused it, once every live node applied the removal.
+	DeleteACLs(ctx context.Context, filters []auth.Filter) ([][]metadata.ACL, []error)
+	// AlterUserScramCredentials applies the alterations and returns each named user's
+	// error (nil: applied).
+	AlterUserScramCredentials(ctx context.Context, dels []metadata.ScramDeletion, ups []metadata.ScramUpsertion) map[string]error
+
+	// The metadata quorum (KIP-853), run on the active controller: these change the
+	// Raft configuration, not the image, so they do not settle.
+
+	// DescribeQuorum is the active controller's view of the quorum.
+	DescribeQuorum(ctx context.Context) (metadata.QuorumState, error)
+	// AddRaftVoter promotes a registered, live, caught-up non-voter; raftAddr, when
+	// not "", must be its Raft address.
+	AddRaftVoter(ctx context.Context, id metadata.NodeID, raftAddr string) error
+	// RemoveRaftVoter makes a voter a non-voter (it stays a broker).
+	RemoveRaftVoter(ctx context.Context, id metadata.NodeID) error
+	// UpdateRaftVoter records raftAddr as voter id's Raft address and returns the
+	// active controller's id, Raft term and Raft address.
+	UpdateRaftVoter(ctx context.Context, id metadata.NodeID, raftAddr string) (QuorumLeader, error)
+
 	// AwaitLiveLeaders returns im, unless one of leaders is a node whose process is
 	// gone (its Kafka listener refuses connections) and im does not show it fenced
 	// yet: it then waits, bounded, for the controller to fence it and returns the
