@@ -147,11 +147,7 @@ func detail(msg string) string {
 // deleteTopic serves DELETE /api/v1/topics/T: DELETE on the topic, as DeleteTopics.
 func (s *source) deleteTopic(ctx context.Context, r *http.Request) (any, error) {
 	topic := r.PathValue("name")
-	v, err := s.snapshot()
-	if err != nil {
-		return nil, err
-	}
-	if err := s.require(ctx, v.im, metadata.ACLOpDelete, auth.Topic(topic)); err != nil {
+	if _, err := s.requireOn(ctx, metadata.ACLOpDelete, auth.Topic(topic)); err != nil {
 		return nil, err
 	}
 	return s.withAdmin(func(adm *kadm.Client) (any, error) {
@@ -176,11 +172,7 @@ type GroupAction struct {
 // (refused, 409, while the group has members).
 func (s *source) deleteGroup(ctx context.Context, r *http.Request) (any, error) {
 	group := r.PathValue("id")
-	v, err := s.snapshot()
-	if err != nil {
-		return nil, err
-	}
-	if err := s.require(ctx, v.im, metadata.ACLOpDelete, auth.Group(group)); err != nil {
+	if _, err := s.requireOn(ctx, metadata.ACLOpDelete, auth.Group(group)); err != nil {
 		return nil, err
 	}
 	return s.withAdmin(func(adm *kadm.Client) (any, error) {

@@ -68,11 +68,8 @@ func (s *source) nodeConfigs(ctx context.Context, r *http.Request) (any, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%w: node id %q is not a number", ErrBadRequest, r.PathValue("id"))
 	}
-	v, err := s.snapshot()
+	v, err := s.requireOn(ctx, metadata.ACLOpDescribeConfigs, auth.Cluster)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.require(ctx, v.im, metadata.ACLOpDescribeConfigs, auth.Cluster); err != nil {
 		return nil, err
 	}
 	if _, ok := v.im.Brokers[metadata.NodeID(id)]; !ok {
@@ -277,11 +274,8 @@ func (s *source) deleteACL(ctx context.Context, r *http.Request) (any, error) {
 
 // requireCluster is s.require of op on the cluster under the current image.
 func (s *source) requireCluster(ctx context.Context, op metadata.ACLOperation) error {
-	v, err := s.snapshot()
-	if err != nil {
-		return err
-	}
-	return s.require(ctx, v.im, op, auth.Cluster)
+	_, err := s.requireOn(ctx, op, auth.Cluster)
+	return err
 }
 
 // Users is GET /api/v1/users: the SCRAM users, their mechanisms and iterations

@@ -139,3 +139,16 @@ func decodeBody(r *http.Request, v any) error {
 func (s *source) require(ctx context.Context, im *metadata.Image, op metadata.ACLOperation, res auth.Resource) error {
 	return s.acl.check(ctx, im, op, res)
 }
+
+// requireOn is require under the current image, which it returns for the rest of
+// the request to read (nil with the error).
+func (s *source) requireOn(ctx context.Context, op metadata.ACLOperation, res auth.Resource) (*view, error) {
+	v, err := s.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.require(ctx, v.im, op, res); err != nil {
+		return nil, err
+	}
+	return v, nil
+}

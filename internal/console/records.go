@@ -204,12 +204,9 @@ func parseRecordsQuery(r *http.Request) (recordsQuery, error) {
 // topicPartition checks that the request may do op on topic and that its partition
 // exists, and returns the image it read.
 func (s *source) topicPartition(ctx context.Context, op metadata.ACLOperation, topic string, partition int32) (*metadata.Image, error) {
-	v, err := s.snapshot()
-	if err != nil {
-		return nil, err
-	}
 	// Refused before the lookup, so that a refusal does not tell whether it exists.
-	if err := s.require(ctx, v.im, op, auth.Topic(topic)); err != nil {
+	v, err := s.requireOn(ctx, op, auth.Topic(topic))
+	if err != nil {
 		return nil, err
 	}
 	t := v.im.Topic(topic)

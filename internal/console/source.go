@@ -295,12 +295,9 @@ func (s *source) Topics(ctx context.Context) (*httpd.Topics, error) {
 }
 
 func (s *source) Topic(ctx context.Context, name string) (*httpd.Topic, error) {
-	v, err := s.snapshot()
-	if err != nil {
-		return nil, err
-	}
 	// Refused before the lookup, so that a refusal does not tell whether it exists.
-	if err := s.acl.check(ctx, v.im, metadata.ACLOpDescribe, auth.Topic(name)); err != nil {
+	v, err := s.requireOn(ctx, metadata.ACLOpDescribe, auth.Topic(name))
+	if err != nil {
 		return nil, err
 	}
 	t := v.im.Topic(name)
@@ -437,12 +434,9 @@ func (s *source) kafkaAdmin() (*kadm.Client, error) {
 }
 
 func (s *source) Reassignments(ctx context.Context) (*httpd.Reassignments, error) {
-	v, err := s.snapshot()
-	if err != nil {
-		return nil, err
-	}
 	// As ListPartitionReassignments: DESCRIBE on the cluster.
-	if err := s.acl.check(ctx, v.im, metadata.ACLOpDescribe, auth.Cluster); err != nil {
+	v, err := s.requireOn(ctx, metadata.ACLOpDescribe, auth.Cluster)
+	if err != nil {
 		return nil, err
 	}
 	out := &httpd.Reassignments{Header: v.hdr, Reassignments: []httpd.Reassignment{}}
@@ -494,11 +488,8 @@ func (s *source) Groups(ctx context.Context) (*httpd.Groups, error) {
 }
 
 func (s *source) Group(ctx context.Context, id string) (*httpd.Group, error) {
-	v, err := s.snapshot()
+	v, err := s.requireOn(ctx, metadata.ACLOpDescribe, auth.Group(id))
 	if err != nil {
-		return nil, err
-	}
-	if err := s.acl.check(ctx, v.im, metadata.ACLOpDescribe, auth.Group(id)); err != nil {
 		return nil, err
 	}
 	ga, err := s.describeGroups(ctx, true, id)

@@ -39,11 +39,8 @@ func (s *source) addPartitions(ctx context.Context, r *http.Request) (any, error
 	if err := decodeBody(r, &req); err != nil {
 		return nil, err
 	}
-	v, err := s.snapshot()
+	v, err := s.requireOn(ctx, metadata.ACLOpAlter, auth.Topic(topic))
 	if err != nil {
-		return nil, err
-	}
-	if err := s.require(ctx, v.im, metadata.ACLOpAlter, auth.Topic(topic)); err != nil {
 		return nil, err
 	}
 	t := v.im.Topic(topic)
@@ -103,11 +100,8 @@ func (s *source) alterTopicConfigs(ctx context.Context, r *http.Request) (any, e
 			return nil, fmt.Errorf("%w: config %s of topic %s is both set and deleted", ErrBadRequest, k, topic)
 		}
 	}
-	v, err := s.snapshot()
+	v, err := s.requireOn(ctx, metadata.ACLOpAlterConfigs, auth.Topic(topic))
 	if err != nil {
-		return nil, err
-	}
-	if err := s.require(ctx, v.im, metadata.ACLOpAlterConfigs, auth.Topic(topic)); err != nil {
 		return nil, err
 	}
 	if v.im.Topic(topic) == nil {
