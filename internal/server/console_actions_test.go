@@ -76,13 +76,8 @@ func recordKeys(rs console.Records) []string {
 }
 
 func TestConsoleRecordsAPI(t *testing.T) {
-	tn := startCluster(t, 1)[0]
+	tn, ctx, _, _ := nodeWithTopic(t, "rec", 2)
 	cc := newConsoleClient(t, "http://"+tn.server().HTTPAddr().String(), nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	adm := adminOf(t, tn)
-	_, err := adm.CreateTopic(ctx, 2, 1, nil, "rec")
-	testutil.NoError(t, err, "create rec")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(tn.addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	testutil.NoError(t, err, "kgo.NewClient")
 	defer cl.Close()
@@ -284,11 +279,7 @@ func TestConsoleActionsNeedTheirACL(t *testing.T) {
 	token := alice.csrf()
 	var page console.Records
 	alice.getJSON("/api/v1/topics/a/records?partition=0&offset=0", &page)
-	denied := []struct {
-		method, path string
-		body         any
-		want         string
-	}{
+	alice.checkDenied("alice", token, []denial{
 		{http.MethodGet, "/api/v1/topics/b/records?partition=0", nil, "user alice (host 127.0.0.1) lacks READ on topic b"},
 		{http.MethodPost, "/api/v1/topics/a/records", map[string]any{"value": "v"}, "user alice (host 127.0.0.1) lacks WRITE on topic a"},
 		{http.MethodPost, "/api/v1/topics", map[string]any{"name": "new"}, "user alice (host 127.0.0.1) lacks CREATE on topic new"},
@@ -296,18 +287,7 @@ func TestConsoleActionsNeedTheirACL(t *testing.T) {
 		{http.MethodPost, "/api/v1/groups/gb/reset-offsets", map[string]any{"topic": "a", "to": "earliest"}, "user alice (host 127.0.0.1) lacks READ on group gb"},
 		{http.MethodPost, "/api/v1/groups/ga/reset-offsets", map[string]any{"topic": "b", "to": "earliest"}, "user alice (host 127.0.0.1) lacks READ on topic b"},
 		{http.MethodDelete, "/api/v1/groups/ga", nil, "user alice (host 127.0.0.1) lacks DELETE on group ga"},
-	}
-	for _, d := range denied {
-		var code int
-		var body string
-		if d.method == http.MethodGet {
-			code, _, body = alice.get(d.path)
-		} else {
-			code, body = alice.send(d.method, d.path, token, d.body)
-		}
-		testutil.Equal(t, code, http.StatusForbidden, "alice's %s %s: %s", d.method, d.path, body)
-		testutil.True(t, strings.Contains(body, d.want), "alice's %s %s names the missing ACL %q: %s", d.method, d.path, d.want, body)
-	}
+	})
 	// What her ACLs allow: resetting ga on a (READ on both), changing its commit.
 	var reset console.ResetOffsets
 	alice.sendOK(http.MethodPost, "/api/v1/groups/ga/reset-offsets", token, map[string]any{"topic": "a", "to": "latest"}, &reset)

@@ -144,23 +144,19 @@ func TestConsoleAdminPagesNeedTheirACL(t *testing.T) {
 	if code, _, body := alice.login("alice", "alice-pw"); code != http.StatusOK {
 		t.Fatalf("login as alice: %d %s", code, body)
 	}
-	for path, missing := range map[string]string{
-		"/acls": "DESCRIBE on the cluster", "/api/v1/acls": "DESCRIBE on the cluster", "/users": "DESCRIBE on the cluster",
-		"/quotas": "DESCRIBE_CONFIGS on the cluster", "/api/v1/nodes/1": "DESCRIBE_CONFIGS on the cluster", "/nodes/1": "DESCRIBE_CONFIGS on the cluster",
-	} {
-		code, _, body := alice.get(path)
-		if want := "user alice (host 127.0.0.1) lacks " + missing; code != http.StatusForbidden || !strings.Contains(body, want) {
-			t.Errorf("alice GET %s: %d, want 403 with %q:\n%.1000s", path, code, want, body)
-		}
-	}
 	token := alice.csrf()
-	acl := console.ACL{Principal: "User:alice", ResourceType: "cluster", ResourceName: "kafka-cluster", Operation: "alter"}
-	if code, body := alice.send(http.MethodPost, "/api/v1/acls", token, acl); code != http.StatusForbidden || !strings.Contains(body, "lacks ALTER on the cluster") {
-		t.Errorf("alice creating an ACL: %d %s, want 403 naming ALTER on the cluster", code, body)
-	}
-	if code, body := alice.send(http.MethodPost, "/api/v1/quotas", token, console.QuotaRequest{Entity: map[string]*string{"user": nil}, Key: "producer_byte_rate", Value: 1}); code != http.StatusForbidden || !strings.Contains(body, "lacks ALTER_CONFIGS on the cluster") {
-		t.Errorf("alice setting a quota: %d %s, want 403 naming ALTER_CONFIGS on the cluster", code, body)
-	}
+	alice.checkDenied("alice", token, []denial{
+		{http.MethodGet, "/acls", nil, "user alice (host 127.0.0.1) lacks DESCRIBE on the cluster"},
+		{http.MethodGet, "/api/v1/acls", nil, "user alice (host 127.0.0.1) lacks DESCRIBE on the cluster"},
+		{http.MethodGet, "/users", nil, "user alice (host 127.0.0.1) lacks DESCRIBE on the cluster"},
+		{http.MethodGet, "/quotas", nil, "user alice (host 127.0.0.1) lacks DESCRIBE_CONFIGS on the cluster"},
+		{http.MethodGet, "/api/v1/nodes/1", nil, "user alice (host 127.0.0.1) lacks DESCRIBE_CONFIGS on the cluster"},
+		{http.MethodGet, "/nodes/1", nil, "user alice (host 127.0.0.1) lacks DESCRIBE_CONFIGS on the cluster"},
+		{http.MethodPost, "/api/v1/acls", console.ACL{Principal: "User:alice", ResourceType: "cluster", ResourceName: "kafka-cluster", Operation: "alter"},
+			"lacks ALTER on the cluster"},
+		{http.MethodPost, "/api/v1/quotas", console.QuotaRequest{Entity: map[string]*string{"user": nil}, Key: "producer_byte_rate", Value: 1},
+			"lacks ALTER_CONFIGS on the cluster"},
+	})
 	admin := newConsoleClient(t, base, nil)
 	if code, _, body := admin.login("admin", "admin-pw"); code != http.StatusOK {
 		t.Fatalf("login as admin: %d %s", code, body)

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -19,12 +18,7 @@ import (
 // consumer, share) and show a share group's share state as runnel share describe
 // does: per partition its start offset, the log end and the lag.
 func TestConsoleGroupProtocols(t *testing.T) {
-	tn := startCluster(t, 1)[0]
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	adm := adminOf(t, tn)
-	_, err := adm.CreateTopic(ctx, 1, 1, nil, "sq")
-	testutil.NoError(t, err, "create sq")
+	tn, ctx, adm, _ := nodeWithTopic(t, "sq", 1)
 	cl := testClient(t, tn.addr())
 	for i := range 10 {
 		testutil.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: "sq", Value: []byte{byte('0' + i)}}).FirstErr(), "produce to sq")

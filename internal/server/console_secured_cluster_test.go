@@ -107,30 +107,15 @@ func TestConsoleSecuredCluster(t *testing.T) {
 			return nil
 		})
 		token := alice.csrf()
-		for _, d := range []struct {
-			method, path string
-			body         any
-			want         string
-		}{
-			{http.MethodGet, "/api/v1/topics/b", nil, "lacks DESCRIBE on topic b"},
-			{http.MethodGet, "/api/v1/topics/b/records?partition=0", nil, "lacks READ on topic b"},
-			{http.MethodPost, "/api/v1/topics/a/records", map[string]any{"value": "v"}, "lacks WRITE on topic a"},
-			{http.MethodPost, "/api/v1/topics", map[string]any{"name": "new"}, "lacks CREATE on topic new"},
-			{http.MethodDelete, "/api/v1/topics/a", nil, "lacks DELETE on topic a"},
-			{http.MethodDelete, "/api/v1/groups/ga", nil, "lacks DELETE on group ga"},
-			{http.MethodGet, "/api/v1/acls", nil, "lacks DESCRIBE on the cluster"},
-		} {
-			var code int
-			var body string
-			if d.method == http.MethodGet {
-				code, _, body = alice.get(d.path)
-			} else {
-				code, body = alice.send(d.method, d.path, token, d.body)
-			}
-			testutil.Equal(t, code, http.StatusForbidden, "node %d: alice's %s %s: %s", tn.id, d.method, d.path, body)
-			want := "user alice (host 127.0.0.1) " + d.want
-			testutil.True(t, strings.Contains(body, want), "node %d: alice's %s %s names the missing ACL %q: %s", tn.id, d.method, d.path, want, body)
-		}
+		alice.checkDenied(fmt.Sprintf("node %d: alice", tn.id), token, []denial{
+			{http.MethodGet, "/api/v1/topics/b", nil, "user alice (host 127.0.0.1) lacks DESCRIBE on topic b"},
+			{http.MethodGet, "/api/v1/topics/b/records?partition=0", nil, "user alice (host 127.0.0.1) lacks READ on topic b"},
+			{http.MethodPost, "/api/v1/topics/a/records", map[string]any{"value": "v"}, "user alice (host 127.0.0.1) lacks WRITE on topic a"},
+			{http.MethodPost, "/api/v1/topics", map[string]any{"name": "new"}, "user alice (host 127.0.0.1) lacks CREATE on topic new"},
+			{http.MethodDelete, "/api/v1/topics/a", nil, "user alice (host 127.0.0.1) lacks DELETE on topic a"},
+			{http.MethodDelete, "/api/v1/groups/ga", nil, "user alice (host 127.0.0.1) lacks DELETE on group ga"},
+			{http.MethodGet, "/api/v1/acls", nil, "user alice (host 127.0.0.1) lacks DESCRIBE on the cluster"},
+		})
 	}
 	ends, err := adm.ListEndOffsets(ctx0, "a")
 	testutil.NoError(t, err, "end offsets of a")

@@ -39,13 +39,8 @@ func topicConfig(t *testing.T, tn *testNode, topic, key string) (value string, s
 }
 
 func TestConsoleTopicEdits(t *testing.T) {
-	tn := startCluster(t, 1)[0]
+	tn, ctx, adm, _ := nodeWithTopic(t, "grow", 1)
 	cc := newConsoleClient(t, "http://"+tn.server().HTTPAddr().String(), nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	adm := adminOf(t, tn)
-	_, err := adm.CreateTopic(ctx, 1, 1, nil, "grow")
-	testutil.NoError(t, err, "create grow")
 	token := cc.csrf()
 
 	// Partitions: refused without the token, then 1 -> 3, as Metadata reads it back.
@@ -110,12 +105,10 @@ func TestConsoleTopicEditsNeedTheirACL(t *testing.T) {
 	code, _, body := alice.login("alice", "alice-pw")
 	testutil.Equal(t, code, http.StatusOK, "alice's login: %s", body)
 	token := alice.csrf()
-	code, body = alice.send(http.MethodPost, "/api/v1/topics/a/partitions", token, map[string]any{"count": 3})
-	testutil.Equal(t, code, http.StatusForbidden, "alice's add partitions: %s", body)
-	testutil.True(t, strings.Contains(body, "user alice (host 127.0.0.1) lacks ALTER on topic a"), "the refusal names ALTER: %s", body)
-	code, body = alice.send(http.MethodPost, "/api/v1/topics/a/configs", token, map[string]any{"set": map[string]string{"retention.ms": "1000"}})
-	testutil.Equal(t, code, http.StatusForbidden, "alice's config change: %s", body)
-	testutil.True(t, strings.Contains(body, "user alice (host 127.0.0.1) lacks ALTER_CONFIGS on topic a"), "the refusal names ALTER_CONFIGS: %s", body)
+	alice.checkDenied("alice", token, []denial{
+		{http.MethodPost, "/api/v1/topics/a/partitions", map[string]any{"count": 3}, "user alice (host 127.0.0.1) lacks ALTER on topic a"},
+		{http.MethodPost, "/api/v1/topics/a/configs", map[string]any{"set": map[string]string{"retention.ms": "1000"}}, "user alice (host 127.0.0.1) lacks ALTER_CONFIGS on topic a"},
+	})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -1,12 +1,10 @@
 package server_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -19,12 +17,8 @@ import (
 // state and the group's redeliveries. A raw member acquires 5 records, releases 2 and
 // acquires them again: 5 acquired, none available, 2 redelivered.
 func TestShareMetrics(t *testing.T) {
-	n := startCluster(t, 1)[0]
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	const topic, group = "mt", "mg"
-	ct, err := adminOf(t, n).CreateTopic(ctx, 1, 1, nil, topic)
-	testutil.NoError(t, err, "create topic")
+	n, ctx, _, ct := nodeWithTopic(t, topic, 1)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	testutil.NoError(t, err, "kgo.NewClient")
 	defer cl.Close()

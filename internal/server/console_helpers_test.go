@@ -3,8 +3,10 @@ package server_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,9 +17,49 @@ import (
 	"github.com/runnel-io/runnel/internal/testutil"
 )
 
-// The console's browser tests drive a real headless chromium through the pages as an
-// operator would; what they share is here: starting the browser, signing in, waiting
-// for a page's scripts, and the forms more than one test fills.
+// What the console's tests share: a node with a topic, the check of calls a user's
+// ACLs refuse, a record read back with a Kafka client; and for the browser tests, which
+// drive a real headless chromium through the pages as an operator would, starting the
+// browser, signing in, waiting for a page's scripts, and the forms more than one test
+// fills.
+
+// nodeWithTopic starts one node (with sets) and creates topic on it (partitions, one
+// replica). It returns the node, a 30 s context for the test, an admin client and the
+// created topic.
+func nodeWithTopic(t *testing.T, topic string, partitions int32, sets ...string) (*testNode, context.Context, *kadm.Client, kadm.CreateTopicResponse) {
+	t.Helper()
+	tn := startCluster(t, 1, sets...)[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	adm := adminOf(t, tn)
+	ct, err := adm.CreateTopic(ctx, partitions, 1, nil, topic)
+	testutil.NoError(t, err, "create %s", topic)
+	return tn, ctx, adm, ct
+}
+
+// denial is a console call a user's ACLs refuse, and what the refusal must say.
+type denial struct {
+	method, path string
+	body         any
+	want         string
+}
+
+// checkDenied makes each call as cc (a write with token) and checks that it is
+// refused 403, naming what the user lacks; who labels the failures.
+func (cc *consoleClient) checkDenied(who, token string, ds []denial) {
+	cc.t.Helper()
+	for _, d := range ds {
+		var code int
+		var body string
+		if d.method == http.MethodGet {
+			code, _, body = cc.get(d.path)
+		} else {
+			code, body = cc.send(d.method, d.path, token, d.body)
+		}
+		testutil.Equal(cc.t, code, http.StatusForbidden, "%s's %s %s: %s", who, d.method, d.path, body)
+		testutil.True(cc.t, strings.Contains(body, d.want), "%s's %s %s names the missing ACL %q: %s", who, d.method, d.path, d.want, body)
+	}
+}
 
 // chromiumPath is Debian's chromium (scripts/install-deps.sh installs it), or "".
 func chromiumPath() string {
