@@ -284,14 +284,8 @@ func resetShareOffsets(cmd *cobra.Command, adm *kadm.Client, group, topic string
 		if c, ok := current[p]; ok {
 			row.Current = c
 		}
-		switch spec.Kind {
-		case offsetspec.Earliest:
-			row.New = b.start
-		case offsetspec.Latest:
-			row.New = b.end
-		default:
-			row.New = min(max(spec.N, b.start), b.end)
-		}
+		// Earliest, latest or an offset: no commit to shift from, so no error.
+		row.New, _ = offsetspec.Target(&spec, 0, offsetspec.Partition{Start: b.start, End: b.end, Committed: -1, AtTime: -1})
 		rows = append(rows, row)
 		offsets.AddOffset(topic, p, row.New, -1)
 	}
