@@ -87,5 +87,6 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 	testutil.Equal(t, committedAt(t, ctx0, adm, "ga", "a", 0), int64(21), "ga's offset on a after the reset")
 
 	// Delete the created topic from its record page.
-	b.deleteTopic(ctx0, adm, "made-in-browser")
+	b.deleteTopic("made-in-browser")
+	checkTopicGone(t, tn, "made-in-browser")
 }

@@ -252,7 +252,7 @@ func TestConsoleTopicAndGroupActions(t *testing.T) {
 	testutil.Equal(t, code, http.StatusForbidden, "a delete without X-CSRF-Token: %s", body)
 	cc.sendOK(http.MethodDelete, "/api/v1/topics/made", token, nil, &ta)
 	testutil.True(t, ta.Deleted, "the delete's answer")
-	waitTopicGone(t, ctx, adm, "made")
+	checkTopicGone(t, tn, "made")
 	code, body = cc.send(http.MethodDelete, "/api/v1/topics/made", token, nil)
 	testutil.Equal(t, code, http.StatusNotFound, "deleting made again: %s", body)
 }

@@ -1,11 +1,9 @@
 package server_test
 
 import (
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -35,14 +33,8 @@ func TestConsoleGroupProtocols(t *testing.T) {
 
 	cc := newConsoleClient(t, "http://"+tn.server().HTTPAddr().String(), nil)
 	var groups httpd.Groups
-	testutil.Eventually(t, 10*time.Second, func() error {
-		groups = httpd.Groups{}
-		cc.getJSON("/api/v1/groups", &groups)
-		if len(groups.Groups) != 2 {
-			return fmt.Errorf("groups %+v, want gc and sg", groups.Groups)
-		}
-		return nil
-	})
+	cc.getJSON("/api/v1/groups", &groups)
+	testutil.Equal(t, len(groups.Groups), 2, "the groups (gc and sg): %+v", groups.Groups)
 	gc, sg := groups.Groups[0], groups.Groups[1]
 	testutil.Equal(t, gc.GroupID+" "+gc.Protocol, "gc classic", "the classic group in the list")
 	testutil.Equal(t, sg.GroupID+" "+sg.Protocol, "sg share", "the share group in the list")

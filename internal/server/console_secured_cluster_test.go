@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509/pkix"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -164,7 +165,16 @@ func TestConsoleSecuredCluster(t *testing.T) {
 	testutil.Equal(t, committedAt(t, ctx0, adm, "ga", "a", 0), int64(21), "ga's offset on a after the reset")
 
 	// Delete the created topic.
-	b.deleteTopic(ctx0, adm, "made-in-browser")
+	// The delete went through node 3's console; adm may ask node 1 or 2, which apply
+	// it from the metadata log, and answers from kgo's metadata cache (up to 5 s old).
+	b.deleteTopic("made-in-browser")
+	testutil.Eventually(t, 10*time.Second, func() error {
+		td, err := adm.ListTopics(ctx0, "made-in-browser")
+		if err == nil && td.Has("made-in-browser") {
+			err = errors.New("made-in-browser is still listed")
+		}
+		return err
+	})
 }
 
 // A node whose SSL listener requires client certificates, its console over HTTPS: a

@@ -104,13 +104,9 @@ func securedConsoleNode(t *testing.T, extra ...string) *testNode {
 		os := kadm.Offsets{}
 		os.Add(kadm.Offset{Topic: "a", Partition: 0, At: 0, LeaderEpoch: -1})
 		os.Add(kadm.Offset{Topic: "b", Partition: 0, At: 0, LeaderEpoch: -1})
-		testutil.Eventually(t, 20*time.Second, func() error {
-			r, err := adm.CommitOffsets(ctx, g, os)
-			if err != nil {
-				return err
-			}
-			return r.Error()
-		})
+		r, err := adm.CommitOffsets(ctx, g, os)
+		testutil.NoError(t, err, "commit %s", g)
+		testutil.NoError(t, r.Error(), "commit %s", g)
 	}
 	return tn
 }
@@ -220,14 +216,7 @@ func TestConsoleNeedsLoginOnSASLNode(t *testing.T) {
 	testutil.Equal(t, cluster.Topics, 1, "topics counted on alice's overview")
 
 	var groups httpd.Groups
-	testutil.Eventually(t, 20*time.Second, func() error {
-		groups = httpd.Groups{}
-		alice.getJSON("/api/v1/groups", &groups)
-		if len(groups.Groups) == 0 {
-			return fmt.Errorf("no group listed yet: %+v", groups)
-		}
-		return nil
-	})
+	alice.getJSON("/api/v1/groups", &groups)
 	testutil.Equal(t, len(groups.Groups), 1, "alice's groups: %+v", groups.Groups)
 	testutil.Equal(t, groups.Groups[0].GroupID, "ga", "alice's group")
 	testutil.Equal(t, fmt.Sprint(groups.Groups[0].Topics), "[a]", "the topics of ga alice sees")
@@ -248,14 +237,9 @@ func TestConsoleNeedsLoginOnSASLNode(t *testing.T) {
 	admin.getJSON("/api/v1/topics", &topics)
 	names := topicNames(topics)
 	testutil.True(t, slices.Contains(names, "a") && slices.Contains(names, "b"), "admin's topics: %v", names)
-	testutil.Eventually(t, 20*time.Second, func() error {
-		groups = httpd.Groups{}
-		admin.getJSON("/api/v1/groups", &groups)
-		if len(groups.Groups) != 2 {
-			return fmt.Errorf("admin sees %d groups, want ga and gb: %+v", len(groups.Groups), groups.Groups)
-		}
-		return nil
-	})
+	groups = httpd.Groups{}
+	admin.getJSON("/api/v1/groups", &groups)
+	testutil.Equal(t, len(groups.Groups), 2, "admin's groups (ga and gb): %+v", groups.Groups)
 	code, _, _ = admin.get("/api/v1/reassignments")
 	testutil.Equal(t, code, http.StatusOK, "admin asks for the reassignments")
 	// Every page has the sign-out form with the session's token; without it the form
