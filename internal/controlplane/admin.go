@@ -13,7 +13,7 @@ import (
 	"github.com/runnel-io/runnel/internal/controller"
 	"github.com/runnel-io/runnel/internal/kafka"
 	"github.com/runnel-io/runnel/internal/metadata"
-	"github.com/runnel-io/runnel/internal/reach"
+	"github.com/runnel-io/runnel/internal/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -28,14 +28,8 @@ type Admin struct {
 	ch     *Channel
 	logger *slog.Logger
 
-	mu      sync.Mutex // guards applied and cond
-	cond    *sync.Cond
-	applied *metadata.Image // the last image applied to the replicas
-
-	// probe tells whether a node's process is gone (AwaitLiveLeaders); nil never waits.
-	probe *reach.Prober
-	// sessionTimeout is broker.session.timeout.ms, the longest AwaitLiveLeaders waits.
-	sessionTimeout time.Duration
+	// view holds the image applied to the local replicas; settle waits on it.
+	view *replica.Leadership
 
 	pidMu sync.Mutex // guards pidNext and pidEnd
 	// pidNext, pidEnd is the unused part of the producer id block this node got from
@@ -53,13 +47,10 @@ var _ kafka.Admin = (*Admin)(nil)
 type AdminConfig struct {
 	// Controller is this node's controller (a voter or a non-voter of the quorum).
 	Controller *controller.Controller
-	// Probe tells whether a node's process is gone (AwaitLiveLeaders, AwaitLeaderMove);
-	// nil never waits.
-	Probe *reach.Prober
-	// SessionTimeout is broker.session.timeout.ms, the longest AwaitLiveLeaders and
-	// AwaitLeaderMove wait.
-	SessionTimeout time.Duration
-	Logger         *slog.Logger
+	// View is this node's leadership view, which the node feeds the images applied to
+	// its replicas (Leadership.SetApplied).
+	View   *replica.Leadership
+	Logger *slog.Logger
 	// PeerClient gives the controller channel's dialer and SASL login for the
 	// controller's inter-broker listener (Channel.SetPeerClient); nil: plaintext.
 	PeerClient kafka.PeerClient
@@ -68,10 +59,8 @@ type AdminConfig struct {
 // NewAdmin returns the node's Admin with its controller channel (Channel).
 func NewAdmin(cfg AdminConfig) *Admin {
 	c := cfg.Controller
-	a := &Admin{ctrl: c, ch: NewChannel(c, c.NodeID(), cfg.Logger), logger: cfg.Logger, applied: metadata.Empty(),
-		probe: cfg.Probe, sessionTimeout: cfg.SessionTimeout}
+	a := &Admin{ctrl: c, ch: NewChannel(c, c.NodeID(), cfg.Logger), logger: cfg.Logger, view: cfg.View}
 	a.ch.SetPeerClient(cfg.PeerClient)
-	a.cond = sync.NewCond(&a.mu)
 	return a
 }
 
@@ -91,47 +80,14 @@ func (a *Admin) CaughtUp(im *metadata.Image) bool {
 	return epoch >= 0 && ok && b.Epoch == epoch && !b.Fenced
 }
 
-// SetApplied records im as applied to the local replicas: call it after
-// replica.Manager.ApplyImage, in image order. Image answers it from then on, and the
-// waits for a change to show on this node (settle) end on it.
-func (a *Admin) SetApplied(im *metadata.Image) {
-	a.mu.Lock()
-	a.applied = im
-	a.cond.Broadcast()
-	a.mu.Unlock()
-}
-
 // waitLocal waits until the replicas have applied the image at offset.
 func (a *Admin) waitLocal(ctx context.Context, offset uint64) error {
-	return a.waitFor(ctx, func(im *metadata.Image) bool { return im.Offset >= offset })
-}
-
-// waitFor waits until the image applied to the replicas satisfies ok.
-func (a *Admin) waitFor(ctx context.Context, ok func(*metadata.Image) bool) error {
-	stop := context.AfterFunc(ctx, func() {
-		a.mu.Lock()
-		a.cond.Broadcast()
-		a.mu.Unlock()
-	})
-	defer stop()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for !ok(a.applied) {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		a.cond.Wait()
-	}
-	return nil
+	return a.view.WaitFor(ctx, func(im *metadata.Image) bool { return im.Offset >= offset })
 }
 
 // Image is the image applied to the local replicas (not the controller's newest), so
 // metadata never names a partition this node cannot serve yet.
-func (a *Admin) Image() *metadata.Image {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.applied
-}
+func (a *Admin) Image() *metadata.Image { return a.view.Image() }
 
 func (a *Admin) ControllerID() metadata.NodeID {
 	if id, ok := a.ctrl.LeaderID(); ok {
@@ -250,7 +206,7 @@ func allApplied(n int, applied func(im *metadata.Image, i int) bool) func(*metad
 func (a *Admin) settleFor(ctx context.Context, ok func(*metadata.Image) bool) {
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
-	if err := a.waitFor(ctx, ok); err != nil {
+	if err := a.view.WaitFor(ctx, ok); err != nil {
 		a.logger.Warn("forwarded metadata change not yet applied locally", "err", err)
 	}
 }

@@ -127,8 +127,9 @@ func startController(t *testing.T) *controller.Controller {
 // a producer id, and the controlled shutdown that revokes the lease.
 func TestLifecycleOnActiveController(t *testing.T) {
 	c := startController(t)
-	a := NewAdmin(AdminConfig{Controller: c, SessionTimeout: time.Minute, Logger: slog.New(slog.DiscardHandler)})
-	unsub := c.Subscribe(func(_, cur *metadata.Image) { a.SetApplied(cur) })
+	view := replica.NewLeadership(replica.LeadershipOptions{Self: 1, SessionTimeout: time.Minute})
+	a := NewAdmin(AdminConfig{Controller: c, View: view, Logger: slog.New(slog.DiscardHandler)})
+	unsub := c.Subscribe(func(_, cur *metadata.Image) { view.SetApplied(cur) })
 	defer unsub()
 	testutil.True(t, a.Channel().IsLocal(), "a single voter is the active controller")
 	testutil.Equal(t, a.ControllerID(), metadata.NodeID(1), "controller id")

@@ -53,8 +53,8 @@
 //   - A forwarded request is retried as a whole only when every item was refused with
 //     NOT_CONTROLLER; otherwise each item keeps the controller's answer (matchAnswers)
 //     and is not sent again.
-//   - Admin.Image is the image applied to the local replicas (SetApplied, in image
-//     order), never the controller's newer one: metadata never names a partition this
+//   - Admin.Image is the image applied to the local replicas (replica.Leadership, fed
+//     in image order), never the controller's newer one: metadata never names a partition this
 //     node cannot serve yet. Its offset only grows.
 //   - Every call has a deadline: the caller's, or channelDefaultTimeout (30 s); the
 //     controlled shutdown waits at most controlledShutdownTimeout (30 s), and gives up

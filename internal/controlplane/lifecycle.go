@@ -118,7 +118,7 @@ func StartLifecycle(ctx context.Context, cfg LifecycleConfig) (*Lifecycle, error
 // AwaitUnfenced returns once this node's own image shows it registered with its
 // current epoch and unfenced.
 func (l *Lifecycle) AwaitUnfenced(ctx context.Context) error {
-	err := l.admin.waitFor(ctx, func(im *metadata.Image) bool {
+	err := l.admin.view.WaitFor(ctx, func(im *metadata.Image) bool {
 		b, ok := im.Brokers[l.reg.ID]
 		return ok && b.Epoch == l.ch.brokerEpoch.Load() && !b.Fenced
 	})
@@ -145,7 +145,7 @@ func (l *Lifecycle) run() {
 	// The first heartbeat can only unfence this node once its image holds the
 	// registration; wait for that rather than a whole interval.
 	wctx, cancel := context.WithTimeout(l.ctx, l.interval)
-	l.admin.waitFor(wctx, func(im *metadata.Image) bool { return im.Brokers[l.reg.ID].Epoch >= l.ch.brokerEpoch.Load() })
+	l.admin.view.WaitFor(wctx, func(im *metadata.Image) bool { return im.Brokers[l.reg.ID].Epoch >= l.ch.brokerEpoch.Load() })
 	cancel()
 	for {
 		next := l.beat()

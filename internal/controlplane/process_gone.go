@@ -57,7 +57,7 @@ func probeAddr(b metadata.Broker) (addr string, plain bool) {
 			return net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))), true
 		}
 	}
-	return BrokerAddr(b), len(b.Endpoints) == 0 // no endpoints listed: the plain default
+	return b.Addr(), len(b.Endpoints) == 0 // no endpoints listed: the plain default
 }
 
 // probeFormatter frames the probe's ApiVersions requests.

@@ -104,7 +104,7 @@ func (peers *TxnPeers) WriteMarker(ctx context.Context, tp metadata.TopicPartiti
 	if !ok {
 		return fmt.Errorf("%w: %s-%d has no leader", replica.ErrNotLeader, tp.Topic, tp.Partition)
 	}
-	cl, err := peers.client(peerConn{addr: BrokerAddr(b), markers: true})
+	cl, err := peers.client(peerConn{addr: b.Addr(), markers: true})
 	if err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func (peers *TxnPeers) ask(ctx context.Context, txnID string, pid int64, epoch i
 		// No leader, or this node leads but has not loaded the partition yet.
 		return fmt.Errorf("%w: coordinator of %q not ready", txn.ErrCoordinatorNotAvailable, txnID)
 	}
-	cl, err := peers.client(peerConn{addr: BrokerAddr(b)})
+	cl, err := peers.client(peerConn{addr: b.Addr()})
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func handleMetadata(ctx context.Context, s *Server, r *request) (kmsg.Response, 
 	resp := s.metadataFor(ctx, r, req, im)
 	// Never name a leader whose process is gone while its partitions are about to get
 	// new ones: a client sent there keeps failing until its next refresh.
-	if newer := s.admin.AwaitLiveLeaders(ctx, im, leadersOf(resp, s.cfg.NodeID)); newer != im {
+	if newer := s.cfg.Leadership.LiveLeaders(ctx, im, leadersOf(resp, s.cfg.NodeID)); newer != im {
 		resp = s.metadataFor(ctx, r, req, newer)
 	}
 	s.setMetadataAuthorizedOperations(r, req, resp)

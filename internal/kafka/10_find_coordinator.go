@@ -106,7 +106,7 @@ func (s *Server) partitionLeader(ctx context.Context, c kmsg.FindCoordinatorResp
 	}
 	// Never name a coordinator that does not answer while the controller may be
 	// moving its partition: the client would wait on it, not ask again.
-	if newer := s.admin.AwaitAnsweringLeader(ctx, im, metadata.TopicPartition{Topic: topic, Partition: p}); newer != im {
+	if newer := s.cfg.Leadership.AnsweringLeader(ctx, im, metadata.TopicPartition{Topic: topic, Partition: p}); newer != im {
 		im = newer
 		if t = im.Topics[topic]; t == nil || int(p) >= len(t.Partitions) {
 			return fail(topic + " changed while the leader of partition " + strconv.Itoa(int(p)) + " was awaited; ask again")

@@ -103,7 +103,7 @@ func (hs *leaderHints) hint(topic string, partition int32) (h leaderHint, first,
 		if hs.waitUntil.IsZero() {
 			hs.waitUntil = time.Now().Add(hintWait)
 		}
-		if left := time.Until(hs.waitUntil); left > 0 && s.admin.AwaitPartitionChange(hs.ctx, tp, left) {
+		if left := time.Until(hs.waitUntil); left > 0 && s.cfg.Leadership.PartitionChange(hs.ctx, tp, left) {
 			im = s.admin.Image()
 			leader, epoch = s.currentLeader(im, tp)
 		}

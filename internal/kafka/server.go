@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net"
 	"sync"
-	"time"
 
 	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/config"
@@ -68,27 +67,6 @@ type Admin interface {
 	// UpdateRaftVoter records raftAddr as voter id's Raft address and returns the
 	// active controller's id, Raft term and Raft address.
 	UpdateRaftVoter(ctx context.Context, id metadata.NodeID, raftAddr string) (QuorumLeader, error)
-
-	// AwaitLiveLeaders returns im, unless one of leaders is a node whose process is
-	// gone (its Kafka listener refuses connections) and im does not show it fenced
-	// yet: it then waits, bounded, for the controller to fence it and returns the
-	// newer image, whose partitions have new leaders. A Metadata answer that named the
-	// dead leader would send the client to it until its next refresh.
-	AwaitLiveLeaders(ctx context.Context, im *metadata.Image, leaders []metadata.NodeID) *metadata.Image
-	// AwaitLeaderMove waits, bounded, while this node's image names as tp's leader
-	// another node whose process is gone, or no leader, for it to name a new one, and
-	// reports whether it did: a request may reach the new leader a moment before that
-	// node has applied its own election.
-	AwaitLeaderMove(ctx context.Context, tp metadata.TopicPartition) bool
-	// AwaitPartitionChange waits at most d for this node's image to give tp another
-	// leader or leader epoch, and reports whether it did.
-	AwaitPartitionChange(ctx context.Context, tp metadata.TopicPartition, d time.Duration) bool
-	// AwaitAnsweringLeader returns im, unless im names as tp's leader another node
-	// that does not answer (its process is gone, or silent: paused, cut off): it then
-	// waits, bounded, for this node's image to name another leader and returns the
-	// image it has then. FindCoordinator answers from it: a client sent to a
-	// coordinator that never answers stays with it.
-	AwaitAnsweringLeader(ctx context.Context, im *metadata.Image, tp metadata.TopicPartition) *metadata.Image
 }
 
 // Config configures the protocol server.
@@ -99,6 +77,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Listen overrides net.Listen, for tests on a virtual network.
 	Listen func(network, addr string) (net.Listener, error)
+	// Leadership is the node's leadership view: answers that name or serve for a
+	// leader ask it first whether that leader's node is there (nil: a view without
+	// probes, which never waits on one).
+	Leadership *replica.Leadership
 }
 
 // Server is the Kafka protocol server of one node.
@@ -151,6 +133,9 @@ func NewServer(cfg Config, replicas *replica.Manager, admin Admin, metrics *Metr
 	}
 	if cfg.Listen == nil {
 		cfg.Listen = net.Listen
+	}
+	if cfg.Leadership == nil {
+		cfg.Leadership = replica.NewLeadership(replica.LeadershipOptions{Self: cfg.NodeID, Logger: cfg.Logger})
 	}
 	q := cfg.Broker.QueuedMaxRequests
 	if q <= 0 {

@@ -1,7 +1,9 @@
 package metadata
 
 import (
+	"net"
 	"sort"
+	"strconv"
 )
 
 // NodeID identifies a node (Kafka's broker.id / node.id).
@@ -74,6 +76,11 @@ type Endpoint struct {
 	// SecurityProtocol is Kafka's id of the listener's protocol: 0 PLAINTEXT, 1 SSL,
 	// 2 SASL_PLAINTEXT, 3 SASL_SSL.
 	SecurityProtocol int16 `json:"security_protocol"`
+}
+
+// Addr is b's registered (inter-broker) Kafka address, host:port.
+func (b Broker) Addr() string {
+	return net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
 }
 
 // Endpoint returns b's endpoint of the listener named name. A broker registered

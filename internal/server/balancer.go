@@ -17,7 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel-io/runnel/internal/controller"
-	"github.com/runnel-io/runnel/internal/controlplane"
 	"github.com/runnel-io/runnel/internal/kafka"
 	"github.com/runnel-io/runnel/internal/metadata"
 )
@@ -55,7 +54,7 @@ type diskUsageAsker struct {
 // ask is BalancerConfig.DiskUsage: DescribeLogDirs (every partition) of broker b.
 func (d *diskUsageAsker) ask(ctx context.Context, b metadata.Broker) (controller.DiskUsage, error) {
 	var out controller.DiskUsage
-	addr := controlplane.BrokerAddr(b)
+	addr := b.Addr()
 	opts := append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID(fmt.Sprintf("runnel-balancer-%d", d.self)),
 		kgo.RequestRetries(0)}, d.peerClient(5*time.Second)...)
 	cl, err := kgo.NewClient(opts...)

@@ -75,6 +75,9 @@ type Node struct {
 	// probe tells whether another node's process is gone, for the controller's fast
 	// fencing and the Metadata answers (reach.Prober).
 	probe *reach.Prober
+	// leadership is the image applied to the replicas and, probed, whether the
+	// leaders it names are there (replica.Leadership).
+	leadership *replica.Leadership
 	// lease says whether this node may answer as a leader or coordinator
 	// (controlplane.Lease, granted by the heartbeats' answers).
 	lease *controlplane.Lease
@@ -191,8 +194,13 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 		})
 		n.scrubber.Start()
 	}
-	n.admin = controlplane.NewAdmin(controlplane.AdminConfig{Controller: n.ctrl, Probe: n.probe,
-		SessionTimeout: time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond, Logger: n.logger, PeerClient: n.peerClient})
+	n.leadership = replica.NewLeadership(replica.LeadershipOptions{Self: metadata.NodeID(cfg.NodeID),
+		Probe: func(ctx context.Context, b metadata.Broker) reach.Verdict {
+			return controlplane.ProcessState(ctx, n.probe, b)
+		},
+		SessionTimeout: time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond, Logger: n.logger})
+	n.admin = controlplane.NewAdmin(controlplane.AdminConfig{Controller: n.ctrl, View: n.leadership,
+		Logger: n.logger, PeerClient: n.peerClient})
 	n.replicas, err = replica.NewManager(replica.Options{
 		IsrChanger: n.admin.Channel(),
 		Node:       metadata.NodeID(cfg.NodeID), Logs: n.logs, Logger: n.logger, Resolve: n.resolveTopic,
@@ -223,7 +231,8 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 	n.serving.Store(true)
 	reg.MustRegister(newPartitionCollector(n.replicas), newDiskFullGauge(n.disk), newIntegrityCollector(n.logs, n.replicas), newGroupLagCollector(n))
 	reg.MustRegister(newDiskSpaceCollector(cfg.DataDir))
-	n.kafka = kafka.NewServer(kafka.Config{NodeID: metadata.NodeID(cfg.NodeID), Broker: cfg, Logger: n.logger, Listen: vnet.Or(n.network).Listen},
+	n.kafka = kafka.NewServer(kafka.Config{NodeID: metadata.NodeID(cfg.NodeID), Broker: cfg, Logger: n.logger, Listen: vnet.Or(n.network).Listen,
+		Leadership: n.leadership},
 		n.replicas, n.admin, kafka.NewMetrics(reg))
 	n.kafka.SetLease(n.lease.Valid)
 	n.kafka.SetGroupCoordinator(n.groupCoordinator())
@@ -297,7 +306,7 @@ func (n *Node) applyImage(_, cur *metadata.Image) {
 		n.logger.Error("applying metadata", "offset", cur.Offset, "err", err)
 	}
 	n.links.apply(cur)
-	n.admin.SetApplied(cur)
+	n.leadership.SetApplied(cur)
 	// Report the new offset to the controller now rather than at the next interval:
 	// an admin change is acknowledged only once every live node has reported it.
 	n.nudgeHeartbeat()
