@@ -15,34 +15,48 @@ import (
 	"github.com/runnel-io/runnel/internal/replica"
 )
 
-// fetchOnce sends one Fetch for parts to the source broker and appends what it
-// answers. It is a consumer's fetch (ReplicaID -1) at read_uncommitted: the source
-// serves up to its high watermark (never what it could still lose) and every batch,
-// aborted data and transaction markers included, as stored. Each partition is fetched
-// at its destination log end, which is the next offset to copy. An error is returned
-// only for the request as a whole; a partition's own error is handled here.
-func (f *fetcher) fetchOnce(ctx context.Context, parts []*mpart) error {
-	if err := f.s.throttle.wait(ctx); err != nil {
-		return nil // the session or fetcher ends
-	}
+// fetch is one Fetch request to the source broker: what it asked, and (once done)
+// the answer.
+type fetch struct {
+	// at is the offset each partition was asked from: its destination log end, or
+	// where the answer before this one (not yet appended when this one was sent) ends.
+	at   map[metadata.TopicPartition]int64
+	byID map[[16]byte]string // a v13+ answer names topics by id
+	sent time.Time
+
+	done chan struct{}
+	resp *kmsg.FetchResponse
+	err  error
+}
+
+// send sends one Fetch for parts to the source broker, in the background (it waits
+// for the throttle first). It is a consumer's fetch (ReplicaID -1) at
+// read_uncommitted: the source serves up to its high watermark (never what it could
+// still lose) and every batch, aborted data and transaction markers included, as
+// stored. Each partition is asked from ahead[tp] when the previous answer (still
+// being appended) holds data for it, else from its destination log end, the next
+// offset to copy. It returns nil when there is nothing to ask.
+func (f *fetcher) send(ctx context.Context, parts []*mpart, ahead map[metadata.TopicPartition]int64) *fetch {
 	maxBytes, partMaxBytes := f.s.throttle.fetchBytes()
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, int32(fetchMaxWait/time.Millisecond), 1, maxBytes
 	req.IsolationLevel, req.SessionEpoch = 0, -1
+	fe := &fetch{at: map[metadata.TopicPartition]int64{}, byID: map[[16]byte]string{}, done: make(chan struct{})}
 	byTopic := map[string]int{}
-	byID := map[[16]byte]string{} // a v13+ answer names topics by id
-	ends := map[metadata.TopicPartition]int64{}
 	f.s.mu.Lock()
 	for _, p := range parts {
 		_, leading, _, end, _ := p.dest.MirrorEnds()
 		if !leading || p.removed.Load() {
 			continue
 		}
+		if a, ok := ahead[p.tp]; ok {
+			end = a
+		}
 		i, ok := byTopic[p.tp.Topic]
 		if !ok {
 			t := kmsg.NewFetchRequestTopic()
 			t.Topic, t.TopicID = p.tp.Topic, p.topicID
-			byID[p.topicID] = p.tp.Topic
+			fe.byID[p.topicID] = p.tp.Topic
 			req.Topics = append(req.Topics, t)
 			i = len(req.Topics) - 1
 			byTopic[p.tp.Topic] = i
@@ -51,77 +65,108 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*mpart) error {
 		rp.Partition, rp.CurrentLeaderEpoch, rp.FetchOffset = p.tp.Partition, p.sourceEpoch, end
 		rp.LastFetchedEpoch, rp.LogStartOffset, rp.PartitionMaxBytes = -1, -1, partMaxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		ends[p.tp] = end
+		fe.at[p.tp] = end
 	}
 	f.s.mu.Unlock()
-	if len(ends) == 0 {
+	if len(fe.at) == 0 {
 		return nil
 	}
-	sent := time.Now()
-	kresp, err := f.s.cl.Broker(int(f.broker)).Request(ctx, req)
-	if err != nil {
-		return err
-	}
-	resp := kresp.(*kmsg.FetchResponse)
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return err
+	go func() {
+		defer close(fe.done)
+		if fe.err = f.s.throttle.wait(ctx); fe.err != nil {
+			return // the session or fetcher ends
+		}
+		fe.sent = time.Now()
+		var kresp kmsg.Response
+		if kresp, fe.err = f.s.cl.Broker(int(f.broker)).Request(ctx, req); fe.err != nil {
+			return
+		}
+		fe.resp = kresp.(*kmsg.FetchResponse)
+		fe.err = kerr.ErrorForCode(fe.resp.ErrorCode)
+	}()
+	return fe
+}
+
+// answer waits for fe's answer and returns it by partition of parts (the ones asked
+// and still fetched here), with where each partition's whole batches in it end (the
+// offset to ask next, for the partitions it holds data of). An error is one of the
+// request as a whole; a partition's own error is handled by apply.
+func (f *fetcher) answer(fe *fetch, parts []*mpart) (todo []applyJob, ahead map[metadata.TopicPartition]int64, err error) {
+	<-fe.done
+	if fe.err != nil {
+		return nil, nil, fe.err
 	}
 	byKey := map[metadata.TopicPartition]*mpart{}
 	for _, p := range parts {
 		byKey[p.tp] = p
 	}
 	fetched := 0
-	for _, t := range resp.Topics {
+	for _, t := range fe.resp.Topics {
 		for _, rp := range t.Partitions {
 			fetched += len(rp.RecordBatches)
 		}
 	}
 	f.s.throttle.take(fetched)
-	var todo []applyJob
-	for _, t := range resp.Topics {
+	ahead = map[metadata.TopicPartition]int64{}
+	for _, t := range fe.resp.Topics {
 		name := t.Topic
 		if name == "" {
-			name = byID[t.TopicID]
+			name = fe.byID[t.TopicID]
 		}
 		for _, rp := range t.Partitions {
 			tp := metadata.TopicPartition{Topic: name, Partition: rp.Partition}
 			p := byKey[tp]
-			if p == nil || p.removed.Load() {
+			at, asked := fe.at[tp]
+			if p == nil || p.removed.Load() || !asked {
 				continue
 			}
-			if _, asked := ends[tp]; !asked {
-				continue
+			todo = append(todo, applyJob{p, rp, at})
+			if rp.ErrorCode == 0 {
+				if next := wholeBatchesEnd(rp.RecordBatches, at); next > at {
+					ahead[tp] = next
+				}
 			}
-			todo = append(todo, applyJob{p, rp})
 		}
 	}
-	// Each partition's append waits for its own fsync (a leader's acks=1 durability):
-	// the partitions of one answer are appended concurrently so that their fsyncs
-	// overlap instead of adding up. Still one appender per partition (this fetcher).
+	return todo, ahead, nil
+}
+
+// apply appends the partitions of an answer. Each partition's append waits for its
+// own fsync (a leader's acks=1 durability): the partitions of one answer are appended
+// concurrently so that their fsyncs overlap instead of adding up. Still one appender
+// per partition (this fetcher).
+func (f *fetcher) apply(ctx context.Context, todo []applyJob, sent time.Time) {
 	if len(todo) == 1 {
-		f.applyPartition(ctx, todo[0].p, todo[0].rp, ends[todo[0].p.tp], sent)
-		return nil
+		f.applyPartition(ctx, todo[0].p, todo[0].rp, todo[0].at, sent)
+		return
 	}
 	var wg sync.WaitGroup
 	for _, j := range todo {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			f.applyPartition(ctx, j.p, j.rp, ends[j.p.tp], sent)
+			f.applyPartition(ctx, j.p, j.rp, j.at, sent)
 		}()
 	}
 	wg.Wait()
-	return nil
 }
 
-// applyJob is one partition of a fetch answer to append.
+// applyJob is one partition of a fetch answer to append, asked from offset at.
 type applyJob struct {
 	p  *mpart
 	rp kmsg.FetchResponseTopicPartition
+	at int64
 }
 
-// applyPartition handles one partition of a fetch answer.
+// applyPartition handles one partition of a fetch answer, asked from offset end. An
+// answer sent ahead was asked from where the answer before it was to end; when the
+// destination's end is elsewhere (that append failed or stopped short, or the
+// partition restarted at the source's log start), it is dropped: the next fetch asks
+// from the destination's end.
 func (f *fetcher) applyPartition(ctx context.Context, p *mpart, rp kmsg.FetchResponseTopicPartition, end int64, sent time.Time) {
+	if _, _, _, cur, _ := p.dest.MirrorEnds(); cur != end {
+		return
+	}
 	switch err := kerr.ErrorForCode(rp.ErrorCode); {
 	case err == nil:
 	case errors.Is(err, kerr.OffsetOutOfRange):
@@ -157,6 +202,20 @@ func (f *fetcher) applyPartition(ctx context.Context, p *mpart, rp kmsg.FetchRes
 		return
 	}
 	p.sawSourceEnd(rp.HighWatermark, end, sent)
+}
+
+// wholeBatchesEnd is where the whole batches of buf end past from (from when none).
+func wholeBatchesEnd(buf []byte, from int64) int64 {
+	end := from
+	for rest := buf; len(rest) >= recordbatch.HeaderSize; {
+		size := recordbatch.LengthPrefixSize + int(recordbatch.Batch(rest).BatchLength())
+		if size > len(rest) || size < recordbatch.HeaderSize {
+			break
+		}
+		end = max(end, recordbatch.Batch(rest[:size]).NextOffset())
+		rest = rest[size:]
+	}
+	return end
 }
 
 // wholeBatches returns the prefix of buf made of whole v2 batches that end past

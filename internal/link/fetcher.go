@@ -337,17 +337,32 @@ func (f *fetcher) snapshot() []*mpart {
 	return out
 }
 
+// run fetches until ctx ends. While an answer with data is appended, the next fetch
+// is already on its way, asked from where that answer ends: the source's read and the
+// transfer overlap the destination's append and fsync, instead of taking turns.
 func (f *fetcher) run(ctx context.Context) {
+	var next *fetch // sent ahead, at the offsets the answer being appended ends at
 	for ctx.Err() == nil {
 		parts := f.snapshot()
-		if len(parts) == 0 {
-			select {
-			case <-ctx.Done():
-			case <-f.wake:
+		cur := next
+		next = nil
+		if cur == nil {
+			if len(parts) == 0 {
+				select {
+				case <-ctx.Done():
+				case <-f.wake:
+				}
+				continue
 			}
-			continue
+			if cur = f.send(ctx, parts, nil); cur == nil {
+				continue
+			}
 		}
-		if err := f.fetchOnce(ctx, parts); err != nil && ctx.Err() == nil {
+		todo, ahead, err := f.answer(cur, parts)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
 			for _, p := range parts {
 				p.setErr(fmt.Errorf("fetch from source broker %d of %s: %w", f.broker, f.s.link.Source, err))
 			}
@@ -356,6 +371,14 @@ func (f *fetcher) run(ctx context.Context) {
 			case <-ctx.Done():
 			case <-time.After(retryBackoff):
 			}
+			continue
 		}
+		if len(ahead) > 0 {
+			next = f.send(ctx, parts, ahead)
+		}
+		f.apply(ctx, todo, cur.sent)
+	}
+	if next != nil {
+		<-next.done // ctx is done: it ends at once
 	}
 }
