@@ -123,7 +123,7 @@ func (a *Admin) awaitEveryNode(ctx context.Context) error {
 		// change is committed, so say so rather than fail it.
 		return nil
 	default:
-		return kafkaError(fmt.Errorf("the change is committed but not yet visible on every node: %w", err))
+		return kafka.WithCode(fmt.Errorf("the change is committed but not yet visible on every node: %w", err))
 	}
 }
 
@@ -161,7 +161,7 @@ func (a *Admin) run(ctx context.Context, c change) []error {
 	}
 	changed := false
 	for i := range errs {
-		errs[i] = kafkaError(errs[i])
+		errs[i] = kafka.WithCode(errs[i])
 		changed = changed || errs[i] == nil
 	}
 	if c.validateOnly || !changed {
@@ -310,7 +310,7 @@ func configsApplied(have map[string]string, set map[string]*string, replaceAll b
 func (a *Admin) AllocateProducerID(ctx context.Context) (int64, error) {
 	id, err := a.ctrl.AllocateProducerID(ctx)
 	if !notController(err) {
-		return id, kafkaError(err)
+		return id, kafka.WithCode(err)
 	}
 	a.pidMu.Lock()
 	defer a.pidMu.Unlock()
@@ -326,45 +326,3 @@ func (a *Admin) AllocateProducerID(ctx context.Context) (int64, error) {
 	return id, nil
 }
 
-// controllerErrors maps the controller's sentinels to Kafka's codes.
-var controllerErrors = []struct {
-	err  error
-	kerr *kerr.Error
-}{
-	{controller.ErrNotController, kerr.NotController},
-	{controller.ErrTopicExists, kerr.TopicAlreadyExists},
-	{controller.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
-	{controller.ErrInvalidTopic, kerr.InvalidTopicException},
-	{controller.ErrInvalidPartitions, kerr.InvalidPartitions},
-	{controller.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
-	{controller.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
-	{controller.ErrInvalidConfig, kerr.InvalidConfig},
-	{controller.ErrInvalidRequest, kerr.InvalidRequest},
-	{controller.ErrIneligibleReplica, kerr.IneligibleReplica},
-	{controller.ErrTopicDeletionDisabled, kerr.TopicDeletionDisabled},
-	{controller.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
-	{controller.ErrInvalidUpdateVersion, kerr.InvalidUpdateVersion},
-	{controller.ErrBrokerNotRegistered, kerr.BrokerIDNotRegistered},
-	{controller.ErrStaleBrokerEpoch, kerr.StaleBrokerEpoch},
-	{controller.ErrInconsistentClusterID, kerr.InconsistentClusterID},
-	{controller.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress},
-	{controller.ErrElectionNotNeeded, kerr.ElectionNotNeeded},
-	{controller.ErrPreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable},
-	{controller.ErrEligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable},
-	{controller.ErrTimeout, kerr.RequestTimedOut},
-	{controller.ErrClosed, kerr.NotController},
-	{context.DeadlineExceeded, kerr.RequestTimedOut},
-}
-
-// kafkaError wraps err with the Kafka error it stands for, keeping its message.
-func kafkaError(err error) error {
-	if err == nil {
-		return nil
-	}
-	for _, e := range controllerErrors {
-		if errors.Is(err, e.err) {
-			return fmt.Errorf("%w: %w", e.kerr, err)
-		}
-	}
-	return err
-}

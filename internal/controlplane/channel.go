@@ -413,7 +413,7 @@ func (a localAPI) RegisterBroker(ctx context.Context, r kafka.BrokerRegistration
 		IncarnationID: r.IncarnationID, ClusterID: r.ClusterID, RaftAddr: r.RaftAddr,
 		UncleanShutdown: r.UncleanShutdown,
 	})
-	return epoch, kafkaError(err)
+	return epoch, kafka.WithCode(err)
 }
 
 func (a localAPI) BrokerHeartbeat(ctx context.Context, hb kafka.BrokerHeartbeat) (kafka.BrokerHeartbeatReply, error) {
@@ -422,16 +422,16 @@ func (a localAPI) BrokerHeartbeat(ctx context.Context, hb kafka.BrokerHeartbeat)
 		DiskFull: hb.DiskFull, Damaged: hb.Damaged,
 	})
 	return kafka.BrokerHeartbeatReply{IsCaughtUp: reply.IsCaughtUp, IsFenced: reply.IsFenced, ShouldShutdown: reply.ShouldShutdown},
-		kafkaError(err)
+		kafka.WithCode(err)
 }
 
 func (a localAPI) AlterPartition(ctx context.Context, tp metadata.TopicPartition, leader metadata.NodeID,
 	leaderEpoch, partitionEpoch int32, newISR []metadata.NodeID) (metadata.Partition, error) {
 	p, err := a.ctrl.AlterPartition(ctx, tp, leader, leaderEpoch, partitionEpoch, newISR)
-	return p, kafkaError(err)
+	return p, kafka.WithCode(err)
 }
 
 func (a localAPI) AllocateProducerIDs(ctx context.Context, broker metadata.NodeID, brokerEpoch int64) (int64, int32, error) {
 	start, n, err := a.ctrl.AllocateProducerIDBlock(ctx, broker, brokerEpoch)
-	return start, n, kafkaError(err)
+	return start, n, kafka.WithCode(err)
 }

@@ -78,17 +78,6 @@ func TestAnswerErrorKeepsMessage(t *testing.T) {
 	testutil.Equal(t, answerError(kerr.InvalidConfig.Code, nil), error(kerr.InvalidConfig), "no message")
 }
 
-func TestKafkaError(t *testing.T) {
-	testutil.NoError(t, kafkaError(nil), "nil")
-	for _, e := range controllerErrors {
-		err := kafkaError(fmt.Errorf("ctx: %w", e.err))
-		testutil.ErrorIs(t, err, e.kerr, "kafkaError(%v)", e.err)
-		testutil.ErrorIs(t, err, e.err, "keeps %v", e.err)
-	}
-	other := errors.New("other")
-	testutil.Equal(t, kafkaError(other), other, "unmapped errors pass through")
-}
-
 // A request from a client may be forwarded; only NOT_CONTROLLER is.
 func TestMayForward(t *testing.T) {
 	ctx := context.Background()

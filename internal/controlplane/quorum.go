@@ -8,7 +8,6 @@ package controlplane
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -29,7 +28,7 @@ func (a *Admin) DescribeQuorum(ctx context.Context) (metadata.QuorumState, error
 		return a.ch.describeQuorum(ctx)
 	}
 	if err != nil {
-		return metadata.QuorumState{}, quorumError(err)
+		return metadata.QuorumState{}, kafka.WithCode(err)
 	}
 	return st, nil
 }
@@ -53,7 +52,7 @@ func (a *Admin) AddRaftVoter(ctx context.Context, id metadata.NodeID, raftAddr s
 			return answerError(r.ErrorCode, r.ErrorMessage)
 		})
 	}
-	return quorumError(err)
+	return kafka.WithCode(err)
 }
 
 func (a *Admin) RemoveRaftVoter(ctx context.Context, id metadata.NodeID) error {
@@ -70,7 +69,7 @@ func (a *Admin) RemoveRaftVoter(ctx context.Context, id metadata.NodeID) error {
 			return answerError(r.ErrorCode, r.ErrorMessage)
 		})
 	}
-	return quorumError(err)
+	return kafka.WithCode(err)
 }
 
 // describeQuorum forwards a DescribeQuorum to the active controller.
@@ -130,20 +129,6 @@ func timeOrUnknown(ms int64) time.Time {
 	return time.UnixMilli(ms)
 }
 
-// quorumError maps the voter changes' sentinels to Kafka's codes, and the rest as
-// kafkaError does.
-func quorumError(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, controller.ErrDuplicateVoter):
-		return fmt.Errorf("%w: %w", kerr.DuplicateVoter, err)
-	case errors.Is(err, controller.ErrVoterNotFound):
-		return fmt.Errorf("%w: %w", kerr.VoterNotFound, err)
-	}
-	return kafkaError(err)
-}
-
 // UpdateRaftVoter records voter id's new Raft address (controller.UpdateVoter),
 // forwarded to the active controller when this node is not it.
 func (a *Admin) UpdateRaftVoter(ctx context.Context, id metadata.NodeID, raftAddr string) (kafka.QuorumLeader, error) {
@@ -152,7 +137,7 @@ func (a *Admin) UpdateRaftVoter(ctx context.Context, id metadata.NodeID, raftAdd
 		return a.ch.updateRaftVoter(ctx, id, raftAddr)
 	}
 	if err != nil {
-		return kafka.QuorumLeader{}, quorumError(err)
+		return kafka.QuorumLeader{}, kafka.WithCode(err)
 	}
 	return kafka.QuorumLeader{ID: a.ctrl.NodeID(), Epoch: int32(a.ctrl.Term()), RaftAddr: a.ctrl.Addr()}, nil
 }

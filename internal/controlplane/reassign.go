@@ -38,10 +38,10 @@ func (a *Admin) ElectLeaders(ctx context.Context, unclean bool, tps []metadata.T
 		return a.ch.electLeaders(ctx, unclean, tps)
 	}
 	if err != nil {
-		return nil, kafkaError(err)
+		return nil, kafka.WithCode(err)
 	}
 	for tp, e := range out {
-		out[tp] = kafkaError(e)
+		out[tp] = kafka.WithCode(e)
 	}
 	if err := a.awaitEveryNode(ctx); err != nil {
 		for tp, e := range out {
@@ -174,7 +174,7 @@ func (a *Admin) UnregisterBroker(ctx context.Context, id metadata.NodeID) error 
 		return err
 	}
 	if err != nil {
-		return kafkaError(err)
+		return kafka.WithCode(err)
 	}
 	return a.settle(ctx, fmt.Sprintf("unregistering node %d", id))
 }

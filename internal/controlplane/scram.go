@@ -14,31 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/runnel-io/runnel/internal/controller"
 	"github.com/runnel-io/runnel/internal/kafka"
 	"github.com/runnel-io/runnel/internal/metadata"
 )
-
-// scramErrors maps the controller's SCRAM errors to Kafka's codes (the other
-// controller errors are in admin.go's controllerErrors).
-var scramErrors = []struct {
-	err  error
-	kerr *kerr.Error
-}{
-	{controller.ErrUnsupportedSaslMechanism, kerr.UnsupportedSaslMechanism},
-	{controller.ErrUnacceptableCredential, kerr.UnacceptableCredential},
-	{controller.ErrCredentialNotFound, kerr.ResourceNotFound},
-	{controller.ErrDuplicateUser, kerr.DuplicateResource},
-}
-
-func scramKafkaError(err error) error {
-	for _, e := range scramErrors {
-		if errors.Is(err, e.err) {
-			return fmt.Errorf("%w: %w", e.kerr, err)
-		}
-	}
-	return kafkaError(err)
-}
 
 func (a *Admin) AlterUserScramCredentials(ctx context.Context, dels []metadata.ScramDeletion, ups []metadata.ScramUpsertion) map[string]error {
 	errs := a.ctrl.AlterUserScramCredentials(ctx, dels, ups)
@@ -48,7 +26,7 @@ func (a *Admin) AlterUserScramCredentials(ctx context.Context, dels []metadata.S
 		return errs
 	}
 	for u, err := range errs {
-		errs[u] = scramKafkaError(err)
+		errs[u] = kafka.WithCode(err)
 	}
 	if err := a.awaitEveryNode(ctx); err != nil {
 		for u := range errs {

@@ -3,7 +3,9 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
 
+	"github.com/runnel-io/runnel/internal/controller"
 	"github.com/runnel-io/runnel/internal/group"
 	"github.com/runnel-io/runnel/internal/recordbatch"
 	"github.com/runnel-io/runnel/internal/replica"
@@ -96,8 +98,56 @@ var errorTable = []struct {
 	{share.ErrSessionNotFound, kerr.ShareSessionNotFound},
 	{share.ErrStore, kerr.CoordinatorNotAvailable},
 
+	// The controller: run on this node by controlplane, which wraps them with WithCode
+	// so that a change run here answers as one forwarded to the active controller does.
+	{controller.ErrNotController, kerr.NotController},
+	{controller.ErrTopicExists, kerr.TopicAlreadyExists},
+	{controller.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
+	{controller.ErrInvalidTopic, kerr.InvalidTopicException},
+	{controller.ErrInvalidPartitions, kerr.InvalidPartitions},
+	{controller.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
+	{controller.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
+	{controller.ErrInvalidConfig, kerr.InvalidConfig},
+	{controller.ErrInvalidRequest, kerr.InvalidRequest},
+	{controller.ErrIneligibleReplica, kerr.IneligibleReplica},
+	{controller.ErrTopicDeletionDisabled, kerr.TopicDeletionDisabled},
+	{controller.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
+	{controller.ErrInvalidUpdateVersion, kerr.InvalidUpdateVersion},
+	{controller.ErrBrokerNotRegistered, kerr.BrokerIDNotRegistered},
+	{controller.ErrStaleBrokerEpoch, kerr.StaleBrokerEpoch},
+	{controller.ErrInconsistentClusterID, kerr.InconsistentClusterID},
+	{controller.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress},
+	{controller.ErrElectionNotNeeded, kerr.ElectionNotNeeded},
+	{controller.ErrPreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable},
+	{controller.ErrEligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable},
+	{controller.ErrTimeout, kerr.RequestTimedOut},
+	{controller.ErrClosed, kerr.NotController},
+	{controller.ErrDuplicateVoter, kerr.DuplicateVoter},
+	{controller.ErrVoterNotFound, kerr.VoterNotFound},
+	{controller.ErrUnsupportedSaslMechanism, kerr.UnsupportedSaslMechanism},
+	{controller.ErrUnacceptableCredential, kerr.UnacceptableCredential},
+	{controller.ErrCredentialNotFound, kerr.ResourceNotFound},
+	{controller.ErrDuplicateUser, kerr.DuplicateResource},
+
 	{context.DeadlineExceeded, kerr.RequestTimedOut},
 	{context.Canceled, kerr.RequestTimedOut},
+}
+
+// WithCode wraps err with the Kafka error errorTable gives it, keeping err and its
+// message, for errors that must carry their code before a handler answers them: the
+// control plane's, whose callers handle a change run on this node and one forwarded
+// to the active controller (whose answer is a code) alike. nil, and an error the table
+// does not know, are returned as they are.
+func WithCode(err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, e := range errorTable {
+		if errors.Is(err, e.err) {
+			return fmt.Errorf("%w: %w", e.kerr, err)
+		}
+	}
+	return err
 }
 
 // errorCode is the Kafka error code for err (0 for nil). Errors that wrap a *kerr.Error
