@@ -325,4 +325,3 @@ func (a *Admin) AllocateProducerID(ctx context.Context) (int64, error) {
 	a.pidNext++
 	return id, nil
 }
-
