@@ -21,7 +21,7 @@ import (
 	"github.com/runnel-io/runnel/internal/kafka"
 )
 
-// Integrity commands (issue 29, docs/durability.md): `cluster scrub` runs a scrub pass
+// Integrity commands (docs/durability.md): `cluster scrub` runs a scrub pass
 // on every node now, `topic repair --accept-loss` drops the damaged batches of a
 // partition whose only copy is damaged, and `topic describe` and `cluster status`
 // show damaged replicas. All speak Kafka: DescribeLogDirs and DeleteRecords with

@@ -195,7 +195,7 @@ var brokerProps = []prop{
 	{name: "log.cleaner.min.compaction.lag.ms", typ: TypeLong, dflt: "0", topic: "min.compaction.lag.ms", doc: "Default min.compaction.lag.ms."},
 	{name: "log.cleaner.max.compaction.lag.ms", typ: TypeLong, dflt: longMax, topic: "max.compaction.lag.ms", doc: "Default max.compaction.lag.ms."},
 	{name: "log.cleaner.min.cleanable.ratio", typ: TypeDouble, dflt: "0.5", topic: "min.cleanable.dirty.ratio", doc: "Default min.cleanable.dirty.ratio."},
-	// The scrubber (issue 29, docs/durability.md): a background pass that reads every
+	// The scrubber (docs/durability.md): a background pass that reads every
 	// cold segment and checks each batch's CRC-32C and the index entries, so that bit
 	// rot is found and repaired from a replica while an intact copy still exists,
 	// rather than when a consumer or a restart reads the batch. The week is Ceph's deep

@@ -6,7 +6,7 @@ import (
 )
 
 // Lease is this node's right to answer as a partition leader or as a group or
-// transaction coordinator (issue 11: no stale answer from a node that lost its role).
+// transaction coordinator: no stale answer from a node that lost its role.
 // A heartbeat the active controller answered "unfenced and caught up" (the node had
 // applied every record the controller had) grants it until the heartbeat's send time
 // plus broker.session.timeout.ms: the controller fences a node only a session timeout

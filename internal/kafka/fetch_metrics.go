@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// The fetch latency breakdown (issue 17), runnel_fetch_stage_seconds{stage,fetcher}:
+// The fetch latency breakdown (docs/monitoring.md), runnel_fetch_stage_seconds{stage,fetcher}:
 // where a fetch's time goes, as runnel_produce_stage_seconds does for a produce, so
 // that an end-to-end outlier can be placed on the broker's fetch side or not. fetcher
 // is "consumer" or "follower" (a replica fetcher: acks=all waits on its round trips).

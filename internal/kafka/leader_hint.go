@@ -19,7 +19,7 @@ package kafka
 // the node applies a new image to its replicas a moment before it serves that image
 // (Admin.Image), so the image can still name this node. Reading the image there gave
 // a refusal naming nobody, and franz-go waited for its next metadata refresh
-// (MetadataMinAge, 5 s; one run in three of a preferred leader election). A replica
+// (MetadataMinAge, 5 s), which a preferred leader election often hit. A replica
 // that still leads refused because this node no longer answers as a leader (a
 // controlled shutdown, no lease from the controller) before the controller's moves
 // reached it: the hints of one response then wait, together at most hintWait, for the

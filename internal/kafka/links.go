@@ -1,6 +1,6 @@
 package kafka
 
-// Cluster links (issue 32): the protocol side. Two hooks:
+// Cluster links (docs/cluster-links.md): the protocol side. Two hooks:
 //
 //   - The link commands travel in DescribeCluster (60_describe_cluster.go) with the
 //     Runnel tagged field LinkOpTag: the request's tag holds the operation as JSON

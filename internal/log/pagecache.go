@@ -11,9 +11,9 @@ import (
 // keeps them all: each append lands on a page never used before. On a virtual machine
 // whose free memory is handed back to the host (free page reporting, ballooning,
 // DAMON-based reclaim), a fresh page costs a fault in the host on its first touch:
-// writing files onto fresh pages took 1.6 ms of CPU per MiB here, against 0.5-0.65 ms
-// onto pages just freed, and the copy was 24-44% of the machine's CPU in RF 3
-// profiles (docs/benchmarks.md, session 13). So once a range is durable and more than
+// writing onto fresh pages costs about three times the CPU of writing onto pages just
+// freed, and that copy is a large share of a replicated node's CPU (the figures are in
+// docs/benchmarks-history.md). So once a range is durable and more than
 // pageCacheTail bytes behind the log end, the log drops its pages from the cache
 // (fadvise DONTNEED), and the kernel hands the pages it got back to the next appends
 // while they are still warm.
@@ -56,8 +56,8 @@ func (l *Log) noteDurableLocked(active *Segment, size int64) *cacheDrop {
 
 // runPendingDrop runs the drop the last flush left, if any, on the flushing goroutine
 // after flushMu is released: the pages the kernel frees then go to this CPU's free
-// lists, where the appends that follow find them (on another goroutine, measured, the
-// appends reused fewer of them). Two drops of one log may overlap; both only drop.
+// lists, where the appends that follow find them (freed on another goroutine, fewer
+// of them are reused). Two drops of one log may overlap; both only drop.
 func (l *Log) runPendingDrop() {
 	if d := l.pendingDrop.Swap(nil); d != nil {
 		dropCacheBehind(d.ss, d.active, d.size, l.pageCacheTail)

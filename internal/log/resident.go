@@ -5,9 +5,9 @@ import (
 )
 
 // The offset and time indexes of a segment live in memory while it is in use (20 bytes
-// per index.interval.bytes: about 5 MiB per GiB of log), and every segment used to keep
-// them for the life of the process, so a node's memory grew with the data it held. Now
-// the active segment keeps its indexes, and of the inactive ones only the
+// per index.interval.bytes: about 5 MiB per GiB of log). Kept for every segment for the
+// life of the process, a node's memory would grow with the data it holds. So the
+// active segment keeps its indexes, and of the inactive ones only the
 // residentIndexes used last (by a read, a timestamp lookup, or a roll) do; the others
 // drop them (their files are written: at roll, after a rebuild, by the cleaner) and
 // load them again on their next use (Segment.ensureIndexes).

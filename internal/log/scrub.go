@@ -18,7 +18,7 @@ import (
 	"github.com/runnel-io/runnel/internal/vfs"
 )
 
-// The scrubber (issue 29): recovery verifies only what a crash may have torn (the
+// The scrubber (docs/durability.md): recovery verifies only what a crash may have torn (the
 // segments above the recovery point) and reads verify only what they read, so a
 // flipped bit in a cold segment would be found only when a lagging consumer or a new
 // replica reads it, possibly after every intact copy is gone. A scrub pass reads

@@ -1,6 +1,6 @@
 package metadata
 
-// Cluster links (issue 32): a link on this (the destination) cluster fetches topics
+// Cluster links (docs/cluster-links.md): a link on this (the destination) cluster fetches topics
 // from a source cluster and appends the source's batches unchanged at the same
 // offsets into mirror topics, which are read-only until promoted. The link and each
 // mirror topic's state are metadata, so that they survive any node's restart and

@@ -1,6 +1,6 @@
 package server
 
-// Cluster links (issue 32): the node's link manager (the fetching of the mirror
+// Cluster links (docs/cluster-links.md): the node's link manager (the fetching of the mirror
 // partitions it leads) and the link operations' Admin (internal/link).
 
 import (

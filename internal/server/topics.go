@@ -67,7 +67,7 @@ type partitionCollector struct {
 	underMinISR, atMinISR     *prometheus.Desc
 	followerLag               *prometheus.Desc
 	isrShrinks, isrExpands    *prometheus.Desc
-	// Reassignment and replication throttles (issue 14).
+	// Reassignment and replication throttles (docs/scale-out.md).
 	reassignBytes, reassigning *prometheus.Desc
 	throttledBytes, throttled  *prometheus.Desc
 }
