@@ -21,8 +21,12 @@ const (
 	routeInterval = 10 * time.Second
 	// fetchMaxWait is the source fetch's long poll.
 	fetchMaxWait = 500 * time.Millisecond
-	// partitionMaxBytes and fetchMaxBytes bound one fetch (Kafka's consumer defaults).
-	partitionMaxBytes = 1 << 20
+	// partitionMaxBytes and fetchMaxBytes bound one fetch. Each partition's answer is
+	// appended and then fsynced before the partition's next answer is, so the
+	// partition bound is 4 MiB rather than the consumer's 1 MiB: a quarter of the
+	// fsyncs per byte copied. The request bound is the consumer's 50 MiB; a fetcher
+	// holds at most two answers (the one it appends, the one sent ahead).
+	partitionMaxBytes = 4 << 20
 	fetchMaxBytes     = 50 << 20
 	// retryBackoff is the wait after a failed fetch or lookup.
 	retryBackoff = 500 * time.Millisecond

@@ -72,8 +72,12 @@ func TestThrottleBoundsRate(t *testing.T) {
 	}
 	const rate = 1 << 20
 	th := newThrottle(rate)
-	if req, part := th.fetchBytes(); req != rate || part != partitionMaxBytes {
-		t.Fatalf("fetchBytes = %d, %d", req, part)
+	// A second of the rate per request, and no partition asks for more.
+	if req, part := th.fetchBytes(); req != rate || part != min(rate, partitionMaxBytes) {
+		t.Fatalf("fetchBytes = %d, %d, want %d, %d", req, part, rate, min(rate, partitionMaxBytes))
+	}
+	if req, part := newThrottle(16 << 20).fetchBytes(); req != 16<<20 || part != partitionMaxBytes {
+		t.Fatalf("fetchBytes at 16 MiB/s = %d, %d, want %d, %d", req, part, 16<<20, partitionMaxBytes)
 	}
 	if req, _ := newThrottle(100).fetchBytes(); req != minThrottledFetch {
 		t.Fatalf("a tiny rate asks for %d bytes, want %d", req, minThrottledFetch)

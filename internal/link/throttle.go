@@ -75,7 +75,7 @@ func (t *throttle) take(n int) {
 // fetchBytes bounds one fetch (the request's MaxBytes and each partition's): a
 // throttled link asks for about a second of its rate (never less than
 // minThrottledFetch), so that one answer cannot overshoot the rate by much; an
-// unthrottled one asks for Kafka's consumer defaults. A source always answers at
+// unthrottled one asks for partitionMaxBytes per partition, fetchMaxBytes in all. A source always answers at
 // least one whole batch even when it is larger.
 func (t *throttle) fetchBytes() (request, partition int32) {
 	if t == nil {
