@@ -109,15 +109,18 @@ func (s *syncer) run(ctx context.Context) {
 			}
 		}
 	}()
-	var nextFollow, nextGroups time.Time
+	// retrySource: when to try building the source client again after it could not
+	// be built (a reference this node cannot resolve, a bad property).
+	var nextFollow, nextGroups, retrySource time.Time
 	for {
 		wait := leaderCheck
 		a := s.m.admin.Load()
 		if a != nil && a.cfg.Controller.IsLeader() {
 			var err error
-			if src == nil {
+			if src == nil && !time.Now().Before(retrySource) {
 				if src, err = s.sourceClient(); err != nil {
 					s.warnOnce("source", "link: cannot build the source client", "err", err)
+					retrySource = time.Now().Add(followInterval)
 				}
 			}
 			now := time.Now()
@@ -136,14 +139,19 @@ func (s *syncer) run(ctx context.Context) {
 				}
 				nextGroups = time.Now().Add(s.groupInterval())
 			}
-			wait = min(wait, time.Until(nextFollow))
-			if len(s.groups) > 0 {
-				wait = min(wait, time.Until(nextGroups))
+			switch {
+			case src == nil:
+				wait = min(wait, time.Until(retrySource))
+			default:
+				wait = min(wait, time.Until(nextFollow))
+				if len(s.groups) > 0 {
+					wait = min(wait, time.Until(nextGroups))
+				}
 			}
 		} else if src != nil {
 			// No longer the active controller: the next one follows the link.
 			src.Close()
-			src, nextFollow, nextGroups = nil, time.Time{}, time.Time{}
+			src, nextFollow, nextGroups, retrySource = nil, time.Time{}, time.Time{}, time.Time{}
 			if dst != nil {
 				dst.Close()
 				dst = nil
