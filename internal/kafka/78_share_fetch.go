@@ -15,14 +15,16 @@ package kafka
 // AcquisitionLockTimeoutMillis) with their delivery counts. With nothing acquired the
 // fetch waits up to MaxWaitMillis for new records, released records or an expiring
 // lock. ShareAcquireMode 1 (record limit) is honoured as MaxRecords is a hard limit
-// here anyway; BatchSize is ignored (ranges are not split). Reads are
-// read_uncommitted: share.isolation.level read_committed is not implemented.
+// here anyway; BatchSize is ignored (ranges are not split). A group whose
+// share.isolation.level is read_committed acquires only below the last stable offset
+// and never the records of aborted transactions (archived, as Kafka does).
 
 import (
 	"context"
 	"time"
 
 	"github.com/runnel-io/runnel/internal/auth"
+	"github.com/runnel-io/runnel/internal/config"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/recordbatch"
 	"github.com/runnel-io/runnel/internal/replica"
@@ -89,7 +91,7 @@ func handleShareFetch(ctx context.Context, s *Server, r *request) (kmsg.Response
 			return resp, nil
 		}
 	}
-	sf := &shareFetch{shareMember: shareMember{s: s, r: r, group: group, member: member, im: s.admin.Image()}, req: req, resp: resp}
+	sf := &shareFetch{shareMember: shareMember{s: s, r: r, group: group, member: member, im: s.admin.Image()}, req: req, resp: resp, readCommitted: s.shareReadCommitted(group)}
 	sf.acknowledge(ctx, renew)
 	if req.ShareSessionEpoch == -1 {
 		releaseShareSession(mgr, group, member, sess)
@@ -175,6 +177,8 @@ type shareFetch struct {
 	shareMember
 	req  *kmsg.ShareFetchRequest
 	resp *kmsg.ShareFetchResponse
+	// readCommitted: the group's share.isolation.level is read_committed.
+	readCommitted bool
 }
 
 // part returns p's answer, adding it.
@@ -336,8 +340,12 @@ func (sf *shareFetch) acquire(ctx context.Context, leds []shareLed) int {
 		if got >= maxRecords || maxBytes <= 0 {
 			break
 		}
-		records, ranges, err := sf.s.share.parts.Acquire(ctx, l.key, dataLog{l.p}, sf.member, maxRecords-got, func(off int64) ([]byte, int64, error) {
-			return readShareBatches(l.p, off, maxBytes)
+		var log share.DataLog = dataLog{l.p}
+		if sf.readCommitted {
+			log = stableLog{l.p}
+		}
+		records, ranges, err := sf.s.share.parts.Acquire(ctx, l.key, log, sf.member, maxRecords-got, func(off int64) (share.Batches, error) {
+			return readShareBatches(l.p, off, maxBytes, sf.readCommitted)
 		})
 		kp := sf.part(l.id)
 		if err != nil {
@@ -359,27 +367,61 @@ func (sf *shareFetch) acquire(ctx context.Context, leds []shareLed) int {
 	return got
 }
 
-// readShareBatches reads whole batches of p from off (at least one) and returns them
-// with the offset after the last one.
-func readShareBatches(p *replica.Partition, off int64, maxBytes int32) ([]byte, int64, error) {
-	res, err := p.Read(replica.ReadOptions{FetchOffset: off, MaxBytes: maxBytes, MinOneBatch: true, CurrentLeaderEpoch: -1, ReplicaID: -1})
+// readShareBatches reads whole batches of p from off (at least one). readCommitted
+// (share.isolation.level): up to the last stable offset, the aborted transactions'
+// batches Unread (Kafka's SharePartition archives them: a ShareFetch answer has no
+// aborted transactions for the client to filter with).
+func readShareBatches(p *replica.Partition, off int64, maxBytes int32, readCommitted bool) (share.Batches, error) {
+	res, err := p.Read(replica.ReadOptions{FetchOffset: off, MaxBytes: maxBytes, MinOneBatch: true, CurrentLeaderEpoch: -1, ReplicaID: -1, ReadCommitted: readCommitted})
 	if err != nil {
-		return nil, off, err
+		return share.Batches{Next: off}, err
 	}
 	buf, err := res.Info.AppendTo(nil)
 	if err != nil {
-		return nil, off, err
+		return share.Batches{Next: off}, err
 	}
-	covered := off
+	out := share.Batches{Records: buf, Next: off}
 	for rest := buf; len(rest) > 0; {
 		var b recordbatch.Batch
 		b, rest, err = recordbatch.Next(rest, 0)
 		if err != nil {
 			break
 		}
-		covered = max(covered, b.NextOffset())
+		out.Next = max(out.Next, b.NextOffset())
+		if b.IsTransactional() && !b.IsControl() && aborted(res.AbortedTransactions, b.ProducerID(), b.BaseOffset()) {
+			if n := len(out.Unread); n > 0 && out.Unread[n-1].Last == b.BaseOffset()-1 {
+				out.Unread[n-1].Last = b.LastOffset()
+			} else {
+				out.Unread = append(out.Unread, share.OffsetRange{First: b.BaseOffset(), Last: b.LastOffset()})
+			}
+		}
 	}
-	return buf, covered, nil
+	return out, nil
+}
+
+// aborted reports whether producer's batch at base is in one of txns: between the
+// aborted transaction's first offset and its ABORT marker.
+func aborted(txns []replica.AbortedTxn, producer, base int64) bool {
+	for _, t := range txns {
+		if t.ProducerID == producer && t.FirstOffset <= base && base < t.LastOffset {
+			return true
+		}
+	}
+	return false
+}
+
+// stableLog is a led partition as a read_committed share group sees it: it ends at
+// the last stable offset.
+type stableLog struct{ p *replica.Partition }
+
+func (d stableLog) LeaderEpoch() int32 { return d.p.LeaderEpoch() }
+func (d stableLog) Bounds() (int64, int64) {
+	return d.p.Log().LogStartOffset(), d.p.Log().LastStableOffset(d.p.HighWatermark())
+}
+
+// shareReadCommitted is whether group reads read_committed (share.isolation.level).
+func (s *Server) shareReadCommitted(group string) bool {
+	return config.GroupOwnConfigs(s.admin.Image().Configs, group)["share.isolation.level"] == "read_committed"
 }
 
 // nodeEndpoints gives add every live broker, for the CurrentLeader hints (as

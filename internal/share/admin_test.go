@@ -13,8 +13,8 @@ func (fakeLog) LeaderEpoch() int32             { return 1 }
 func (l fakeLog) Bounds() (logStart, hw int64) { return 0, l.hw }
 
 // readAll covers every offset up to the high watermark with one fake batch.
-func readAll(hw int64) func(int64) ([]byte, int64, error) {
-	return func(int64) ([]byte, int64, error) { return []byte{1}, hw, nil }
+func readAll(hw int64) func(int64) (Batches, error) {
+	return func(int64) (Batches, error) { return Batches{Records: []byte{1}, Next: hw}, nil }
 }
 
 // TestAdminStateEpoch: AlterOffsets and DeleteOffsets start a new state epoch, which

@@ -146,11 +146,24 @@ func (m *Manager) snapshotLocked(sp *sharePartition) Snapshot {
 	return Snapshot{StateEpoch: sp.stateEpoch, LeaderEpoch: sp.epoch, Seq: sp.seq, Start: sp.st.Start(), Batches: sp.st.Batches(), WrittenMs: m.cfg.Now().UnixMilli()}
 }
 
+// Batches is what a read of a share partition's data partition returned: whole
+// batches from the offset asked.
+type Batches struct {
+	Records []byte
+	// Next is the offset after the last batch.
+	Next int64
+	// Unread are offsets of those batches never to be delivered (sorted, disjoint):
+	// a read_committed group's aborted transactions.
+	Unread []OffsetRange
+}
+
 // Acquire acquires for member up to max records of k: read(offset) returns the data
-// partition's whole batches from offset and the offset after the last one; only
-// offsets covered by those batches and below the high watermark are acquired. It
-// returns the batches and the acquired ranges (none: nothing to deliver now).
-func (m *Manager) Acquire(ctx context.Context, k Key, log DataLog, member string, max int, read func(offset int64) ([]byte, int64, error)) ([]byte, []AcquiredRange, error) {
+// partition's whole batches from offset; only offsets covered by those batches and
+// below the bound log gives (the high watermark; a read_committed group's log: the
+// last stable offset) are acquired, and Unread ones are archived. A read whose
+// batches are all unread is followed by the next one. It returns the batches and the
+// acquired ranges (none: nothing to deliver now).
+func (m *Manager) Acquire(ctx context.Context, k Key, log DataLog, member string, max int, read func(offset int64) (Batches, error)) ([]byte, []AcquiredRange, error) {
 	sp, err := m.partition(ctx, k, log)
 	if err != nil {
 		return nil, nil, err
@@ -162,17 +175,24 @@ func (m *Manager) Acquire(ctx context.Context, k Key, log DataLog, member string
 	if sp.st.Expire(now, lim) > 0 {
 		defer m.signal()
 	}
-	logStart, hw := log.Bounds()
+	logStart, bound := log.Bounds()
 	sp.st.AdvanceTo(logStart)
-	off, ok := sp.st.NextAcquirable(hw, lim)
-	if !ok || max <= 0 {
-		return nil, nil, nil
+	var got Batches
+	var ranges []AcquiredRange
+	for prev := int64(-1); len(ranges) == 0; {
+		off, ok := sp.st.NextAcquirable(bound, lim)
+		if !ok || max <= 0 || off <= prev {
+			return nil, nil, nil
+		}
+		if got, err = read(off); err != nil || got.Next <= off {
+			return nil, nil, err
+		}
+		ranges = sp.st.Acquire(member, min(got.Next, bound), max, now, lim, got.Unread)
+		if len(got.Unread) == 0 {
+			break // nothing archived: nothing further is acquirable now
+		}
+		prev = off
 	}
-	records, covered, err := read(off)
-	if err != nil || covered <= off {
-		return nil, nil, err
-	}
-	ranges := sp.st.Acquire(member, min(covered, hw), max, now, lim)
 	if len(ranges) == 0 {
 		return nil, nil, nil
 	}
@@ -187,7 +207,7 @@ func (m *Manager) Acquire(ctx context.Context, k Key, log DataLog, member string
 		m.redelivered[k.Group] += again
 		m.mu.Unlock()
 	}
-	return records, ranges, nil
+	return got.Records, ranges, nil
 }
 
 // AckBatch is one acknowledgement batch.

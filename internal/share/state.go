@@ -153,12 +153,17 @@ type AcquiredRange struct {
 	DeliveryCount int16
 }
 
+// OffsetRange is a run of offsets, both ends included.
+type OffsetRange struct{ First, Last int64 }
+
 // Acquire locks up to max records below limit (the first offset the caller has no
 // batch for, at most the high watermark) to member until now+LockDuration: the
 // window's Available records first, then new offsets from its end while the window
 // stays within MaxInFlight. Each acquisition counts a delivery; an available record
-// that already reached the delivery limit is archived instead.
-func (s *PartitionState) Acquire(member string, limit int64, max int, now time.Time, lim Limits) []AcquiredRange {
+// that already reached the delivery limit is archived instead. Records in unread
+// (sorted, disjoint: a read_committed group's aborted transactions) are archived
+// without a delivery, never handed out.
+func (s *PartitionState) Acquire(member string, limit int64, max int, now time.Time, lim Limits, unread []OffsetRange) []AcquiredRange {
 	var out []AcquiredRange
 	take := func(off int64, r *record) {
 		r.state, r.member, r.deadline = Acquired, member, now.Add(lim.LockDuration)
@@ -170,24 +175,42 @@ func (s *PartitionState) Acquire(member string, limit int64, max int, now time.T
 		}
 		max--
 	}
+	// unreadAt reports whether off is in unread; offsets are asked in increasing order.
+	unreadAt := func(off int64) bool {
+		for len(unread) > 0 && unread[0].Last < off {
+			unread = unread[1:]
+		}
+		return len(unread) > 0 && unread[0].First <= off
+	}
 	for i := range s.recs {
 		off := s.start + int64(i)
 		if max <= 0 || off >= limit {
 			s.trim()
 			return out
 		}
-		if r := &s.recs[i]; r.state == Available && lim.DeliveryLimit > 0 && r.deliveries >= lim.DeliveryLimit {
+		r := &s.recs[i]
+		switch {
+		case r.state != Available:
+		case unreadAt(off):
+			*r = record{state: Archived, deliveries: r.deliveries}
+		case lim.DeliveryLimit > 0 && r.deliveries >= lim.DeliveryLimit:
 			// At the limit but available: restored from a snapshot written while it
 			// was in flight. Delivering it again would exceed the limit.
 			*r = record{state: Archived, deliveries: r.deliveries}
-		} else if r.state == Available {
+		default:
 			take(off, r)
 		}
 	}
 	for max > 0 && s.end < limit && len(s.recs) < lim.MaxInFlight {
+		off := s.end
 		s.recs = append(s.recs, record{})
 		s.end++
-		take(s.end-1, &s.recs[len(s.recs)-1])
+		if unreadAt(off) {
+			s.recs[len(s.recs)-1].state = Archived
+			s.trim() // an aborted run at the window's head leaves it at once
+			continue
+		}
+		take(off, &s.recs[len(s.recs)-1])
 	}
 	s.trim()
 	return out

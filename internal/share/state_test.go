@@ -14,7 +14,7 @@ import (
 // (times are seconds since the script's start, the lock duration 10 s):
 //
 //	new start=N [limit=D] [window=W]     a share partition at N, delivery limit D
-//	acquire member=M upto=O [max=N] [at=T]
+//	acquire member=M upto=O [max=N] [at=T] [unread=F-L[,F-L...]]
 //	ack member=M first=F last=L types=1[,2...] [at=T]
 //	expire at=T
 //	release member=M
@@ -57,7 +57,19 @@ func TestPartitionStateScripts(t *testing.T) {
 				lim.MaxInFlight = int(arg("window", 100))
 				s = NewPartitionState(arg("start", 0))
 			case "acquire":
-				rs := s.Acquire(str("member"), arg("upto", 0), int(arg("max", 1000)), at, lim)
+				var unread []OffsetRange
+				for _, a := range d.CmdArgs {
+					for _, v := range a.Vals {
+						var r OffsetRange
+						if a.Key == "unread" {
+							if _, err := fmt.Sscanf(v, "%d-%d", &r.First, &r.Last); err != nil {
+								t.Fatalf("unread=%s: %v", v, err)
+							}
+							unread = append(unread, r)
+						}
+					}
+				}
+				rs := s.Acquire(str("member"), arg("upto", 0), int(arg("max", 1000)), at, lim, unread)
 				for _, r := range rs {
 					out += fmt.Sprintf("acquired %d-%d delivery %d\n", r.First, r.Last, r.DeliveryCount)
 				}
