@@ -57,4 +57,12 @@
 // wrote it: the delivery count limit can be exceeded by the acquisitions in flight at
 // each failover. A record that reached the limit while available is archived, not
 // delivered.
+//
+// # Transactions
+//
+// A group reads read_uncommitted unless its share.isolation.level is read_committed:
+// then it acquires only below the data partition's last stable offset, and the records
+// of aborted transactions are archived when read, never acquired (a ShareFetch answer
+// carries no aborted-transaction list for the client to filter with). Archiving them
+// is not written: a reload reads and archives them again.
 package share
