@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/nodenet"
 	"github.com/runnel-io/runnel/internal/testutil"
-	"github.com/runnel-io/runnel/internal/vnet"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -155,7 +155,7 @@ func (c *Cluster) startVirtual(t testing.TB) {
 	var nodes []*Node
 	var err error
 	if c.opts.Virtual {
-		c.virt = &virtualNet{mem: vnet.NewMem()}
+		c.virt = &virtualNet{mem: nodenet.NewMem()}
 		nodes, err = newVirtualNodes(root, c.opts, c.virt.mem)
 	} else {
 		nodes, err = newInProcessNodes(t, root, c.opts)

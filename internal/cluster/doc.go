@@ -42,7 +42,7 @@
 //
 // Options.Virtual runs the nodes in the test process instead (server.Start, the code
 // the binary runs), every listener and dial of every node on one in-memory network
-// (internal/vnet.Mem, passed as server.Options.Network). Inside testing/synctest.Test
+// (internal/nodenet.Mem, passed as server.Options.Network). Inside testing/synctest.Test
 // the whole cluster then runs on the bubble's fake clock, which jumps whenever every
 // goroutine is blocked: a session timeout or replica.lag.time.max.ms passes in
 // microseconds, and a failover scenario that simulates tens of seconds takes one or two
@@ -61,7 +61,7 @@
 // directory; Partition, Isolate and Heal cut links of the network; Client, ClientOn and
 // the waits dial from VirtualClientHost (Cluster.Dial gives that dialer to other
 // clients). Pause and Resume block every link of the node both ways without resetting
-// any (vnet.Mem.Pause): unlike SIGSTOP, the node's goroutines and timers run on and it
+// any (nodenet.Mem.Pause): unlike SIGSTOP, the node's goroutines and timers run on and it
 // can still write its disk; in-process nodes on loopback cannot be paused. AddNode and
 // WaitExit need processes. Shared starts one cluster for a whole test binary (from
 // TestMain), for suites that would pay a start per test. A run is not bit-for-bit

@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/runnel-io/runnel/internal/config"
+	"github.com/runnel-io/runnel/internal/nodenet"
 	"github.com/runnel-io/runnel/internal/server"
-	"github.com/runnel-io/runnel/internal/vnet"
 )
 
 // Virtual mode (Options.Virtual) runs every node in the test process (server.Start,
-// the code the binary runs) on one vnet.Mem network. Node i is host 10.0.0.i, with
+// the code the binary runs) on one nodenet.Mem network. Node i is host 10.0.0.i, with
 // its Kafka, Raft and HTTP listeners on VirtualKafkaPort, VirtualControllerPort and
 // VirtualHTTPPort; the test's clients (Client, ClientOn, the waits' probes) dial from
 // VirtualClientHost. Inside a testing/synctest bubble the whole cluster then runs on
@@ -41,7 +41,7 @@ import (
 //     every node.
 //
 //   - Pause(i) and Resume(i) block every link of the node's host both ways, without
-//     resetting or closing anything (vnet.Mem.Pause): the node keeps its sockets and
+//     resetting or closing anything (nodenet.Mem.Pause): the node keeps its sockets and
 //     answers nothing, others' dials to it connect but carry nothing, its own dials
 //     wait, and on Resume what waited flows in order. That is what SIGSTOP looks like
 //     from the network, and it is all a test in one process can stop: the node's own
@@ -74,7 +74,7 @@ func VirtualHost(id int32) string { return fmt.Sprintf("10.0.0.%d", id) }
 
 // virtualNet is a virtual cluster's network.
 type virtualNet struct {
-	mem *vnet.Mem // immutable
+	mem *nodenet.Mem // immutable
 }
 
 func (v *virtualNet) cut(a, b int32) error {
@@ -93,13 +93,13 @@ func (v *virtualNet) reachable(a, b int32) bool {
 
 // dial is the test clients' dialer (kgo.Dialer).
 func (v *virtualNet) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	return vnet.Dialer(v.mem.Host(VirtualClientHost), virtualDialTimeout)(ctx, network, addr)
+	return nodenet.Dialer(v.mem.Host(VirtualClientHost), virtualDialTimeout)(ctx, network, addr)
 }
 
 // Network returns the virtual cluster's network, nil in process mode. A test may make
 // its own faults with it (Cut a node from VirtualClientHost, say), or give a client
 // its own host (Network().Host(ip).DialContext as kgo.Dialer).
-func (c *Cluster) Network() *vnet.Mem {
+func (c *Cluster) Network() *nodenet.Mem {
 	if c.virt == nil {
 		return nil
 	}
@@ -122,7 +122,7 @@ type virtualNode struct {
 	// restarted node keeps its addresses. Only launch touches it.
 	props   []string
 	host    string        // immutable: the node's address on mem
-	mem     *vnet.Mem     // immutable: the virtual network; nil on the host's (InProcess)
+	mem     *nodenet.Mem  // immutable: the virtual network; nil on the host's (InProcess)
 	logPath string        // immutable: Node.LogPath
 	timeout time.Duration // immutable: Options.StartTimeout
 
@@ -147,7 +147,7 @@ type virtualRun struct {
 	watching chan struct{} // closed when the watch goroutine returned
 }
 
-func newVirtualNodes(root string, o Options, mem *vnet.Mem) ([]*Node, error) {
+func newVirtualNodes(root string, o Options, mem *nodenet.Mem) ([]*Node, error) {
 	nodes := make([]*Node, o.Nodes)
 	var voters []string
 	for i := range nodes {
@@ -216,7 +216,7 @@ func (v *virtualNode) config(id int32) (*config.Broker, error) {
 }
 
 // network is where the node listens and dials.
-func (v *virtualNode) network() vnet.Network {
+func (v *virtualNode) network() nodenet.Network {
 	if v.mem == nil {
 		return nil // the host's
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/runnel-io/runnel/internal/metadata"
-	"github.com/runnel-io/runnel/internal/vnet"
+	"github.com/runnel-io/runnel/internal/nodenet"
 )
 
 // Defaults for the zero values of Config.
@@ -31,8 +31,8 @@ type Config struct {
 	// DataDir holds meta.properties and __raft/.
 	DataDir string
 	// Network is where the Raft transport listens and dials, and where discovery
-	// dials; nil is the host's TCP stack (vnet.OS). Tests give a vnet.Mem host.
-	Network vnet.Network
+	// dials; nil is the host's TCP stack (nodenet.OS). Tests give a nodenet.Mem host.
+	Network nodenet.Network
 	// Listen is the host:port the Raft TCP transport binds (--controller-listen).
 	// Port 0 picks a free port (see Addr).
 	Listen string

@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/runnel-io/runnel/internal/metadata"
-	"github.com/runnel-io/runnel/internal/vnet"
+	"github.com/runnel-io/runnel/internal/nodenet"
 )
 
 // Controller discovery shares the Raft listener. A node outside the quorum knows only
@@ -90,11 +90,11 @@ func (c *Controller) answerDiscovery(conn net.Conn) {
 // askVoter asks the voter at addr who the active controller is.
 // It dials on the host's TCP stack; askVoterOn takes the network (Controller.Network).
 func askVoter(ctx context.Context, addr string) (discoveryAnswer, error) {
-	return askVoterOn(ctx, vnet.OS, addr)
+	return askVoterOn(ctx, nodenet.OS, addr)
 }
 
 // askVoterOn is askVoter dialing on network.
-func askVoterOn(ctx context.Context, network vnet.Network, addr string) (discoveryAnswer, error) {
+func askVoterOn(ctx context.Context, network nodenet.Network, addr string) (discoveryAnswer, error) {
 	ctx, cancel := context.WithTimeout(ctx, discoveryTimeout)
 	defer cancel()
 	conn, err := network.DialContext(ctx, "tcp", addr)
@@ -119,7 +119,7 @@ func askVoterOn(ctx context.Context, network vnet.Network, addr string) (discove
 // is sniffed on its own goroutine so a slow client cannot stall Raft's Accept.
 type muxLayer struct {
 	ln        net.Listener
-	network   vnet.Network // Dial's network (the listener's)
+	network   nodenet.Network // Dial's network (the listener's)
 	advertise net.Addr
 	serve     func(net.Conn)
 	conns     chan net.Conn // sniffed Raft connections, for Accept
@@ -133,7 +133,7 @@ type muxLayer struct {
 
 var _ raft.StreamLayer = (*muxLayer)(nil)
 
-func newMuxLayer(ln net.Listener, advertise net.Addr, serve func(net.Conn), network vnet.Network) *muxLayer {
+func newMuxLayer(ln net.Listener, advertise net.Addr, serve func(net.Conn), network nodenet.Network) *muxLayer {
 	m := &muxLayer{ln: ln, network: network, advertise: advertise, serve: serve, conns: make(chan net.Conn),
 		done: make(chan struct{}), sniffing: map[net.Conn]struct{}{}}
 	m.wg.Add(1)
@@ -223,7 +223,7 @@ func (m *muxLayer) Addr() net.Addr { return m.advertise }
 
 // Dial implements raft.StreamLayer.
 func (m *muxLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return vnet.DialTimeout(m.network, "tcp", string(addr), timeout)
+	return nodenet.DialTimeout(m.network, "tcp", string(addr), timeout)
 }
 
 // prefixConn gives back the byte sniff read before the rest of the stream.

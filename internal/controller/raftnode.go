@@ -14,7 +14,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/runnel-io/runnel/internal/metadata"
-	"github.com/runnel-io/runnel/internal/vnet"
+	"github.com/runnel-io/runnel/internal/nodenet"
 )
 
 // Raft timing for a LAN: a single voter elects itself within about a second of start.
@@ -290,9 +290,9 @@ func (c *Controller) newTransport(hl *hclogAdapter) (*raft.NetworkTransport, err
 	}), nil
 }
 
-// Network is where this controller listens and dials (Config.Network, else vnet.OS).
+// Network is where this controller listens and dials (Config.Network, else nodenet.OS).
 // The node's other clients of its peers (the controller channel) dial on it too.
-func (c *Controller) Network() vnet.Network { return vnet.Or(c.cfg.Network) }
+func (c *Controller) Network() nodenet.Network { return nodenet.Or(c.cfg.Network) }
 
 // advertise is Config.Advertise, else this node's address in Config.Voters, else ""
 // (the transport then advertises its bound address).

@@ -19,7 +19,7 @@ import (
 	"github.com/runnel-io/runnel/internal/controller"
 	"github.com/runnel-io/runnel/internal/kafka"
 	"github.com/runnel-io/runnel/internal/metadata"
-	"github.com/runnel-io/runnel/internal/vnet"
+	"github.com/runnel-io/runnel/internal/nodenet"
 )
 
 // Retry pacing of the controller channel while the controller is unknown or moving.
@@ -165,7 +165,7 @@ func (ch *Channel) clientFor(addr string, l lane) (*kgo.Client, error) {
 	if ch.peerClient != nil {
 		opts = append(opts, ch.peerClient(channelDialTimeout)...)
 	} else {
-		opts = append(opts, kgo.Dialer(vnet.Dialer(ch.ctrl.Network(), channelDialTimeout))) // nil (kgo's own) on the host's network
+		opts = append(opts, kgo.Dialer(nodenet.Dialer(ch.ctrl.Network(), channelDialTimeout))) // nil (kgo's own) on the host's network
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {

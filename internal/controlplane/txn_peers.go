@@ -14,9 +14,9 @@ import (
 
 	"github.com/runnel-io/runnel/internal/kafka"
 	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/nodenet"
 	"github.com/runnel-io/runnel/internal/replica"
 	"github.com/runnel-io/runnel/internal/txn"
-	"github.com/runnel-io/runnel/internal/vnet"
 )
 
 // TxnPeersConfig configures TxnPeers.
@@ -37,8 +37,8 @@ type TxnPeersConfig struct {
 	// coordinator takes TxnPeers' methods).
 	CoordinatorPartition func(txnID string) int32
 	// Network is where peers are dialled; nil is the host's TCP stack. Tests give a
-	// vnet.Mem host.
-	Network vnet.Network
+	// nodenet.Mem host.
+	Network nodenet.Network
 	// PeerClient, when set, gives the dialer (on Network, with TLS) and SASL login for
 	// the peers' inter-broker listener (kafka.PeerClient); nil dials plaintext.
 	PeerClient kafka.PeerClient
@@ -147,7 +147,7 @@ func (peers *TxnPeers) client(pc peerConn) (*kgo.Client, error) {
 	if peers.cfg.PeerClient != nil {
 		opts = append(opts, peers.cfg.PeerClient(dialTimeout)...)
 	} else {
-		opts = append(opts, kgo.Dialer(vnet.Dialer(peers.cfg.Network, dialTimeout))) // nil (kgo's own) on the host's network
+		opts = append(opts, kgo.Dialer(nodenet.Dialer(peers.cfg.Network, dialTimeout))) // nil (kgo's own) on the host's network
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {

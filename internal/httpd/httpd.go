@@ -36,7 +36,7 @@ type Options struct {
 	// Console, when set, serves the web console at / and its JSON at /api/v1/; the
 	// plain-text Status page is served at / only without it.
 	Console http.Handler
-	// Listen binds the listener; nil is net.Listen (tests give a vnet.Mem host's).
+	// Listen binds the listener; nil is net.Listen (tests give a nodenet.Mem host's).
 	Listen func(network, addr string) (net.Listener, error)
 	// Login, when set, puts the console (every page and /api/v1/ call) behind a
 	// sign-in (auth.go); /metrics, /healthz and /readyz stay open.

@@ -23,7 +23,7 @@ import (
 
 	"github.com/runnel-io/runnel/internal/auth"
 	"github.com/runnel-io/runnel/internal/config"
-	"github.com/runnel-io/runnel/internal/vnet"
+	"github.com/runnel-io/runnel/internal/nodenet"
 )
 
 // PeerClient gives the kgo options a client to another node's inter-broker listener
@@ -34,7 +34,7 @@ type PeerClient func(dialTimeout time.Duration) []kgo.Opt
 // NewPeerClient builds the PeerClient of a node with configuration b that dials on
 // network (nil: the host's). It reads the PEM files of a TLS inter-broker listener,
 // so it fails, naming the property, where the listener itself would.
-func NewPeerClient(b *config.Broker, network vnet.Network) (PeerClient, error) {
+func NewPeerClient(b *config.Broker, network nodenet.Network) (PeerClient, error) {
 	tlsCfg, err := PeerTLS(b)
 	if err != nil {
 		return nil, err
@@ -70,11 +70,11 @@ func peerMechanism(mechanism, user, password string) (sasl.Mechanism, error) {
 // peerDialer dials on network, then runs the TLS handshake when tlsCfg is set (its
 // ServerName the dialled host, which the other node's certificate must name). nil
 // without TLS on the host's network keeps kgo's own dialer.
-func peerDialer(network vnet.Network, tlsCfg *tls.Config, timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+func peerDialer(network nodenet.Network, tlsCfg *tls.Config, timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	if tlsCfg == nil {
-		return vnet.Dialer(network, timeout)
+		return nodenet.Dialer(network, timeout)
 	}
-	n := vnet.Or(network)
+	n := nodenet.Or(network)
 	return func(ctx context.Context, netw, addr string) (net.Conn, error) {
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()

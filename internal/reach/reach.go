@@ -74,8 +74,8 @@ func New() *Prober {
 }
 
 // NewDialer is New dialing with dial (the signature of net.Dialer.DialContext), for a
-// node on another network (vnet.Mem in tests). A connection dial returns that has a
-// PeerClosed() bool method (vnet's do) is asked it instead of peeking at a socket.
+// node on another network (nodenet.Mem in tests). A connection dial returns that has a
+// PeerClosed() bool method (nodenet's do) is asked it instead of peeking at a socket.
 func NewDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *Prober {
 	return &Prober{dialTimeout: DefaultDialTimeout, refusedTTL: DefaultRefusedTTL, dialEvery: DefaultDialEvery,
 		dial: func(ctx context.Context, addr string) (net.Conn, error) { return dial(ctx, "tcp", addr) },

@@ -9,7 +9,7 @@ import (
 
 	"github.com/runnel-io/runnel/internal/log"
 	"github.com/runnel-io/runnel/internal/metadata"
-	"github.com/runnel-io/runnel/internal/vnet"
+	"github.com/runnel-io/runnel/internal/nodenet"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -58,7 +58,7 @@ func newFetcher(m *Manager, source metadata.NodeID, addr string) (*Fetcher, erro
 	if m.opts.PeerClient != nil {
 		opts = append(opts, m.opts.PeerClient(dialTimeout)...)
 	} else {
-		opts = append(opts, kgo.Dialer(vnet.Dialer(m.opts.Network, dialTimeout))) // nil (kgo's own) on the host's network
+		opts = append(opts, kgo.Dialer(nodenet.Dialer(m.opts.Network, dialTimeout))) // nil (kgo's own) on the host's network
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {

@@ -13,8 +13,8 @@ import (
 	"github.com/runnel-io/runnel/internal/config"
 	"github.com/runnel-io/runnel/internal/log"
 	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/nodenet"
 	"github.com/runnel-io/runnel/internal/quota"
-	"github.com/runnel-io/runnel/internal/vnet"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -33,8 +33,8 @@ type Options struct {
 	Logs   *log.Manager
 	Logger *slog.Logger
 	// Network is where fetchers dial leaders; nil is the host's TCP stack. Tests give
-	// a vnet.Mem host.
-	Network vnet.Network
+	// a nodenet.Mem host.
+	Network nodenet.Network
 	// PeerClient, when set, gives the fetchers' dialer (on Network, with TLS) and SASL
 	// login for the leaders' inter-broker listener (kafka.PeerClient); nil dials
 	// plaintext on Network.

@@ -22,11 +22,11 @@ import (
 	"github.com/runnel-io/runnel/internal/kafka"
 	"github.com/runnel-io/runnel/internal/log"
 	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/nodenet"
 	"github.com/runnel-io/runnel/internal/reach"
 	"github.com/runnel-io/runnel/internal/replica"
 	"github.com/runnel-io/runnel/internal/share"
 	"github.com/runnel-io/runnel/internal/vfs"
-	"github.com/runnel-io/runnel/internal/vnet"
 )
 
 // Options are what tests may change about a node beyond its configuration.
@@ -40,8 +40,8 @@ type Options struct {
 	// Network is where every listener of the node binds (Kafka, Raft, HTTP) and every
 	// connection it opens to another node is dialled (replica fetchers, the
 	// controller channel, transaction peers, Raft, discovery, reach probes). nil is
-	// the host's TCP stack; internal/cluster's virtual mode gives a vnet.Mem host.
-	Network vnet.Network
+	// the host's TCP stack; internal/cluster's virtual mode gives a nodenet.Mem host.
+	Network nodenet.Network
 }
 
 // ErrStartInterrupted is returned (wrapped) by Start when its context ended (a signal)
@@ -67,7 +67,7 @@ type Node struct {
 	txns     *txnWiring  // transaction coordinator (txn.go)
 	txnAbort time.Duration
 	// network is Options.Network (nil: the host's).
-	network vnet.Network
+	network nodenet.Network
 	// lifecycle registers and heartbeats to the controller; controlledShutdown takes it.
 	lifecycle atomic.Pointer[controlplane.Lifecycle]
 	// disk says whether the data disk is full (storage.go); set before the logs open.
@@ -120,7 +120,7 @@ func Start(ctx context.Context, cfg *config.Broker, o Options) (*Node, error) {
 		o.StartTimeout = 60 * time.Second
 	}
 	n := &Node{cfg: cfg, logger: o.Logger.With("node", cfg.NodeID), done: make(chan error, 2), txnAbort: o.TxnAbortInterval,
-		network: o.Network, probe: reach.NewDialer(vnet.Or(o.Network).DialContext), lease: controlplane.NewLease()}
+		network: o.Network, probe: reach.NewDialer(nodenet.Or(o.Network).DialContext), lease: controlplane.NewLease()}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
 	}
@@ -159,7 +159,7 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 	}
 	n.http, err = httpd.Start(httpd.Options{Addr: cfg.HTTPListen, Registry: reg, Ready: n.readyErr, Status: n.statusPage, Logger: n.logger, Pprof: cfg.HTTPPprof,
 		Console: n.console(), Login: n.consoleLogin(), TLSCertFile: cfg.HTTPTLSCertificate, TLSKeyFile: cfg.HTTPTLSKey, ClientCAFiles: n.consoleClientCAs(),
-		Listen: vnet.Or(n.network).Listen})
+		Listen: nodenet.Or(n.network).Listen})
 	if err != nil {
 		return err
 	}
@@ -231,7 +231,7 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 	n.serving.Store(true)
 	reg.MustRegister(newPartitionCollector(n.replicas), newDiskFullGauge(n.disk), newIntegrityCollector(n.logs, n.replicas), newGroupLagCollector(n))
 	reg.MustRegister(newDiskSpaceCollector(cfg.DataDir))
-	n.kafka = kafka.NewServer(kafka.Config{NodeID: metadata.NodeID(cfg.NodeID), Broker: cfg, Logger: n.logger, Listen: vnet.Or(n.network).Listen,
+	n.kafka = kafka.NewServer(kafka.Config{NodeID: metadata.NodeID(cfg.NodeID), Broker: cfg, Logger: n.logger, Listen: nodenet.Or(n.network).Listen,
 		Leadership: n.leadership},
 		n.replicas, n.admin, kafka.NewMetrics(reg))
 	n.kafka.SetLease(n.lease.Valid)

@@ -1,4 +1,4 @@
-// Package vnet is the network a node listens and dials on: OS (the host's TCP stack,
+// Package nodenet is the network a node listens and dials on: OS (the host's TCP stack,
 // the default everywhere) or Mem, an in-memory network for tests.
 //
 // Mem exists for testing/synctest. A synctest bubble advances its fake clock only
@@ -19,7 +19,7 @@
 // nothing reset, until Resume.
 //
 // The package is a leaf: it imports only the standard library.
-package vnet
+package nodenet
 
 import (
 	"context"

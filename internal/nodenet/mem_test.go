@@ -1,4 +1,4 @@
-package vnet
+package nodenet
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package vnet
+package nodenet
 
 import (
 	"context"
@@ -233,10 +233,10 @@ func parse(s, self string) (addr, error) {
 	if err != nil {
 		host, port, err2 := net.SplitHostPort(s)
 		if err2 != nil || host != "" {
-			return addr{}, fmt.Errorf("vnet: address %q: want ip:port", s)
+			return addr{}, fmt.Errorf("nodenet: address %q: want ip:port", s)
 		}
 		if ap, err = netip.ParseAddrPort("0.0.0.0:" + port); err != nil {
-			return addr{}, fmt.Errorf("vnet: address %q: %w", s, err)
+			return addr{}, fmt.Errorf("nodenet: address %q: %w", s, err)
 		}
 	}
 	host := ap.Addr().String()
@@ -388,4 +388,4 @@ func (l *listener) Addr() net.Addr { return l.addr.tcp() }
 var errReset = os.NewSyscallError("read", syscall.ECONNRESET)
 
 // ErrCrashed is what a crashed host's own connections return: the process is gone.
-var ErrCrashed = errors.New("vnet: host crashed")
+var ErrCrashed = errors.New("nodenet: host crashed")
