@@ -69,7 +69,7 @@
 // depends on no real clock. Everything a node starts must stop when it closes:
 // synctest fails a test that leaves a goroutine blocked, and a goroutine waiting in
 // sync.Mutex.Lock while the holder waits on a timer stops the fake clock for good (see
-// internal/reach's target.turn).
+// internal/liveness's target.turn).
 //
 // Options.InProcess runs the same in-process nodes on the host's loopback instead,
 // for tests whose own clients need real sockets (internal/testnode and the interop

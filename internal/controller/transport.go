@@ -6,7 +6,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/runnel-io/runnel/internal/reach"
+	"github.com/runnel-io/runnel/internal/liveness"
 )
 
 // patientTransport is the Raft transport with one change: an AppendEntries that
@@ -45,7 +45,7 @@ const refusedRetry = 50 * time.Millisecond
 func (p *patientTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	for {
 		err := p.NetworkTransport.AppendEntries(id, target, args, resp)
-		if err == nil || isHeartbeat(args) || !reach.Refused(err) {
+		if err == nil || isHeartbeat(args) || !liveness.Refused(err) {
 			return err
 		}
 		select {

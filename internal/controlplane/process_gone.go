@@ -11,34 +11,34 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/runnel-io/runnel/internal/liveness"
 	"github.com/runnel-io/runnel/internal/metadata"
-	"github.com/runnel-io/runnel/internal/reach"
 )
 
 // ProcessGone reports whether node b's process is gone (its Kafka listener refuses
 // connections), for the controller's fencing and the Metadata hold. Where b has a
 // listener without TLS (PLAINTEXT or SASL_PLAINTEXT: ApiVersions is served before any
 // login), "alive" also needs an answer to an ApiVersions request, bounded by
-// processAnswerTimeout (reach.Prober.GoneAnswering): a node being killed may still
+// processAnswerTimeout (liveness.Prober.GoneAnswering): a node being killed may still
 // complete TCP handshakes for tens of milliseconds after its clients' connections
 // were reset, and a client that asks for metadata in that time must not be told
 // the dead leader (franz-go would not ask again for 5 s). A node with TLS listeners
 // only is checked by the dial alone.
-func ProcessGone(ctx context.Context, p *reach.Prober, b metadata.Broker) bool {
-	return ProcessState(ctx, p, b) == reach.Gone
+func ProcessGone(ctx context.Context, p *liveness.Prober, b metadata.Broker) bool {
+	return ProcessState(ctx, p, b) == liveness.Gone
 }
 
 // ProcessState is ProcessGone's probe with its whole verdict: Gone, Answered, or
 // Silent when b neither answered nor refused within processAnswerTimeout (paused, cut
 // off, overloaded). A node with TLS listeners only is checked by the dial alone, so
 // it is never Silent: a dial that does not fail counts as Answered.
-func ProcessState(ctx context.Context, p *reach.Prober, b metadata.Broker) reach.Verdict {
+func ProcessState(ctx context.Context, p *liveness.Prober, b metadata.Broker) liveness.Verdict {
 	addr, plain := probeAddr(b)
 	if !plain {
 		if p.Gone(ctx, addr) {
-			return reach.Gone
+			return liveness.Gone
 		}
-		return reach.Answered
+		return liveness.Answered
 	}
 	ctx, cancel := context.WithTimeout(ctx, processAnswerTimeout)
 	defer cancel()

@@ -184,7 +184,7 @@ func (c *conn) serve() {
 	} else if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && s.ctx.Err() == nil &&
 		(c.sawRequest || !errors.Is(err, syscall.ECONNRESET)) {
 		// A connection reset before it sent anything is another node's liveness probe
-		// (internal/reach), not worth a line.
+		// (internal/liveness), not worth a line.
 		s.logger.Info("closing connection", "listener", c.listener.cfg.Name, "remote", c.remote, "user", c.user, "err", err)
 	}
 	close(c.queue)

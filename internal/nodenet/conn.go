@@ -192,7 +192,7 @@ func (c *conn) resetLocked() {
 
 // PeerClosed reports whether the other end has closed or reset the connection and
 // the link has carried that here: what a non-blocking peek on a TCP socket finds
-// (reach.Prober asks it of its watches).
+// (liveness.Prober asks it of its watches).
 func (c *conn) PeerClosed() bool {
 	p := c.r
 	p.mu.Lock()

@@ -14,7 +14,7 @@
 // directions (bytes in flight and new dials wait, as TCP would retransmit, until Heal),
 // and Crash(host) closes every listener and resets every connection of a host, as the
 // kernel does for a process that is killed: peers read ECONNRESET and dials to its
-// addresses are refused (ECONNREFUSED, so reach.Refused holds). Pause(host) is
+// addresses are refused (ECONNREFUSED, so liveness.Refused holds). Pause(host) is
 // SIGSTOP as the network sees it: every link of the host blocked both ways with
 // nothing reset, until Resume.
 //

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/liveness"
 	"github.com/runnel-io/runnel/internal/metadata"
-	"github.com/runnel-io/runnel/internal/reach"
 )
 
 // Leadership is this node's view of who leads each partition: the metadata image
@@ -38,7 +38,7 @@ type LeadershipOptions struct {
 	Self metadata.NodeID
 	// Probe tells whether node b's process answers (controlplane.ProcessState); nil
 	// never waits on a probe.
-	Probe func(ctx context.Context, b metadata.Broker) reach.Verdict
+	Probe func(ctx context.Context, b metadata.Broker) liveness.Verdict
 	// SessionTimeout is broker.session.timeout.ms, the longest a probed wait lasts.
 	SessionTimeout time.Duration
 	Logger         *slog.Logger
@@ -101,12 +101,12 @@ func (l *Leadership) await(ctx context.Context, limit time.Duration, movedOn fun
 
 // absent probes b (a leader this node would name or serve for) and reports whether
 // it is not there: gone, or also silent when silentToo. Without a probe nothing is.
-func (l *Leadership) absent(ctx context.Context, b metadata.Broker, silentToo bool) (reach.Verdict, bool) {
+func (l *Leadership) absent(ctx context.Context, b metadata.Broker, silentToo bool) (liveness.Verdict, bool) {
 	if l.o.Probe == nil {
-		return reach.Answered, false
+		return liveness.Answered, false
 	}
 	v := l.o.Probe(ctx, b)
-	return v, v == reach.Gone || silentToo && v == reach.Silent
+	return v, v == liveness.Gone || silentToo && v == liveness.Silent
 }
 
 // LiveLeaders returns im, unless one of leaders (the ones a Metadata answer names)

@@ -7,8 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/liveness"
 	"github.com/runnel-io/runnel/internal/metadata"
-	"github.com/runnel-io/runnel/internal/reach"
 )
 
 // leadershipImage is a cluster of nodes 1-3 (self is 1) whose one partition t-0 is
@@ -54,7 +54,7 @@ func TestLeadershipRule(t *testing.T) {
 		name    string
 		call    call
 		noProbe bool
-		verdict reach.Verdict // of node 2, the leader in most cases
+		verdict liveness.Verdict // of node 2, the leader in most cases
 		start   *metadata.Image
 		then    *metadata.Image
 		moved   bool
@@ -62,35 +62,35 @@ func TestLeadershipRule(t *testing.T) {
 		probes  int
 	}{
 		// Metadata: a leader whose process is gone is held until fenced.
-		{name: "metadata/leader answers", call: liveLeaders, verdict: reach.Answered, start: leadershipImage(2, 5), probes: 1},
-		{name: "metadata/leader silent is not gone", call: liveLeaders, verdict: reach.Silent, start: leadershipImage(2, 5), probes: 1},
-		{name: "metadata/leader gone, then fenced", call: liveLeaders, verdict: reach.Gone, start: leadershipImage(2, 5),
+		{name: "metadata/leader answers", call: liveLeaders, verdict: liveness.Answered, start: leadershipImage(2, 5), probes: 1},
+		{name: "metadata/leader silent is not gone", call: liveLeaders, verdict: liveness.Silent, start: leadershipImage(2, 5), probes: 1},
+		{name: "metadata/leader gone, then fenced", call: liveLeaders, verdict: liveness.Gone, start: leadershipImage(2, 5),
 			then: leadershipImage(3, 6, 2), moved: true, took: 100 * time.Millisecond, probes: 1},
-		{name: "metadata/leader gone, never fenced", call: liveLeaders, verdict: reach.Gone, start: leadershipImage(2, 5),
+		{name: "metadata/leader gone, never fenced", call: liveLeaders, verdict: liveness.Gone, start: leadershipImage(2, 5),
 			took: session, probes: 1},
-		{name: "metadata/leader is this node", call: liveLeaders, verdict: reach.Gone, start: leadershipImage(1, 5)},
-		{name: "metadata/leader fenced already", call: liveLeaders, verdict: reach.Gone, start: leadershipImage(2, 5, 2)},
+		{name: "metadata/leader is this node", call: liveLeaders, verdict: liveness.Gone, start: leadershipImage(1, 5)},
+		{name: "metadata/leader fenced already", call: liveLeaders, verdict: liveness.Gone, start: leadershipImage(2, 5, 2)},
 		{name: "metadata/no probe", call: liveLeaders, noProbe: true, start: leadershipImage(2, 5)},
 
 		// FindCoordinator: a silent coordinator is held too.
-		{name: "coordinator/answers", call: answering, verdict: reach.Answered, start: leadershipImage(2, 5), probes: 1},
-		{name: "coordinator/silent, then moved", call: answering, verdict: reach.Silent, start: leadershipImage(2, 5),
+		{name: "coordinator/answers", call: answering, verdict: liveness.Answered, start: leadershipImage(2, 5), probes: 1},
+		{name: "coordinator/silent, then moved", call: answering, verdict: liveness.Silent, start: leadershipImage(2, 5),
 			then: leadershipImage(3, 6), moved: true, took: 100 * time.Millisecond, probes: 1},
-		{name: "coordinator/gone, never moved", call: answering, verdict: reach.Gone, start: leadershipImage(2, 5),
+		{name: "coordinator/gone, never moved", call: answering, verdict: liveness.Gone, start: leadershipImage(2, 5),
 			took: session, probes: 1},
-		{name: "coordinator/offline partition", call: answering, verdict: reach.Gone, start: leadershipImage(metadata.NoLeader, 5)},
+		{name: "coordinator/offline partition", call: answering, verdict: liveness.Gone, start: leadershipImage(metadata.NoLeader, 5)},
 
 		// Produce refused NOT_LEADER: wait for a new leader while the old one is gone.
-		{name: "produce/leader answers", call: leaderMove, verdict: reach.Answered, start: leadershipImage(2, 5), probes: 1},
-		{name: "produce/leader gone, then moved", call: leaderMove, verdict: reach.Gone, start: leadershipImage(2, 5),
+		{name: "produce/leader answers", call: leaderMove, verdict: liveness.Answered, start: leadershipImage(2, 5), probes: 1},
+		{name: "produce/leader gone, then moved", call: leaderMove, verdict: liveness.Gone, start: leadershipImage(2, 5),
 			then: leadershipImage(1, 6), moved: true, took: 100 * time.Millisecond, probes: 1},
-		{name: "produce/leader fenced, not probed", call: leaderMove, verdict: reach.Answered, start: leadershipImage(2, 5, 2),
+		{name: "produce/leader fenced, not probed", call: leaderMove, verdict: liveness.Answered, start: leadershipImage(2, 5, 2),
 			then: leadershipImage(1, 6, 2), moved: true, took: 100 * time.Millisecond},
-		{name: "produce/no leader, then one", call: leaderMove, verdict: reach.Answered, start: leadershipImage(metadata.NoLeader, 5),
+		{name: "produce/no leader, then one", call: leaderMove, verdict: liveness.Answered, start: leadershipImage(metadata.NoLeader, 5),
 			then: leadershipImage(3, 6), moved: true, took: 100 * time.Millisecond},
-		{name: "produce/no leader, still none", call: leaderMove, verdict: reach.Answered, start: leadershipImage(metadata.NoLeader, 5),
+		{name: "produce/no leader, still none", call: leaderMove, verdict: liveness.Answered, start: leadershipImage(metadata.NoLeader, 5),
 			then: leadershipImage(metadata.NoLeader, 6), took: session},
-		{name: "produce/this node leads", call: leaderMove, verdict: reach.Gone, start: leadershipImage(1, 5)},
+		{name: "produce/this node leads", call: leaderMove, verdict: liveness.Gone, start: leadershipImage(1, 5)},
 		{name: "produce/no probe", call: leaderMove, noProbe: true, start: leadershipImage(2, 5, 2)},
 
 		// A leader hint: no probe, bounded by the caller's d (1 s here).
@@ -103,10 +103,10 @@ func TestLeadershipRule(t *testing.T) {
 				probes := 0
 				o := LeadershipOptions{Self: 1, SessionTimeout: session, Logger: slog.New(slog.DiscardHandler)}
 				if !tc.noProbe {
-					o.Probe = func(_ context.Context, b metadata.Broker) reach.Verdict {
+					o.Probe = func(_ context.Context, b metadata.Broker) liveness.Verdict {
 						probes++
 						if b.ID != 2 {
-							return reach.Answered
+							return liveness.Answered
 						}
 						return tc.verdict
 					}
@@ -140,7 +140,7 @@ func TestLeadershipRule(t *testing.T) {
 func TestLeadershipWaitEndsWithTheRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := NewLeadership(LeadershipOptions{Self: 1, SessionTimeout: time.Minute, Logger: slog.New(slog.DiscardHandler),
-			Probe: func(context.Context, metadata.Broker) reach.Verdict { return reach.Gone }})
+			Probe: func(context.Context, metadata.Broker) liveness.Verdict { return liveness.Gone }})
 		im := leadershipImage(2, 5)
 		l.SetApplied(im)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -20,10 +20,10 @@ import (
 	"github.com/runnel-io/runnel/internal/group"
 	"github.com/runnel-io/runnel/internal/httpd"
 	"github.com/runnel-io/runnel/internal/kafka"
+	"github.com/runnel-io/runnel/internal/liveness"
 	"github.com/runnel-io/runnel/internal/log"
 	"github.com/runnel-io/runnel/internal/metadata"
 	"github.com/runnel-io/runnel/internal/nodenet"
-	"github.com/runnel-io/runnel/internal/reach"
 	"github.com/runnel-io/runnel/internal/replica"
 	"github.com/runnel-io/runnel/internal/share"
 	"github.com/runnel-io/runnel/internal/vfs"
@@ -73,8 +73,8 @@ type Node struct {
 	// disk says whether the data disk is full (storage.go); set before the logs open.
 	disk *replica.DiskMonitor
 	// probe tells whether another node's process is gone, for the controller's fast
-	// fencing and the Metadata answers (reach.Prober).
-	probe *reach.Prober
+	// fencing and the Metadata answers (liveness.Prober).
+	probe *liveness.Prober
 	// leadership is the image applied to the replicas and, probed, whether the
 	// leaders it names are there (replica.Leadership).
 	leadership *replica.Leadership
@@ -120,7 +120,7 @@ func Start(ctx context.Context, cfg *config.Broker, o Options) (*Node, error) {
 		o.StartTimeout = 60 * time.Second
 	}
 	n := &Node{cfg: cfg, logger: o.Logger.With("node", cfg.NodeID), done: make(chan error, 2), txnAbort: o.TxnAbortInterval,
-		network: o.Network, probe: reach.NewDialer(nodenet.Or(o.Network).DialContext), lease: controlplane.NewLease()}
+		network: o.Network, probe: liveness.NewDialer(nodenet.Or(o.Network).DialContext), lease: controlplane.NewLease()}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
 	}
@@ -195,7 +195,7 @@ func (n *Node) start(ctx context.Context, reg *prometheus.Registry, timeout time
 		n.scrubber.Start()
 	}
 	n.leadership = replica.NewLeadership(replica.LeadershipOptions{Self: metadata.NodeID(cfg.NodeID),
-		Probe: func(ctx context.Context, b metadata.Broker) reach.Verdict {
+		Probe: func(ctx context.Context, b metadata.Broker) liveness.Verdict {
 			return controlplane.ProcessState(ctx, n.probe, b)
 		},
 		SessionTimeout: time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond, Logger: n.logger})

@@ -1,4 +1,4 @@
-// Package reach tells whether a node's process is gone: its Kafka listener refuses
+// Package liveness tells whether a node's process is gone: its Kafka listener refuses
 // connections, or a connection to it that was open has been closed by the other end.
 // Both are definite answers from the kernels involved (nothing listens on that port,
 // which for a registered node means the process died or was killed), unlike a
@@ -8,7 +8,7 @@
 // would name a dead leader until the new leader is elected: a client that gets the
 // dead leader back (franz-go refreshes at most every 5 s, MetadataMinAge) would stay
 // stuck on it for seconds.
-package reach
+package liveness
 
 import (
 	"context"
