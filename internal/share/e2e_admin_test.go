@@ -11,8 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/runnel-io/runnel/internal/testnode"
 )
 
 // consumeShare runs a franz-go share consumer of group on topic until it has accepted
@@ -97,20 +95,9 @@ func joinRaw(ctx context.Context, cl *kgo.Client, group, member, topic string, e
 // at the new offset), DeleteShareGroupOffsets, DeleteGroups, FindCoordinator key type
 // 2 and __share_group_state internal and closed to clients' produce.
 func TestShareGroupAdmin(t *testing.T) {
-	addr := testnode.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
 	const topic, group = "share-admin", "share-admin-g"
-	ct, err := adm.CreateTopic(ctx, 2, 1, nil, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	addr, ctx, cl, topicID := startShareNode(t, 60*time.Second, topic, 2)
+	adm := kadm.NewClient(cl)
 	setGroupConfig(t, ctx, cl, group, "share.auto.offset.reset", "earliest")
 	var recs []*kgo.Record
 	for p := int32(0); p < 2; p++ {
@@ -208,7 +195,7 @@ func TestShareGroupAdmin(t *testing.T) {
 		t.Fatalf("leave (epoch %d -> -1): %v", hb.MemberEpoch, err)
 	}
 	resp, err := alter(3)
-	if err != nil || resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 || resp.Topics[0].TopicID != ct.ID {
+	if err != nil || resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 || resp.Topics[0].TopicID != topicID {
 		t.Fatalf("alter of the empty group: %v %+v", err, resp)
 	}
 	if offs, _ = describeShareOffsets(t, ctx, cl, group); offs[0] != [2]int64{3, 7} {
@@ -234,16 +221,22 @@ func TestShareGroupAdmin(t *testing.T) {
 	// FindCoordinator key type 2: the leader of the group's __share_group_state partition.
 	fc := kmsg.NewPtrFindCoordinatorRequest()
 	fc.CoordinatorType = 2
-	fc.CoordinatorKeys = []string{group + ":" + base64.RawURLEncoding.EncodeToString(ct.ID[:]) + ":0", group + ":nope:0"}
+	good, bad := group+":"+base64.RawURLEncoding.EncodeToString(topicID[:])+":0", group+":nope:0"
+	fc.CoordinatorKeys = []string{good, bad}
 	fresp, err := fc.RequestWith(ctx, cl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := fresp.Coordinators[0]; c.ErrorCode != 0 || c.NodeID != 1 || c.Port <= 0 {
-		t.Fatalf("FindCoordinator share key: %+v", c)
+	// franz-go shards FindCoordinator by key and merges the answers in any order.
+	coords := map[string]kmsg.FindCoordinatorResponseCoordinator{}
+	for _, c := range fresp.Coordinators {
+		coords[c.Key] = c
 	}
-	if c := fresp.Coordinators[1]; c.ErrorCode != kerr.InvalidRequest.Code {
-		t.Fatalf("FindCoordinator malformed share key: %+v, want INVALID_REQUEST", c)
+	if c, ok := coords[good]; !ok || c.ErrorCode != 0 || c.NodeID != 1 || c.Port <= 0 {
+		t.Fatalf("FindCoordinator share key %s: %+v (answered %v)", good, c, ok)
+	}
+	if c, ok := coords[bad]; !ok || c.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("FindCoordinator malformed share key %s: %+v (answered %v), want INVALID_REQUEST", bad, c, ok)
 	}
 
 	// __share_group_state is internal and closed to clients.

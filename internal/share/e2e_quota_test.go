@@ -1,7 +1,6 @@
 package share_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -9,8 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/runnel-io/runnel/internal/testnode"
 )
 
 // TestShareFetchLongPollIsNotRequestTime: a share consumer waiting on an idle
@@ -18,20 +15,9 @@ import (
 // not: the long poll is parked, not request handling time. Five 400 ms polls at
 // request_percentage=5 (50 ms of handling per second) would be throttled if it were.
 func TestShareFetchLongPollIsNotRequestTime(t *testing.T) {
-	addr := testnode.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	admin, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	adm := kadm.NewClient(admin)
 	const topic, group = "share-idle-q", "share-idle-g"
-	ct, err := adm.CreateTopic(ctx, 1, 1, nil, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	addr, ctx, admin, topicID := startShareNode(t, 30*time.Second, topic, 1)
+	adm := kadm.NewClient(admin)
 	name := "share-idle"
 	res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
 		Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: &name}},
@@ -61,7 +47,7 @@ func TestShareFetchLongPollIsNotRequestTime(t *testing.T) {
 		f.ShareSessionEpoch = epoch
 		f.MaxRecords, f.MaxWaitMillis, f.MaxBytes = 100, wait, 1<<20
 		ft := kmsg.NewShareFetchRequestTopic()
-		ft.TopicID = ct.ID
+		ft.TopicID = topicID
 		ft.Partitions = append(ft.Partitions, kmsg.ShareFetchRequestTopicPartition{Partition: 0})
 		f.Topics = append(f.Topics, ft)
 		resp, err := f.RequestWith(ctx, cl)

@@ -16,6 +16,26 @@ import (
 	"github.com/runnel-io/runnel/internal/testnode"
 )
 
+// startShareNode starts one node with sets and creates topic with partitions there.
+// It returns the node's address, the test's context (ended after timeout) and an
+// admin client (manual partitioner: records go to their Partition).
+func startShareNode(t *testing.T, timeout time.Duration, topic string, partitions int32, sets ...string) (string, context.Context, *kgo.Client, [16]byte) {
+	t.Helper()
+	addr := testnode.Start(t, sets...)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	admin, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admin.Close)
+	ct, err := kadm.NewClient(admin).CreateTopic(ctx, partitions, 1, nil, topic)
+	if err != nil {
+		t.Fatalf("create topic %s: %v", topic, err)
+	}
+	return addr, ctx, admin, ct.ID
+}
+
 // setGroupConfig sets a GROUP config (Kafka 4's group configs) with IncrementalAlterConfigs.
 func setGroupConfig(t *testing.T, ctx context.Context, cl *kgo.Client, group, name, value string) {
 	t.Helper()
@@ -77,19 +97,8 @@ func stuckMember(t *testing.T, ctx context.Context, cl *kgo.Client, group, topic
 // its 2 s lock with a delivery count of at least 2; rejected records never come back;
 // no record is accepted twice and none is lost.
 func TestShareGroupFourConsumersOnePartition(t *testing.T) {
-	addr := testnode.Start(t, "group.share.record.lock.duration.ms=2000")
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
-	defer cancel()
-	admin, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
 	const topic, group, n = "share-q", "share-g", 300
-	ct, err := kadm.NewClient(admin).CreateTopic(ctx, 1, 1, nil, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	addr, ctx, admin, topicID := startShareNode(t, 40*time.Second, topic, 1, "group.share.record.lock.duration.ms=2000")
 	setGroupConfig(t, ctx, admin, group, "share.auto.offset.reset", "earliest")
 	var recs []*kgo.Record
 	for i := range n {
@@ -98,7 +107,7 @@ func TestShareGroupFourConsumersOnePartition(t *testing.T) {
 	if err := admin.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	stuck := stuckMember(t, ctx, admin, group, topic, ct.ID, 20)
+	stuck := stuckMember(t, ctx, admin, group, topic, topicID, 20)
 	if stuck[0].FirstOffset != 0 || stuck[len(stuck)-1].LastOffset != 19 || stuck[0].DeliveryCount != 1 {
 		t.Fatalf("stuck member acquired %+v, want offsets 0-19 at delivery 1", stuck)
 	}

@@ -7,10 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/runnel-io/runnel/internal/testnode"
 )
 
 // TestShareGroupReadCommitted: share.isolation.level=read_committed (KIP-932). A
@@ -22,18 +19,8 @@ import (
 // aborted records too, which is what a share consumer would see without the
 // isolation level.
 func TestShareGroupReadCommitted(t *testing.T) {
-	addr := testnode.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	admin, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
 	const topic, committedGroup, uncommittedGroup = "share-txn", "share-txn-rc", "share-txn-ru"
-	if _, err := kadm.NewClient(admin).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
-		t.Fatal(err)
-	}
+	addr, ctx, admin, _ := startShareNode(t, 60*time.Second, topic, 1)
 	for _, g := range []string{committedGroup, uncommittedGroup} {
 		setGroupConfig(t, ctx, admin, g, "share.auto.offset.reset", "earliest")
 	}
