@@ -53,11 +53,11 @@ func TestRetriable(t *testing.T) {
 // NOT_CONTROLLER; an item the controller answered keeps its answer.
 func TestMatchAnswers(t *testing.T) {
 	errs := make([]error, 2)
-	err := matchAnswers(errs, []string{"a", "b"}, map[string]error{"a": kerr.NotController, "b": kerr.NotController})
+	err := matchAnswers(errs, []string{"a", "b"}, map[string]error{"a": kerr.NotController, "b": kerr.NotController}, topicName)
 	testutil.ErrorIs(t, err, kerr.NotController, "all refused: retry")
 
 	errs = make([]error, 3)
-	err = matchAnswers(errs, []string{"a", "b", "c"}, map[string]error{"a": nil, "b": kerr.NotController})
+	err = matchAnswers(errs, []string{"a", "b", "c"}, map[string]error{"a": nil, "b": kerr.NotController}, topicName)
 	testutil.NoError(t, err, "one answered: no retry")
 	testutil.NoError(t, errs[0], "a")
 	testutil.ErrorIs(t, errs[1], kerr.NotController, "b")

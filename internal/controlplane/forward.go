@@ -52,6 +52,9 @@ type forwardedError struct {
 func (e *forwardedError) Error() string { return e.msg }
 func (e *forwardedError) Unwrap() error { return e.kerr }
 
+// topicName names a topic in an error.
+func topicName(t string) string { return fmt.Sprintf("topic %q", t) }
+
 // allNotController reports whether every error is NOT_CONTROLLER (then the whole
 // request is retried at the new controller).
 func allNotController(errs []error) bool {
@@ -83,7 +86,7 @@ func (ch *Channel) createTopics(ctx context.Context, specs []metadata.TopicSpec,
 		for i, s := range specs {
 			names[i] = s.Name
 		}
-		return matchAnswers(errs, names, answers)
+		return matchAnswers(errs, names, answers, topicName)
 	})
 	fillErrors(errs, err)
 	return errs
@@ -129,7 +132,7 @@ func (ch *Channel) deleteTopics(ctx context.Context, names []string) []error {
 				answers[*t.Topic] = answerError(t.ErrorCode, t.ErrorMessage)
 			}
 		}
-		return matchAnswers(errs, names, answers)
+		return matchAnswers(errs, names, answers, topicName)
 	})
 	fillErrors(errs, err)
 	return errs
@@ -255,14 +258,15 @@ func fillErrors(errs []error, err error) {
 	}
 }
 
-// matchAnswers fills errs with the controller's answer for each requested topic, in
-// request order (no answer: UNKNOWN_SERVER_ERROR). It returns NOT_CONTROLLER when every
+// matchAnswers fills errs with the controller's answer for each requested item (keys,
+// in request order; no answer: UNKNOWN_SERVER_ERROR naming the item as name says).
+// It returns NOT_CONTROLLER when every
 // answer is, so that the channel retries against the new controller.
-func matchAnswers(errs []error, names []string, answers map[string]error) error {
-	for i, n := range names {
-		err, ok := answers[n]
+func matchAnswers[K comparable](errs []error, keys []K, answers map[K]error, name func(K) string) error {
+	for i, k := range keys {
+		err, ok := answers[k]
 		if !ok {
-			err = fmt.Errorf("%w: the controller did not answer for topic %q", kerr.UnknownServerError, n)
+			err = fmt.Errorf("%w: the controller did not answer for %s", kerr.UnknownServerError, name(k))
 		}
 		errs[i] = err
 	}

@@ -6,9 +6,7 @@ package controlplane
 
 import (
 	"context"
-	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel-io/runnel/internal/metadata"
@@ -54,17 +52,7 @@ func (ch *Channel) alterClientQuotas(ctx context.Context, alts []metadata.QuotaA
 		for _, e := range resp.(*kmsg.AlterClientQuotasResponse).Entries {
 			answers[entryEntity(e.Entity).String()] = answerError(e.ErrorCode, e.ErrorMessage)
 		}
-		for i, n := range names {
-			err, ok := answers[n]
-			if !ok {
-				err = fmt.Errorf("%w: the controller did not answer for quota entity %s", kerr.UnknownServerError, n)
-			}
-			errs[i] = err
-		}
-		if allNotController(errs) {
-			return kerr.NotController
-		}
-		return nil
+		return matchAnswers(errs, names, answers, func(n string) string { return "quota entity " + n })
 	})
 	fillErrors(errs, err)
 	return errs

@@ -98,17 +98,11 @@ func (ch *Channel) alterPartitionReassignments(ctx context.Context, changes []me
 				answers[metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = answerError(rp.ErrorCode, rp.ErrorMessage)
 			}
 		}
+		tps := make([]metadata.TopicPartition, len(changes))
 		for i, c := range changes {
-			err, ok := answers[c.TP]
-			if !ok {
-				err = fmt.Errorf("%w: the controller did not answer for %s-%d", kerr.UnknownServerError, c.TP.Topic, c.TP.Partition)
-			}
-			errs[i] = err
+			tps[i] = c.TP
 		}
-		if allNotController(errs) {
-			return kerr.NotController
-		}
-		return nil
+		return matchAnswers(errs, tps, answers, func(tp metadata.TopicPartition) string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) })
 	})
 	fillErrors(errs, err)
 	return errs
