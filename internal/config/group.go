@@ -18,9 +18,8 @@ import (
 // every node describes the same values. consumer.session.timeout.ms and
 // consumer.heartbeat.interval.ms act on KIP-848 consumer groups (internal/group);
 // share.auto.offset.reset, share.record.lock.duration.ms, share.session.timeout.ms and
-// share.heartbeat.interval.ms act on share groups (internal/share);
-// share.isolation.level is stored and described, but share groups read
-// read_uncommitted whatever it says.
+// share.heartbeat.interval.ms and share.isolation.level act on share groups
+// (internal/share).
 
 // GroupScopePrefix starts the keys of group configs in the cluster-wide configs:
 // GroupScopePrefix + property + "/" + group id. No property name has the prefix or a

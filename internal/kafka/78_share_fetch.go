@@ -87,7 +87,7 @@ func handleShareFetch(ctx context.Context, s *Server, r *request) (kmsg.Response
 			}
 		}
 		if sess, err = mgr.UpdateSession(sk, req.ShareSessionEpoch, reqParts, forget); err != nil {
-			resp.ErrorCode = shareErrorCode(err)
+			resp.ErrorCode = errorCode(err)
 			return resp, nil
 		}
 	}
@@ -169,7 +169,7 @@ func (sm *shareMember) acknowledge(ctx context.Context, p share.PartitionID, bat
 	if code != 0 {
 		return code, hint
 	}
-	return shareErrorCode(sm.s.share.parts.Acknowledge(ctx, key, dataLog{lp}, sm.member, batches)), hint
+	return errorCode(sm.s.share.parts.Acknowledge(ctx, key, dataLog{lp}, sm.member, batches)), hint
 }
 
 // shareFetch is one ShareFetch being answered.
@@ -349,7 +349,7 @@ func (sf *shareFetch) acquire(ctx context.Context, leds []shareLed) int {
 		})
 		kp := sf.part(l.id)
 		if err != nil {
-			kp.ErrorCode = shareErrorCode(err)
+			kp.ErrorCode = errorCode(err)
 			continue
 		}
 		if len(ranges) == 0 {

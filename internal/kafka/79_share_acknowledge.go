@@ -57,7 +57,7 @@ func handleShareAcknowledge(ctx context.Context, s *Server, r *request) (kmsg.Re
 	default:
 		var err error
 		if sess, err = mgr.UpdateSession(sk, req.ShareSessionEpoch, nil, nil); err != nil {
-			resp.ErrorCode = shareErrorCode(err)
+			resp.ErrorCode = errorCode(err)
 			return resp, nil
 		}
 	}

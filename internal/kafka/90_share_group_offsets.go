@@ -59,7 +59,7 @@ func (s *Server) describeShareOffsets(ctx context.Context, r *request, g kmsg.De
 	rg := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 	rg.GroupID = g.GroupID
 	fail := func(err error) kmsg.DescribeShareGroupOffsetsResponseGroup {
-		rg.ErrorCode, rg.ErrorMessage = shareErrorCode(err), reasonMessage(err)
+		rg.ErrorCode, rg.ErrorMessage = errorCode(err), reasonMessage(err)
 		return rg
 	}
 	if err := s.authorize(r, metadata.ACLOpDescribe, auth.Group(g.GroupID)); err != nil {
@@ -79,6 +79,7 @@ func (s *Server) describeShareOffsets(ctx context.Context, r *request, g kmsg.De
 		return fail(fmt.Errorf("%w: Group %s not found.", kerr.GroupIDNotFound, g.GroupID))
 	}
 	im := s.admin.Image()
+	readCommitted := s.shareReadCommitted(g.GroupID)
 	type tp struct {
 		name string
 		id   [16]byte
@@ -127,7 +128,7 @@ func (s *Server) describeShareOffsets(ctx context.Context, r *request, g kmsg.De
 			default:
 				if snap, ok := snaps[shareKey(g.GroupID, t.id, p)]; ok {
 					rp.StartOffset, rp.LeaderEpoch = snap.Start, snap.LeaderEpoch
-					rp.Lag = s.shareLag(metadata.TopicPartition{Topic: t.name, Partition: p}, snap)
+					rp.Lag = s.shareLag(metadata.TopicPartition{Topic: t.name, Partition: p}, snap, readCommitted)
 				}
 			}
 			rt.Partitions = append(rt.Partitions, rp)
@@ -138,14 +139,19 @@ func (s *Server) describeShareOffsets(ctx context.Context, r *request, g kmsg.De
 }
 
 // shareLag is a share partition's lag (KIP-1226) when this node leads its data
-// partition: the records from the start offset to the high watermark not yet done
-// (acknowledged or archived); -1 when the high watermark is not known here.
-func (s *Server) shareLag(tp metadata.TopicPartition, snap share.Snapshot) int64 {
+// partition: the records from the start offset to the end the group reads to (the
+// high watermark, or the last stable offset for a read_committed group) not yet done
+// (acknowledged or archived); -1 when that end is not known here.
+func (s *Server) shareLag(tp metadata.TopicPartition, snap share.Snapshot, readCommitted bool) int64 {
 	p, err := s.leaderPartition(tp)
 	if err != nil || !p.IsLeader() {
 		return -1
 	}
-	lag := p.HighWatermark() - snap.Start
+	end := p.HighWatermark()
+	if readCommitted {
+		end = p.Log().LastStableOffset(end)
+	}
+	lag := end - snap.Start
 	for _, b := range snap.Batches {
 		if b.State == share.Acknowledged || b.State == share.Archived {
 			lag -= b.Last - b.First + 1
@@ -160,7 +166,7 @@ func handleAlterShareGroupOffsets(ctx context.Context, s *Server, r *request) (k
 	ctx, cancel := context.WithTimeout(ctx, shareAdminTimeout)
 	defer cancel()
 	fail := func(err error) (kmsg.Response, error) {
-		resp.ErrorCode, resp.ErrorMessage = shareErrorCode(err), reasonMessage(err)
+		resp.ErrorCode, resp.ErrorMessage = errorCode(err), reasonMessage(err)
 		for _, t := range req.Topics {
 			rt := kmsg.NewAlterShareGroupOffsetsResponseTopic()
 			rt.Topic = t.Topic
@@ -232,7 +238,7 @@ func handleDeleteShareGroupOffsets(ctx context.Context, s *Server, r *request) (
 	ctx, cancel := context.WithTimeout(ctx, shareAdminTimeout)
 	defer cancel()
 	fail := func(err error) (kmsg.Response, error) {
-		resp.ErrorCode, resp.ErrorMessage = shareErrorCode(err), reasonMessage(err)
+		resp.ErrorCode, resp.ErrorMessage = errorCode(err), reasonMessage(err)
 		return resp, nil
 	}
 	if err := s.authorize(r, metadata.ACLOpDelete, auth.Group(req.GroupID)); err != nil {

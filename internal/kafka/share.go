@@ -83,9 +83,6 @@ func (d dataLog) Bounds() (int64, int64) {
 	return d.p.Log().LogStartOffset(), d.p.HighWatermark()
 }
 
-// shareErrorCode is errorCode; it goes once every share handler calls errorCode.
-func shareErrorCode(err error) int16 { return errorCode(err) }
-
 // shareTopicPartition resolves a topic id and partition for a share request.
 func shareTopicPartition(im *metadata.Image, id [16]byte, p int32) (metadata.TopicPartition, *kerr.Error) {
 	t := im.TopicByID(id)

@@ -111,6 +111,17 @@ func TestShareGroupReadCommitted(t *testing.T) {
 	if len(rc) != 5 || count(rc, "committed-") != 5 {
 		t.Fatalf("read_committed share group %s got %v with a transaction open, want committed-0..4 only", committedGroup, rc)
 	}
+	// Its lag counts to the last stable offset: every record below it is done (the
+	// committed ones accepted, the aborted ones archived), so none, while the open
+	// transaction's five and the plain record behind them are past it.
+	lags, err := describeShareOffsets(t, ctx, admin, committedGroup)
+	if err != nil {
+		t.Fatalf("describe share group %s offsets: %v", committedGroup, err)
+	}
+	if lag := lags[0][1]; lag != 0 {
+		t.Errorf("read_committed share group %s: lag %d on %s-0 with every record below the last stable offset done, want 0 (start offset %d)",
+			committedGroup, lag, topic, lags[0][0])
+	}
 	if err := txp.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatalf("commit the open transaction: %v", err)
 	}
