@@ -280,12 +280,9 @@ type shareLed struct {
 // poll is the share fetch's long poll: replica.DelayedFetch, as a fetch's, until
 // records are acquired, the deadline passes or ctx ends. Records become acquirable in
 // three ways: the high watermark moving (what DelayedFetch watches), another member
-// releasing them (the Manager's Changed) and a lock expiring (its NextDeadline). A
-// DelayedFetch has one Abort channel and one deadline for its whole poll, so each poll
-// here runs until the earlier of the deadline and the next lock deadline, aborted by
-// the next release, and one that ends with nothing acquired is followed by another.
-// The release channel is taken before the poll's first read, so a release after that
-// read aborts the poll and none between reads goes unseen.
+// releasing them (the Manager's Changed) and a lock expiring (its NextDeadline): the
+// last two are the poll's Also, taken each round before its read, so a release after
+// that read ends the park and none between reads goes unseen.
 func (sf *shareFetch) poll(ctx context.Context, leds []shareLed, deadline time.Time) {
 	mgr := sf.s.share.parts
 	watch := make([]*replica.Partition, len(leds))
@@ -293,28 +290,23 @@ func (sf *shareFetch) poll(ctx context.Context, leds []shareLed, deadline time.T
 	for i, l := range leds {
 		watch[i], keys[i] = l.p, l.key
 	}
-	got := 0
-	for got == 0 && ctx.Err() == nil && time.Now().Before(deadline) {
-		released := mgr.Changed()
-		until := deadline
-		if d := mgr.NextDeadline(keys); !d.IsZero() {
-			// A lock already past its deadline expires at the poll's first read.
-			until = minTime(until, laterTime(d, time.Now().Add(time.Millisecond)))
-		}
-		d := &replica.DelayedFetch{
-			Partitions: watch,
-			Deadline:   until,
-			Abort:      released,
-			Read: func() bool {
-				got = sf.acquire(ctx, leds)
-				return got > 0
-			},
-			// As a fetch's, the long poll is not request handling time for the
-			// request_percentage quota.
-			Parked: func(_, parked time.Duration) { sf.r.quota.parked += parked },
-		}
-		d.Poll(ctx)
+	d := &replica.DelayedFetch{
+		Partitions: watch,
+		Deadline:   deadline,
+		Also: func() (<-chan struct{}, time.Time) {
+			at := mgr.NextDeadline(keys)
+			if !at.IsZero() {
+				// A lock already past its deadline expires at the next read.
+				at = laterTime(at, time.Now().Add(time.Millisecond))
+			}
+			return mgr.Changed(), at
+		},
+		Read: func() bool { return sf.acquire(ctx, leds) > 0 },
+		// As a fetch's, the long poll is not request handling time for the
+		// request_percentage quota.
+		Parked: func(_, parked time.Duration) { sf.r.quota.parked += parked },
 	}
+	d.Poll(ctx)
 }
 
 func laterTime(a, b time.Time) time.Time {

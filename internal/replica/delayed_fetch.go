@@ -26,6 +26,12 @@ type DelayedFetch struct {
 	// Abort ends the wait early when it closes (nil: never); the fetch then reads once
 	// more and answers.
 	Abort <-chan struct{}
+	// Also, when set, is asked each round, before the read, for the other events that
+	// can complete the fetch: a channel that closes on one (nil: none) and a time at
+	// which to read again (zero: none). Either ends the park and the fetch reads again,
+	// as a partition's wake-up does (a share fetch: records another member released,
+	// an acquisition lock expiring).
+	Also func() (wake <-chan struct{}, readAt time.Time)
 	// Read reads the partitions once and reports whether the fetch is complete: enough
 	// bytes, or an answer the client must act on at once.
 	Read func() (complete bool)
@@ -43,13 +49,18 @@ type DelayedFetch struct {
 func (d *DelayedFetch) Poll(ctx context.Context) (woken int64) {
 	for time.Now().Before(d.Deadline) {
 		ch, stop := d.register()
+		var also <-chan struct{}
+		var readAt time.Time
+		if d.Also != nil {
+			also, readAt = d.Also()
+		}
 		registered := time.Now()
 		if d.Read() || !time.Now().Before(d.Deadline) {
 			stop()
 			return woken
 		}
 		parkedAt := time.Now()
-		moved := d.park(ctx, ch)
+		moved := d.park(ctx, ch, also, readAt)
 		resumed := time.Now()
 		stop()
 		if d.Parked != nil {
@@ -80,15 +91,22 @@ func (d *DelayedFetch) register() (<-chan struct{}, func()) {
 	return Watch(d.Partitions)
 }
 
-// park waits until ch signals that a partition moved (true), or the deadline passes,
-// Abort closes or ctx ends (false).
-func (d *DelayedFetch) park(ctx context.Context, ch <-chan struct{}) bool {
-	t := time.NewTimer(time.Until(d.Deadline))
+// park waits until ch signals that a partition moved, also closes or readAt comes
+// (true: read again), or the deadline passes, Abort closes or ctx ends (false).
+func (d *DelayedFetch) park(ctx context.Context, ch, also <-chan struct{}, readAt time.Time) bool {
+	until, again := d.Deadline, false
+	if !readAt.IsZero() && readAt.Before(until) {
+		until, again = readAt, true
+	}
+	t := time.NewTimer(time.Until(until))
 	defer t.Stop()
 	select {
 	case <-ch:
 		return true
+	case <-also:
+		return true
 	case <-t.C:
+		return again
 	case <-d.Abort:
 	case <-ctx.Done():
 	}

@@ -142,3 +142,42 @@ func TestDelayedFetchDeadlineAndAbort(t *testing.T) {
 		}
 	})
 }
+
+// Also's events end a park as a partition's wake-up does, and the fetch goes on: its
+// channel closing (a share fetch: records released) and its read time coming (a lock
+// expiring) each bring one more read, taken each round anew; the deadline still ends
+// the poll.
+func TestDelayedFetchAlso(t *testing.T) {
+	_, p := newTestPartition(t, []metadata.NodeID{1, 2}, 1)
+	synctest.Test(t, func(t *testing.T) {
+		var pr delayedFetchProbe
+		released := make(chan struct{})
+		lockExpires := time.Now().Add(10 * time.Second)
+		rounds := 0
+		d := pr.fetch(p, false, func() bool { return false }, nil)
+		d.Also = func() (<-chan struct{}, time.Time) {
+			rounds++
+			switch rounds {
+			case 1:
+				return released, time.Time{} // the first park ends on the release
+			case 2:
+				return nil, lockExpires // the second at the lock's expiry
+			}
+			return nil, time.Time{} // the last one at the deadline
+		}
+		start := time.Now()
+		done := pollAsync(d)
+		synctest.Wait()
+		close(released)
+		<-done
+		if took := time.Since(start); took != time.Minute {
+			t.Errorf("answered after %v, want the deadline (1m): Also's events read again, they do not end the fetch", took)
+		}
+		if rounds != 3 || pr.reads != 4 {
+			t.Errorf("%d rounds and %d reads, want 3 rounds (release, lock expiry, deadline) and 4 reads", rounds, pr.reads)
+		}
+		if len(pr.waited) != 3 || pr.waited[0] != 0 || pr.waited[1] != 10*time.Second || pr.waited[2] != 50*time.Second {
+			t.Errorf("parks %v, want 0s (released at once), 10s (the lock) and 50s (to the deadline)", pr.waited)
+		}
+	})
+}
