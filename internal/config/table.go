@@ -1,6 +1,9 @@
 package config
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // This file is the one table of properties. Parsing, validation, defaults, the topic
 // defaults and DescribeConfigs are all driven from it, so a property is described once.
@@ -133,7 +136,7 @@ var brokerProps = []prop{
 	{name: "group.consumer.heartbeat.interval.ms", typ: TypeInt, dflt: "5000", check: atLeast(1), doc: "Heartbeat interval given to consumer group members (KIP-848). A group's consumer.heartbeat.interval.ms overrides it."},
 	{name: "group.consumer.assignors", typ: TypeList, dflt: "uniform,range", check: listOf("uniform", "range"), doc: "Server-side assignors of consumer groups (KIP-848); the first is used when members name none."},
 	{name: "group.consumer.max.size", typ: TypeInt, dflt: "2147483647", check: atLeast(1), doc: "Most members in one consumer group (KIP-848)."},
-	{name: "group.consumer.migration.policy", typ: TypeString, dflt: "bidirectional", check: oneOf("bidirectional", "upgrade", "downgrade", "disabled"), doc: "Online migration between classic and consumer groups (KIP-848): upgrade converts a classic group with members to a consumer group when a ConsumerGroupHeartbeat member joins, downgrade converts a consumer group back when its last such member leaves and only classic members remain, bidirectional does both, disabled neither (and refuses classic members in a consumer group)."},
+	{name: "group.consumer.migration.policy", typ: TypeString, dflt: "bidirectional", check: lowerOneOf("bidirectional", "upgrade", "downgrade", "disabled"), doc: "Online migration between classic and consumer groups (KIP-848): upgrade converts a classic group with members to a consumer group when a ConsumerGroupHeartbeat member joins, downgrade converts a consumer group back when its last such member leaves and only classic members remain, bidirectional does both, disabled neither (and refuses classic members in a consumer group)."},
 	{name: "group.share.session.timeout.ms", typ: TypeInt, dflt: "45000", check: atLeast(1), doc: "Session timeout of share group members (KIP-932). A group's share.session.timeout.ms overrides it."},
 	{name: "group.share.heartbeat.interval.ms", typ: TypeInt, dflt: "5000", check: atLeast(1), doc: "Heartbeat interval given to share group members (KIP-932). A group's share.heartbeat.interval.ms overrides it."},
 	{name: "group.share.record.lock.duration.ms", typ: TypeInt, dflt: "30000", check: atLeast(1000), doc: "How long a record delivered to a share group member stays locked to it before it is released for redelivery. A group's share.record.lock.duration.ms overrides it."},
@@ -298,4 +301,12 @@ func scrubRate(v string) string {
 		return ""
 	}
 	return "must be -1 (no limit) or at least 1"
+}
+
+// lowerOneOf is oneOf in any case: Kafka validates group.consumer.migration.policy
+// case-insensitively (CaseInsensitiveValidString), so a Kafka server.properties with
+// UPGRADE must not stop the node. The value is kept as written; its reader lower-cases.
+func lowerOneOf(allowed ...string) checker {
+	one := oneOf(allowed...)
+	return func(v string) string { return one(strings.ToLower(v)) }
 }
