@@ -124,7 +124,7 @@ func (s *Server) describeShareOffsets(ctx context.Context, r *request, g kmsg.De
 			case denied != nil:
 				rp.ErrorCode, rp.ErrorMessage = errorCode(denied), reasonMessage(denied)
 			case mt == nil || p < 0 || int(p) >= len(mt.Partitions):
-				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				rp.ErrorCode, rp.ErrorMessage = kerr.UnknownTopicOrPartition.Code, unknownSharePartition(mt, t.name, p)
 			default:
 				if snap, ok := snaps[shareKey(g.GroupID, t.id, p)]; ok {
 					rp.StartOffset, rp.LeaderEpoch = snap.Start, snap.LeaderEpoch
@@ -205,7 +205,7 @@ func handleAlterShareGroupOffsets(ctx context.Context, s *Server, r *request) (k
 			case denied != nil:
 				rp.ErrorCode, rp.ErrorMessage = errorCode(denied), reasonMessage(denied)
 			case mt == nil || p.Partition < 0 || int(p.Partition) >= len(mt.Partitions):
-				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				rp.ErrorCode, rp.ErrorMessage = kerr.UnknownTopicOrPartition.Code, unknownSharePartition(mt, t.Topic, p.Partition)
 			case p.StartOffset < 0:
 				rp.ErrorCode = kerr.InvalidRequest.Code
 				msg := fmt.Sprintf("start offset %d of %s-%d is negative", p.StartOffset, t.Topic, p.Partition)
@@ -223,7 +223,7 @@ func handleAlterShareGroupOffsets(ctx context.Context, s *Server, r *request) (k
 	if err := s.share.groups.Create(req.GroupID); err != nil {
 		return fail(err)
 	}
-	err := share.AlterOffsets(ctx, s.share.parts.Store(), req.GroupID, starts, time.Now())
+	err := share.AlterOffsets(ctx, s.share.parts.Store(), req.GroupID, starts, time.Now(), topicNames(im))
 	s.share.parts.Forget(func(k share.Key) bool { _, ok := starts[k]; return ok })
 	if err != nil {
 		resp.Topics = nil
@@ -267,7 +267,7 @@ func handleDeleteShareGroupOffsets(ctx context.Context, s *Server, r *request) (
 		case denied != nil:
 			rt.ErrorCode, rt.ErrorMessage = errorCode(denied), reasonMessage(denied)
 		case mt == nil:
-			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			rt.ErrorCode, rt.ErrorMessage = kerr.UnknownTopicOrPartition.Code, unknownSharePartition(nil, t.Topic, -1)
 		default:
 			rt.TopicID = mt.ID
 			for k := range snaps {
@@ -281,10 +281,30 @@ func handleDeleteShareGroupOffsets(ctx context.Context, s *Server, r *request) (
 	if len(keys) == 0 {
 		return resp, nil
 	}
-	err = share.DeleteOffsets(ctx, s.share.parts.Store(), req.GroupID, keys, time.Now())
+	err = share.DeleteOffsets(ctx, s.share.parts.Store(), req.GroupID, keys, time.Now(), topicNames(im))
 	s.share.parts.Forget(func(k share.Key) bool { return k.Group == req.GroupID })
 	if err != nil {
 		return fail(err)
 	}
 	return resp, nil
+}
+
+// unknownSharePartition is the ErrorMessage of an UNKNOWN_TOPIC_OR_PARTITION answer
+// for partition p of topic (mt: its metadata, nil when the topic does not exist).
+func unknownSharePartition(mt *metadata.Topic, topic string, p int32) *string {
+	msg := fmt.Sprintf("topic %s is unknown", topic)
+	if mt != nil {
+		msg = fmt.Sprintf("topic %s has no partition %d (it has %d)", topic, p, len(mt.Partitions))
+	}
+	return &msg
+}
+
+// topicNames names topics by id as im knows them, for the share state's errors.
+func topicNames(im *metadata.Image) share.TopicName {
+	return func(id [16]byte) string {
+		if t := im.TopicByID(id); t != nil {
+			return t.Name
+		}
+		return ""
+	}
 }

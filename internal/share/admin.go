@@ -30,8 +30,9 @@ func Offsets(ctx context.Context, store Store, group string) (map[Key]Snapshot, 
 }
 
 // AlterOffsets sets the start offset of group's share partitions to starts, with
-// nothing in flight, each in a new state epoch.
-func AlterOffsets(ctx context.Context, store Store, group string, starts map[Key]int64, now time.Time) error {
+// nothing in flight, each in a new state epoch. name names the topics in errors (nil:
+// by id).
+func AlterOffsets(ctx context.Context, store Store, group string, starts map[Key]int64, now time.Time, name TopicName) error {
 	cur, err := store.ReadGroup(ctx, group)
 	if err != nil {
 		return fmt.Errorf("%w: reading the state of share group %s: %v", ErrStore, group, err)
@@ -39,7 +40,7 @@ func AlterOffsets(ctx context.Context, store Store, group string, starts map[Key
 	for k, start := range starts {
 		s := Snapshot{StateEpoch: cur[k].StateEpoch + 1, LeaderEpoch: -1, Start: start, WrittenMs: now.UnixMilli()}
 		if err := store.Write(ctx, k, s); err != nil {
-			return fmt.Errorf("%w: setting share group %s partition %d to offset %d: %v", ErrStore, group, k.Partition, start, err)
+			return fmt.Errorf("%w: setting share group %s on %s to offset %d: %v", ErrStore, group, k.topicPartition(name), start, err)
 		}
 	}
 	return nil
@@ -47,8 +48,8 @@ func AlterOffsets(ctx context.Context, store Store, group string, starts map[Key
 
 // DeleteOffsets deletes the state of keys (DeleteShareGroupOffsets): each is marked
 // deleted in a new state epoch, so that its next use starts again from
-// share.auto.offset.reset.
-func DeleteOffsets(ctx context.Context, store Store, group string, keys []Key, now time.Time) error {
+// share.auto.offset.reset. name names the topics in errors (nil: by id).
+func DeleteOffsets(ctx context.Context, store Store, group string, keys []Key, now time.Time, name TopicName) error {
 	cur, err := store.ReadGroup(ctx, group)
 	if err != nil {
 		return fmt.Errorf("%w: reading the state of share group %s: %v", ErrStore, group, err)
@@ -56,7 +57,7 @@ func DeleteOffsets(ctx context.Context, store Store, group string, keys []Key, n
 	for _, k := range keys {
 		s := Snapshot{StateEpoch: cur[k].StateEpoch + 1, LeaderEpoch: -1, Deleted: true, WrittenMs: now.UnixMilli()}
 		if err := store.Write(ctx, k, s); err != nil {
-			return fmt.Errorf("%w: deleting the state of share group %s partition %d: %v", ErrStore, group, k.Partition, err)
+			return fmt.Errorf("%w: deleting the state of share group %s on %s: %v", ErrStore, group, k.topicPartition(name), err)
 		}
 	}
 	return nil

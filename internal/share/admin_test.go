@@ -2,6 +2,8 @@ package share
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -65,7 +67,7 @@ func TestAdminStateEpoch(t *testing.T) {
 	}
 
 	// An admin request moves the start to 50 while the leader still holds 5-9.
-	if err := AlterOffsets(ctx, store, "g", map[Key]int64{k: 50}, now); err != nil {
+	if err := AlterOffsets(ctx, store, "g", map[Key]int64{k: 50}, now, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Acknowledge(ctx, k, log, "a", []AckBatch{{First: 5, Last: 9, Types: []AckType{AckAccept}}}); err != nil {
@@ -97,7 +99,7 @@ func TestAdminStateEpoch(t *testing.T) {
 
 	// DeleteOffsets: the next session starts again from share.auto.offset.reset
 	// (earliest), in the deletion's state epoch.
-	if err := DeleteOffsets(ctx, store, "g", []Key{k}, now); err != nil {
+	if err := DeleteOffsets(ctx, store, "g", []Key{k}, now, nil); err != nil {
 		t.Fatal(err)
 	}
 	if offs, err := Offsets(ctx, store, "g"); err != nil || len(offs) != 0 {
@@ -110,4 +112,56 @@ func TestAdminStateEpoch(t *testing.T) {
 	if s := stored(); s.StateEpoch != 2 || s.Deleted || s.Start != 0 {
 		t.Fatalf("after delete and reload: stored %+v, want a live state at 0 in state epoch 2", s)
 	}
+}
+
+// failingStore is a MemStore whose writes (and, with failReads, reads) fail.
+type failingStore struct {
+	*MemStore
+	failReads bool
+}
+
+var errDisk = errors.New("disk on fire")
+
+func (f failingStore) Write(context.Context, Key, Snapshot) error { return errDisk }
+func (f failingStore) Read(ctx context.Context, k Key) (Snapshot, bool, error) {
+	if f.failReads {
+		return Snapshot{}, false, errDisk
+	}
+	return f.MemStore.Read(ctx, k)
+}
+
+// TestStoreErrorsNameTopic: a failure of the Store is ErrStore, naming the group and
+// the topic partition: by the caller's topic name when it has one, else by topic id.
+func TestStoreErrorsNameTopic(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1000, 0)
+	k := Key{Group: "g", TopicID: [16]byte{7}, Partition: 3}
+	const id = "BwAAAAAAAAAAAAAAAAAAAA" // k.TopicID in Kafka's base64 form
+	named := func([16]byte) string { return "orders" }
+	check := func(what string, err error, want ...string) {
+		t.Helper()
+		if !errors.Is(err, ErrStore) {
+			t.Fatalf("%s: %v, want ErrStore", what, err)
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q does not name %q", what, err, w)
+			}
+		}
+	}
+	store := failingStore{MemStore: NewMemStore()}
+	check("AlterOffsets", AlterOffsets(ctx, store, "g", map[Key]int64{k: 5}, now, named), "share group g", "orders-3", "offset 5", "disk on fire")
+	check("AlterOffsets without names", AlterOffsets(ctx, store, "g", map[Key]int64{k: 5}, now, nil), "topic id "+id+" partition 3")
+	check("DeleteOffsets", DeleteOffsets(ctx, store, "g", []Key{k}, now, named), "share group g", "orders-3")
+
+	m := NewManager(ManagerConfig{
+		Store:           store,
+		Limits:          func(string) Limits { return Limits{LockDuration: time.Second, DeliveryLimit: 5, MaxInFlight: 100} },
+		AutoOffsetReset: func(string) string { return "earliest" },
+	})
+	_, _, err := m.Acquire(ctx, k, fakeLog{hw: 10}, "a", 10, readAll(10))
+	check("initializing", err, "share group g", "topic id "+id+" partition 3", "at offset 0")
+	m = NewManager(ManagerConfig{Store: failingStore{MemStore: NewMemStore(), failReads: true}, Limits: m.cfg.Limits})
+	_, _, err = m.Acquire(ctx, k, fakeLog{hw: 10}, "a", 10, readAll(10))
+	check("loading", err, "loading share group g", "topic id "+id+" partition 3")
 }

@@ -201,6 +201,43 @@ func TestShareGroupAdmin(t *testing.T) {
 	if offs, _ = describeShareOffsets(t, ctx, cl, group); offs[0] != [2]int64{3, 7} {
 		t.Fatalf("after alter to 3: partition 0 %v, want start 3 lag 7", offs[0])
 	}
+
+	// A partition the topic lacks, or a topic that does not exist, answers
+	// UNKNOWN_TOPIC_OR_PARTITION saying which.
+	wantUnknown := func(what string, code int16, msg *string, want string) {
+		t.Helper()
+		if code != kerr.UnknownTopicOrPartition.Code || msg == nil || *msg != want {
+			t.Fatalf("%s: %v message %v, want UNKNOWN_TOPIC_OR_PARTITION %q", what, kerr.ErrorForCode(code), msg, want)
+		}
+	}
+	areq := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+	areq.GroupID = group
+	areq.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{
+		{Topic: topic, Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 5, StartOffset: 1}}},
+		{Topic: "share-admin-none", Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0, StartOffset: 1}}},
+	}
+	aresp, err := areq.RequestWith(ctx, cl)
+	if err != nil || len(aresp.Topics) != 2 {
+		t.Fatalf("alter of absent partitions: %v %+v", err, aresp)
+	}
+	wantUnknown("alter "+topic+"-5", aresp.Topics[0].Partitions[0].ErrorCode, aresp.Topics[0].Partitions[0].ErrorMessage, "topic "+topic+" has no partition 5 (it has 2)")
+	wantUnknown("alter share-admin-none-0", aresp.Topics[1].Partitions[0].ErrorCode, aresp.Topics[1].Partitions[0].ErrorMessage, "topic share-admin-none is unknown")
+	dso := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	dso.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: group, Topics: []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: topic, Partitions: []int32{-1}}}}}
+	dsoResp, err := dso.RequestWith(ctx, cl)
+	if err != nil || dsoResp.Groups[0].ErrorCode != 0 {
+		t.Fatalf("describe offsets of %s-(-1): %v %+v", topic, err, dsoResp)
+	}
+	dp := dsoResp.Groups[0].Topics[0].Partitions[0]
+	wantUnknown("describe "+topic+"-(-1)", dp.ErrorCode, dp.ErrorMessage, "topic "+topic+" has no partition -1 (it has 2)")
+	dno := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+	dno.GroupID = group
+	dno.Topics = []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: "share-admin-none"}}
+	dnoResp, err := dno.RequestWith(ctx, cl)
+	if err != nil || dnoResp.ErrorCode != 0 {
+		t.Fatalf("delete offsets of an absent topic: %v %+v", err, dnoResp)
+	}
+	wantUnknown("delete offsets of share-admin-none", dnoResp.Topics[0].ErrorCode, dnoResp.Topics[0].ErrorMessage, "topic share-admin-none is unknown")
 	// Consumption resumes at 3 on partition 0 (and partition 1 has nothing left).
 	got := consumeShare(t, ctx, addr, group, topic, 7)
 	if len(got[1]) != 0 || len(got[0]) != 7 || got[0][0] != "3" || got[0][6] != "9" {

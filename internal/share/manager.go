@@ -112,7 +112,7 @@ func (m *Manager) partition(ctx context.Context, k Key, log DataLog) (*sharePart
 	}
 	snap, ok, err := m.cfg.Store.Read(ctx, k)
 	if err != nil {
-		return nil, fmt.Errorf("%w: loading group %s partition %d: %v", ErrStore, k.Group, k.Partition, err)
+		return nil, fmt.Errorf("%w: loading share group %s on %s: %v", ErrStore, k.Group, k.topicPartition(nil), err)
 	}
 	sp.verify.Store(false)
 	if sp.st != nil && (!ok || snap.StateEpoch <= sp.stateEpoch) {
@@ -134,7 +134,7 @@ func (m *Manager) partition(ctx context.Context, k Key, log DataLog) (*sharePart
 	// the deletion's state epoch.
 	init := Snapshot{StateEpoch: snap.StateEpoch, LeaderEpoch: epoch, Seq: 1, Start: start, WrittenMs: m.cfg.Now().UnixMilli()}
 	if err := m.cfg.Store.Write(ctx, k, init); err != nil {
-		return nil, fmt.Errorf("%w: initializing group %s partition %d at %d: %v", ErrStore, k.Group, k.Partition, start, err)
+		return nil, fmt.Errorf("%w: initializing share group %s on %s at offset %d: %v", ErrStore, k.Group, k.topicPartition(nil), start, err)
 	}
 	sp.st, sp.stateEpoch, sp.seq = st, init.StateEpoch, 1
 	return sp, nil
@@ -253,7 +253,7 @@ func (m *Manager) Acknowledge(ctx context.Context, k Key, log DataLog, member st
 	}
 	if write {
 		if err := m.cfg.Store.Write(ctx, k, snap); err != nil {
-			return fmt.Errorf("%w: %v", ErrStore, err)
+			return fmt.Errorf("%w: writing the acknowledgements of share group %s member %s on %s: %v", ErrStore, k.Group, member, k.topicPartition(nil), err)
 		}
 	}
 	return first

@@ -2,6 +2,7 @@ package share
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -27,6 +28,20 @@ type Key struct {
 	Group     string
 	TopicID   [16]byte
 	Partition int32
+}
+
+// TopicName names a topic by its id, for errors; "" when the id is not known.
+type TopicName func(id [16]byte) string
+
+// topicPartition is k's topic partition as errors name it: name's topic name when it
+// knows the id, else the topic id in Kafka's form (base64 URL, no padding).
+func (k Key) topicPartition(name TopicName) string {
+	if name != nil {
+		if n := name(k.TopicID); n != "" {
+			return fmt.Sprintf("%s-%d", n, k.Partition)
+		}
+	}
+	return fmt.Sprintf("topic id %s partition %d", base64.RawURLEncoding.EncodeToString(k.TopicID[:]), k.Partition)
 }
 
 // Snapshot is the durable state of one share partition (Kafka's ShareSnapshotValue,
@@ -158,7 +173,7 @@ func (s *KgoStore) Write(ctx context.Context, k Key, snap Snapshot) error {
 	}
 	rec := &kgo.Record{Topic: StateTopic, Partition: StatePartition(k.Group, n), Key: encodeKey(k), Value: v}
 	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
-		return fmt.Errorf("writing share state of group %s, partition %d to %s-%d: %w", k.Group, k.Partition, StateTopic, rec.Partition, err)
+		return fmt.Errorf("writing share state of group %s, %s to %s-%d: %w", k.Group, k.topicPartition(nil), StateTopic, rec.Partition, err)
 	}
 	return nil
 }
