@@ -72,7 +72,7 @@ func promtool(t *testing.T) string {
 	if os.Getenv("CI") == "true" {
 		t.Fatal("promtool is not on PATH; in CI scripts/install-deps.sh installs it (Debian's prometheus package)")
 	}
-	t.Skip("promtool is not on PATH (Debian: apt-get install --no-install-recommends prometheus; scripts/install-deps.sh does it)")
+	testutil.Missing(t, "promtool is not on PATH (Debian: apt-get install --no-install-recommends prometheus; scripts/install-deps.sh does it)")
 	return ""
 }
 

@@ -11,6 +11,9 @@ bash scripts/install-deps.sh
 # The binaries the tests build (the cluster harness, the interop tests) are static, as
 # the shipped one (scripts/build.sh).
 export CGO_ENABLED=0
+# Everything the tests drive is installed now: a test that finds a tool missing fails
+# instead of skipping (testutil.Missing).
+export RUNNEL_TEST_REQUIRE_ALL=1
 # The invariants tag turns on the self-checks of internal/invariants (the high
 # watermark's rules, for one): free in a production build, loud in the tests.
 go vet -tags invariants ./...

@@ -51,7 +51,10 @@ func TestConsumerGroupLagMetric(t *testing.T) {
 		if m == nil {
 			return -1, body
 		}
-		v, _ := strconv.ParseFloat(m[1], 64)
+		v, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			t.Fatalf("runnel_consumer_group_lag of group %s on %s-0 is %q: %v", group, topic, m[1], err)
+		}
 		return int64(v), body
 	}
 	kadmLag := func() int64 {
@@ -70,7 +73,10 @@ func TestConsumerGroupLagMetric(t *testing.T) {
 		if m == nil {
 			t.Fatalf("/metrics has no %s", name)
 		}
-		v, _ := strconv.ParseFloat(m[1], 64)
+		v, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			t.Fatalf("%s is %q: %v", name, m[1], err)
+		}
 		return v
 	}
 	if v := gauge("runnel_at_min_isr_partitions"); v < 1 {

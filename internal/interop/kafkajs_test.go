@@ -54,12 +54,12 @@ func TestKafkaJS(t *testing.T) {
 func kafkajsDir(t *testing.T) string {
 	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not on PATH: install Node.js, then run scripts/install-deps.sh to install KafkaJS")
+		testutil.Missing(t, "node is not on PATH: install Node.js, then run scripts/install-deps.sh to install KafkaJS")
 	}
 	dir, err := filepath.Abs("js")
 	testutil.NoError(t, err, "locating internal/interop/js")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "kafkajs", "package.json")); err != nil {
-		t.Skipf("KafkaJS is not installed in %s: run scripts/install-deps.sh (npm ci --prefix internal/interop/js)", dir)
+		testutil.Missing(t, "KafkaJS is not installed in %s: run scripts/install-deps.sh (npm ci --prefix internal/interop/js)", dir)
 	}
 	return dir
 }

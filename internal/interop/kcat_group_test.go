@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/runnel-io/runnel/internal/testutil"
 )
 
 // TestKcatGroup: librdkafka's balanced consumer (kcat -G) joins a group, reads every
@@ -13,7 +15,7 @@ import (
 // what the first one consumed.
 func TestKcatGroup(t *testing.T) {
 	if _, err := exec.LookPath("kcat"); err != nil {
-		t.Skip("kcat is not on PATH (scripts/install-deps.sh installs it)")
+		testutil.Missing(t, "kcat is not on PATH (scripts/install-deps.sh installs it)")
 	}
 	n := startNode(t)
 	addr := bootstrap(n)

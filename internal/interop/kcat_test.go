@@ -19,7 +19,7 @@ import (
 // offset, the end and a timestamp with -f, query offsets by time, list metadata as JSON.
 func TestKcat(t *testing.T) {
 	if _, err := exec.LookPath("kcat"); err != nil {
-		t.Skip("kcat is not on PATH (scripts/install-deps.sh installs it)")
+		testutil.Missing(t, "kcat is not on PATH (scripts/install-deps.sh installs it)")
 	}
 	n := startNode(t)
 	addr := bootstrap(n)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/runnel-io/runnel/internal/testutil"
 )
 
 // kgoIntegrationTests are the tests of franz-go's own pkg/kgo suite that
@@ -38,7 +40,8 @@ var kgoResult = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): (\S+)`)
 // from the module cache, unchanged) against one in-process node, with the env knobs of
 // their helpers_test.go: KGO_SEEDS, KGO_TEST_RF=1, and KGO_TEST_RECORDS low enough
 // for the whole run to stay under about a minute and a half. It is skipped only when
-// the module's source is not downloaded. scripts/kgo-integration.sh runs the whole
+// the module's source is not downloaded (a failure under scripts/test.sh, which
+// downloads it: testutil.Missing). scripts/kgo-integration.sh runs the whole
 // suite, on one node or three.
 func TestKgoIntegration(t *testing.T) {
 	if testing.Short() {
@@ -107,10 +110,10 @@ func kgoSourceDir(t *testing.T) string {
 	out, err := cmd.Output()
 	dir := strings.TrimSpace(string(out))
 	if err != nil || dir == "" {
-		t.Skipf("franz-go's module source is not downloaded (go list -m: %v)", err)
+		testutil.Missing(t, "franz-go's module source is not downloaded (go list -m: %v)", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "pkg", "kgo", "helpers_test.go")); err != nil {
-		t.Skipf("franz-go's kgo tests are not in %s: %v", dir, err)
+		testutil.Missing(t, "franz-go's kgo tests are not in %s: %v", dir, err)
 	}
 	return dir
 }

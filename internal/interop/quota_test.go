@@ -135,7 +135,7 @@ func TestQuotaProduceFranz(t *testing.T) {
 // holds its producer and its consumer to their rates all the same.
 func TestQuotaProduceKcat(t *testing.T) {
 	if _, err := exec.LookPath("kcat"); err != nil {
-		t.Skip("kcat is not on PATH (scripts/install-deps.sh installs it)")
+		testutil.Missing(t, "kcat is not on PATH (scripts/install-deps.sh installs it)")
 	}
 	t.Parallel()
 	n := startNode(t)

@@ -27,7 +27,7 @@ func (s *securedNode) kcatSASL(mechanism, password string) []string {
 // a certificate with TLS's certificate required alert.
 func testSecuredKcat(t *testing.T, s *securedNode) {
 	if _, err := exec.LookPath("kcat"); err != nil {
-		t.Skip("kcat is not on PATH (scripts/install-deps.sh installs it)")
+		testutil.Missing(t, "kcat is not on PATH (scripts/install-deps.sh installs it)")
 	}
 	topic := topicName(t)
 	createTopic(t, newAdmin(t, s.plain), topic, 1)

@@ -77,7 +77,7 @@ func chromiumOrSkip(t *testing.T) string {
 	t.Helper()
 	bin := chromiumPath()
 	if bin == "" {
-		t.Skip("no chromium binary (/usr/bin/chromium or chromium on PATH): scripts/install-deps.sh installs Debian's chromium")
+		testutil.Missing(t, "no chromium binary (/usr/bin/chromium or chromium on PATH): scripts/install-deps.sh installs Debian's chromium")
 	}
 	return bin
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
 	"reflect"
 	"sync"
 	"testing"
@@ -127,4 +128,20 @@ func describe(what []any, dflt string) string {
 		return fmt.Sprintf(f, what[1:]...)
 	}
 	return fmt.Sprint(what...)
+}
+
+// RequireAllEnv is set by scripts/test.sh, which installs every tool the tests drive
+// (kcat, Python's Kafka clients, KafkaJS, the Go modules) before it runs them.
+const RequireAllEnv = "RUNNEL_TEST_REQUIRE_ALL"
+
+// Missing reports a prerequisite of t that this machine lacks (a client tool, a
+// module's source): t is skipped, so that `go test` runs where not everything is
+// installed, unless RequireAllEnv is set: there the prerequisite was installed, and
+// its absence is a failure rather than a test that silently never ran.
+func Missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv(RequireAllEnv) != "" {
+		t.Fatalf("%s (%s is set: scripts/test.sh installed every prerequisite)", fmt.Sprintf(format, args...), RequireAllEnv)
+	}
+	t.Skipf(format, args...)
 }
