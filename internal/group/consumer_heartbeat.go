@@ -34,7 +34,14 @@ func (g *groupMetadata) consumerHeartbeat(now time.Time, req ConsumerHeartbeatRe
 				return
 			}
 		case len(g.members) > 0 || len(g.pending) > 0 || g.phase != Empty:
-			reply(heartbeatError(ErrGroupIDNotFound, fmt.Sprintf("Group %s is not a consumer group.", g.id)))
+			msg := fmt.Sprintf("Group %s is not a consumer group.", g.id)
+			if req.MemberEpoch == 0 && len(g.members) > 0 {
+				// A joining member could have converted it: say why it did not.
+				if why := g.upgradeRefusal(); why != "" {
+					msg += " " + why
+				}
+			}
+			reply(heartbeatError(ErrGroupIDNotFound, msg))
 			return
 		case req.MemberEpoch != 0:
 			reply(heartbeatError(ErrUnknownMemberID, ""))

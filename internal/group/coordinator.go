@@ -158,10 +158,13 @@ func NewCoordinator(cfg Config) *Coordinator {
 	if cfg.ConsumerMaxSize > 0 {
 		lim.consumerMaxSize = cfg.ConsumerMaxSize
 	}
+	// The config table refuses a bad policy at start-up; one that gets here anyway
+	// (a Config built in code) falls back to Kafka's default, as an unset one does.
 	if p, err := parseMigrationPolicy(cfg.MigrationPolicy); err == nil {
 		lim.migration = p
 	} else {
-		cfg.Logger.Error("online migration between classic and consumer groups disabled", "err", err)
+		lim.migration = migrateUpgrade | migrateDowngrade
+		cfg.Logger.Error("group.consumer.migration.policy is invalid; using bidirectional", "err", err)
 	}
 	return &Coordinator{cfg: cfg, lim: lim, logger: cfg.Logger.With("component", "group-coordinator"), shards: coordshard.New[*shard]()}
 }

@@ -35,6 +35,7 @@ type group struct {
 
 // startGroup creates the owner of md in sh and starts its goroutine. sh.mu must be held.
 func (c *Coordinator) startGroup(sh *shard, md *groupMetadata) *group {
+	md.logger = c.logger.With("partition", sh.partition)
 	g := &group{
 		id: md.id, c: c, sh: sh, md: md,
 		ctrl: make(chan func(time.Time), c.cfg.QueueSize),

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -25,10 +26,16 @@ func (g *groupMetadata) join(now time.Time, req JoinRequest, reply func(JoinResu
 
 func (g *groupMetadata) validateJoin(req JoinRequest) error {
 	if cg := g.consumer; cg != nil && g.phase != Dead {
-		if len(cg.members) > 0 || req.MemberID != "" {
-			// Runnel does not convert a consumer group online (KIP-848's migration):
-			// a classic member cannot join one that has members.
-			return ErrInconsistentGroupProtocol
+		switch {
+		case len(cg.members) > 0:
+			// Only with the policy disabled: otherwise classicJoinsConsumer took the
+			// join to the consumer group's classic-member handling (migration.go).
+			return fmt.Errorf("%w: group %s is a consumer group with members, and group.consumer.migration.policy=%s lets no classic member join it",
+				ErrInconsistentGroupProtocol, g.id, g.lim.migration)
+		case req.MemberID != "":
+			// An empty consumer group has no classic member this id could name.
+			return fmt.Errorf("%w: group %s is an empty consumer group; member %s is not one of its members",
+				ErrInconsistentGroupProtocol, g.id, req.MemberID)
 		}
 		g.toClassicGroup()
 	}

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"log/slog"
 	"math"
 	"slices"
 	"time"
@@ -193,6 +194,9 @@ type groupMetadata struct {
 
 	// writes queued by the last steps, for the owner to perform in order.
 	writes []write
+	// logger is the coordinator's, for the group's conversions between classic and
+	// consumer; never nil (it discards until startGroup sets it).
+	logger *slog.Logger
 }
 
 func newGroupMetadata(id string, lim limits, newMemberID func(string) string, now time.Time) *groupMetadata {
@@ -200,7 +204,7 @@ func newGroupMetadata(id string, lim limits, newMemberID func(string) string, no
 		id: id, lim: lim, newMemberID: newMemberID, phase: Empty,
 		members: map[string]*memberMetadata{}, static: map[string]string{},
 		pending: map[string]time.Time{}, offsets: map[TopicPartition]offsetAndMetadata{},
-		stateSince: now,
+		stateSince: now, logger: slog.New(slog.DiscardHandler),
 	}
 }
 

@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -59,10 +60,10 @@ const (
 	MigrationDisabled      = "disabled"
 )
 
-// parseMigrationPolicy reads group.consumer.migration.policy; "" is Kafka's default,
-// bidirectional.
+// parseMigrationPolicy reads group.consumer.migration.policy in any case, as Kafka
+// validates it (CaseInsensitiveValidString); "" is Kafka's default, bidirectional.
 func parseMigrationPolicy(s string) (migrationPolicy, error) {
-	switch s {
+	switch strings.ToLower(s) {
 	case "", MigrationBidirectional:
 		return migrateUpgrade | migrateDowngrade, nil
 	case MigrationUpgrade:
@@ -74,6 +75,19 @@ func parseMigrationPolicy(s string) (migrationPolicy, error) {
 	}
 	return 0, fmt.Errorf("group.consumer.migration.policy %q is not one of %s, %s, %s, %s", s,
 		MigrationBidirectional, MigrationUpgrade, MigrationDowngrade, MigrationDisabled)
+}
+
+// String is the policy's group.consumer.migration.policy name.
+func (p migrationPolicy) String() string {
+	switch p {
+	case migrateUpgrade | migrateDowngrade:
+		return MigrationBidirectional
+	case migrateUpgrade:
+		return MigrationUpgrade
+	case migrateDowngrade:
+		return MigrationDowngrade
+	}
+	return MigrationDisabled
 }
 
 // classicMember is what a consumer group keeps of a member that speaks the classic
@@ -307,8 +321,23 @@ func (g *groupMetadata) consumerClassicLeave(now time.Time, members []LeaveMembe
 // canUpgrade reports whether a ConsumerGroupHeartbeat may convert this classic group
 // with members (Kafka's validateOnlineUpgrade).
 func (g *groupMetadata) canUpgrade(req ConsumerHeartbeatRequest) bool {
-	return g.lim.migration&migrateUpgrade != 0 && req.MemberEpoch == 0 && req.Topics != nil &&
-		g.protocolType == consumerProtocolType && len(g.members) > 0 && len(g.members) <= g.lim.consumerMaxSize
+	return req.MemberEpoch == 0 && req.Topics != nil && len(g.members) > 0 && g.upgradeRefusal() == ""
+}
+
+// upgradeRefusal is why this classic group with members cannot be upgraded online, in
+// the words Kafka's validateOnlineUpgrade logs; "" when it can. Runnel also answers it
+// to the refused member, so that an operator sees which setting or group state to look
+// at.
+func (g *groupMetadata) upgradeRefusal() string {
+	switch {
+	case g.lim.migration&migrateUpgrade == 0:
+		return fmt.Sprintf("Cannot upgrade classic group %s to consumer group because the online upgrade is disabled (group.consumer.migration.policy=%s).", g.id, g.lim.migration)
+	case g.protocolType != consumerProtocolType:
+		return fmt.Sprintf("Cannot upgrade classic group %s to consumer group because the group does not use the consumer embedded protocol (its protocol type is %q).", g.id, g.protocolType)
+	case len(g.members) > g.lim.consumerMaxSize:
+		return fmt.Sprintf("Cannot upgrade classic group %s to consumer group because the group size %d exceeds the consumer group maximum size %d (group.consumer.max.size).", g.id, len(g.members), g.lim.consumerMaxSize)
+	}
+	return ""
 }
 
 // upgradeToConsumer converts the classic group with members to a consumer group
@@ -389,6 +418,8 @@ func (g *groupMetadata) upgradeToConsumer(now time.Time, topics TopicImage) erro
 	}
 	records = append(records, targetEpochRecord(g.id, cg))
 	g.issue(records, nil)
+	g.logger.Info(fmt.Sprintf("Converted the classic group %s to a consumer group.", g.id),
+		"group", g.id, "generation", gen, "group_epoch", cg.groupEpoch, "members", len(cg.members))
 	return nil
 }
 
@@ -431,6 +462,8 @@ func (g *groupMetadata) maybeDowngrade(now time.Time) {
 	}
 	g.protocol, _ = selectProtocol(g.memberProtocols(""))
 	g.transition(Stable, now)
+	g.logger.Info(fmt.Sprintf("Converted the consumer group %s to a classic group.", g.id),
+		"group", g.id, "group_epoch", cg.groupEpoch, "generation", g.generation, "members", len(g.members))
 	// The classic group's record is written when the join phase started here ends: a
 	// reload before that finds no members, which then rejoin, rather than a Stable
 	// group in which nobody holds what the departed consumer members held.

@@ -1,7 +1,11 @@
 package group
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,11 +99,16 @@ func stableClassicGroup(h *consumerHarness) (a, b string) {
 func TestMigrationUpgradeAndDowngrade(t *testing.T) {
 	h := newConsumerHarness(t, map[string]int32{"t": 4})
 	h.g.lim.migration = migrateUpgrade | migrateDowngrade
+	var logged bytes.Buffer
+	h.g.logger = slog.New(slog.NewTextHandler(&logged, nil))
 	a, b := stableClassicGroup(h)
 
 	r := h.join("c", "t")
 	if r.Err != nil {
 		t.Fatalf("consumer member joining the classic group: %v", r.Err)
+	}
+	if want := `level=INFO msg="Converted the classic group g to a consumer group." group=g generation=1 group_epoch=1 members=2`; !strings.Contains(logged.String(), want) {
+		t.Errorf("logged %q, want %q", logged.String(), want)
 	}
 	cg := h.g.consumer
 	if cg == nil || len(h.g.members) != 0 || len(cg.members) != 3 {
@@ -169,6 +178,9 @@ func TestMigrationUpgradeAndDowngrade(t *testing.T) {
 	if h.g.generation != jr.Generation {
 		t.Fatalf("classic generation %d, a's epoch %d", h.g.generation, jr.Generation)
 	}
+	if want := fmt.Sprintf(`level=INFO msg="Converted the consumer group g to a classic group." group=g group_epoch=%d generation=%d members=2`, cg.groupEpoch, jr.Generation); !strings.Contains(logged.String(), want) {
+		t.Errorf("logged %q, want %q", logged.String(), want)
+	}
 	if err := h.g.heartbeat(h.now, HeartbeatRequest{MemberID: a, Generation: jr.Generation}); !errors.Is(err, ErrRebalanceInProgress) {
 		t.Fatalf("a's heartbeat after the downgrade: %v", err)
 	}
@@ -201,17 +213,61 @@ func TestMigrationUpgradeAndDowngrade(t *testing.T) {
 	}
 }
 
-// TestMigrationDisabled: with the policy disabled a group is never converted.
+// TestMigrationDisabled: with the policy disabled a group is never converted, and
+// each refusal says it is the policy.
 func TestMigrationDisabled(t *testing.T) {
+	disabled, err := parseMigrationPolicy("disabled")
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := newConsumerHarness(t, map[string]int32{"t": 4})
+	h.g.lim.migration = disabled
 	stableClassicGroup(h)
-	if r := h.join("c", "t"); !errors.Is(r.Err, ErrGroupIDNotFound) || h.g.consumer != nil {
+	r := h.join("c", "t")
+	if !errors.Is(r.Err, ErrGroupIDNotFound) || h.g.consumer != nil {
 		t.Fatalf("consumer heartbeat to a classic group with members, policy disabled: %v", r.Err)
 	}
+	if want := "group.consumer.migration.policy=disabled"; !strings.Contains(r.ErrMessage, want) || !strings.HasPrefix(r.ErrMessage, "Group g is not a consumer group.") {
+		t.Errorf("refused upgrade answers %q, want Kafka's sentence and %q", r.ErrMessage, want)
+	}
 	h2 := newConsumerHarness(t, map[string]int32{"t": 4})
+	h2.g.lim.migration = disabled
 	h2.join("c", "t")
-	if jr := h2.classicJoin("", nil); !errors.Is(jr.Err, ErrInconsistentGroupProtocol) {
+	jr := h2.classicJoin("", nil)
+	if !errors.Is(jr.Err, ErrInconsistentGroupProtocol) {
 		t.Fatalf("classic join to a consumer group with members, policy disabled: %v", jr.Err)
+	}
+	if msg := jr.Err.Error(); !strings.Contains(msg, "group g ") || !strings.Contains(msg, "group.consumer.migration.policy=disabled") {
+		t.Errorf("refused classic join: %q names neither the group nor the policy", msg)
+	}
+}
+
+// TestMigrationUpgradeRefusalReasons: a ConsumerGroupHeartbeat refused by a classic
+// group with members is told why (Kafka only logs it): the policy, the protocol
+// type, or the group's size.
+func TestMigrationUpgradeRefusalReasons(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		setup func(g *groupMetadata)
+		want  string
+	}{
+		{"downgrade only", func(g *groupMetadata) { g.lim.migration = migrateDowngrade }, "online upgrade is disabled (group.consumer.migration.policy=downgrade)"},
+		{"not consumer", func(g *groupMetadata) { g.protocolType = "connect" }, `does not use the consumer embedded protocol (its protocol type is "connect")`},
+		{"too big", func(g *groupMetadata) { g.lim.consumerMaxSize = 1 }, "group size 2 exceeds the consumer group maximum size 1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newConsumerHarness(t, map[string]int32{"t": 4})
+			h.g.lim.migration = migrateUpgrade | migrateDowngrade
+			stableClassicGroup(h)
+			c.setup(h.g)
+			r := h.join("c", "t")
+			if !errors.Is(r.Err, ErrGroupIDNotFound) || h.g.consumer != nil {
+				t.Fatalf("heartbeat: %v, converted %v", r.Err, h.g.consumer != nil)
+			}
+			if !strings.Contains(r.ErrMessage, c.want) || !strings.Contains(r.ErrMessage, "classic group g ") {
+				t.Errorf("answered %q, want %q", r.ErrMessage, c.want)
+			}
+		})
 	}
 }
 
@@ -233,13 +289,45 @@ func TestMigrationPolicyDirections(t *testing.T) {
 	if h.g.consumer == nil || len(h.g.consumer.members) != 2 {
 		t.Fatalf("policy upgrade: the group was converted back")
 	}
-	for _, s := range []string{"", "bidirectional", "upgrade", "downgrade", "disabled"} {
-		if _, err := parseMigrationPolicy(s); err != nil {
-			t.Errorf("%q: %v", s, err)
+}
+
+// TestParseMigrationPolicy: each of Kafka's names, in any case, gives its directions.
+func TestParseMigrationPolicy(t *testing.T) {
+	for name, want := range map[string]migrationPolicy{
+		"":              migrateUpgrade | migrateDowngrade,
+		"bidirectional": migrateUpgrade | migrateDowngrade,
+		"Bidirectional": migrateUpgrade | migrateDowngrade,
+		"upgrade":       migrateUpgrade,
+		"UPGRADE":       migrateUpgrade,
+		"downgrade":     migrateDowngrade,
+		"disabled":      0,
+		"Disabled":      0,
+	} {
+		got, err := parseMigrationPolicy(name)
+		if err != nil || got != want {
+			t.Errorf("%q: %v (%v), want %v", name, got, err, want)
 		}
 	}
-	if _, err := parseMigrationPolicy("both"); err == nil {
-		t.Error("policy both accepted")
+	for _, bad := range []string{"both", "up grade", "none"} {
+		if _, err := parseMigrationPolicy(bad); err == nil {
+			t.Errorf("policy %q accepted", bad)
+		}
+	}
+}
+
+// TestNewCoordinatorMigrationPolicy: a policy that does not parse falls back to the
+// documented default, bidirectional, not to disabled.
+func TestNewCoordinatorMigrationPolicy(t *testing.T) {
+	for policy, want := range map[string]migrationPolicy{
+		"":          migrateUpgrade | migrateDowngrade,
+		"both":      migrateUpgrade | migrateDowngrade,
+		"Downgrade": migrateDowngrade,
+		"disabled":  0,
+	} {
+		c := NewCoordinator(Config{NumPartitions: 1, MigrationPolicy: policy, Logger: slog.New(slog.DiscardHandler)})
+		if c.lim.migration != want {
+			t.Errorf("policy %q: coordinator uses %v, want %v", policy, c.lim.migration, want)
+		}
 	}
 }
 
@@ -298,6 +386,100 @@ func TestMigrationStaticClassicMemberRestarts(t *testing.T) {
 	}
 	if err := h.g.heartbeat(h.now, HeartbeatRequest{MemberID: "s1", Generation: first.Generation}); !errors.Is(err, ErrUnknownMemberID) {
 		t.Fatalf("heartbeat of the replaced id: %v", err)
+	}
+	h.checkExclusive()
+}
+
+// TestMigrationClassicMemberNotRejoiningIsRemoved: a classic member of a consumer
+// group told to rejoin that keeps heartbeating but does not rejoin within its
+// rebalance timeout is removed (docs/consumer-groups.md), and its partitions go to the
+// others; one that rejoins stays.
+func TestMigrationClassicMemberNotRejoiningIsRemoved(t *testing.T) {
+	h := newConsumerHarness(t, map[string]int32{"t": 4})
+	h.g.lim.migration = migrateUpgrade | migrateDowngrade
+	a, b := stableClassicGroup(h)
+	c := h.join("c", "t")
+	cg := h.g.consumer
+	if cg == nil {
+		t.Fatal("not converted")
+	}
+	// a only heartbeats, every 3 s, well within its 10 s session: it is told to rejoin
+	// each time and never does.
+	const rebalanceTimeout = 10 * time.Second
+	start := h.now
+	for h.now.Sub(start) < rebalanceTimeout-time.Second {
+		if err := h.g.heartbeat(h.now, HeartbeatRequest{MemberID: a, Generation: 1}); !errors.Is(err, ErrRebalanceInProgress) {
+			t.Fatalf("a's heartbeat %v after the upgrade: %v", h.now.Sub(start), err)
+		}
+		jr := h.classicJoin(b, map[string][]int32{"t": cg.members[b].assigned.sorted()[0].Partitions})
+		if jr.Err != nil {
+			t.Fatalf("b's rejoin: %v", jr.Err)
+		}
+		h.advance(3 * time.Second)
+		if cg.members[a] == nil {
+			t.Fatalf("a removed %v after it was told to rejoin, before its rebalance timeout", h.now.Sub(start))
+		}
+	}
+	h.advance(rebalanceTimeout - h.now.Sub(start))
+	if cg.members[a] != nil {
+		t.Fatalf("a still in the group %v after it was told to rejoin (rebalance timeout %v)", h.now.Sub(start), rebalanceTimeout)
+	}
+	if cg.members[b] == nil {
+		t.Fatal("b, which rejoined, was removed too")
+	}
+	if err := h.g.heartbeat(h.now, HeartbeatRequest{MemberID: a, Generation: 1}); !errors.Is(err, ErrUnknownMemberID) {
+		t.Fatalf("a's heartbeat once removed: %v", err)
+	}
+	h.checkExclusive()
+	r := h.beat("c", c.MemberEpoch, nil)
+	for i := 0; i < 3 && r.Err == nil; i++ {
+		r = h.beat("c", r.MemberEpoch, nil)
+	}
+	if r.Err != nil || cg.members["c"].assigned.count() == 0 {
+		t.Fatalf("c after a's removal: %v, holding %d", r.Err, cg.members["c"].assigned.count())
+	}
+}
+
+// TestMigrationClassicMemberRejoinsAfterFailover: after a coordinator failover (the
+// group replayed from its records) a classic member of a consumer group keeps its
+// place and heartbeats on, and its next SyncGroup tells it to rejoin
+// (REBALANCE_IN_PROGRESS: the new coordinator does not know the topics of its last
+// join); once it rejoined, SyncGroup gives it its partitions.
+func TestMigrationClassicMemberRejoinsAfterFailover(t *testing.T) {
+	h := newConsumerHarness(t, map[string]int32{"t": 4})
+	h.g.lim.migration = migrateUpgrade | migrateDowngrade
+	a, _ := stableClassicGroup(h)
+	h.join("c", "t")
+	jr := h.classicJoin(a, map[string][]int32{"t": h.g.consumer.members[a].assigned.sorted()[0].Partitions})
+	if jr.Err != nil {
+		t.Fatal(jr.Err)
+	}
+	if _, err := h.classicSync(a, jr.Generation); err != nil {
+		t.Fatalf("a's sync before the failover: %v", err)
+	}
+
+	groups := map[string]*loadedGroup{}
+	if _, err := replay(groups, encodeWrites(h.log)); err != nil {
+		t.Fatal(err)
+	}
+	lim := h.g.lim
+	h.g = restoreGroup("g", groups["g"], lim, func(string) string { return "unused" }, h.now)
+	if m := h.g.consumer.members[a]; m == nil || m.classic == nil || m.epoch != jr.Generation {
+		t.Fatalf("a after the failover: %+v", m)
+	}
+	if err := h.g.heartbeat(h.now, HeartbeatRequest{MemberID: a, Generation: jr.Generation}); err != nil && !errors.Is(err, ErrRebalanceInProgress) {
+		t.Fatalf("a's heartbeat after the failover: %v", err)
+	}
+	if _, err := h.classicSync(a, jr.Generation); !errors.Is(err, ErrRebalanceInProgress) {
+		t.Fatalf("a's first SyncGroup after the failover: %v, want REBALANCE_IN_PROGRESS", err)
+	}
+	jr = h.classicJoin(a, map[string][]int32{"t": h.g.consumer.members[a].assigned.sorted()[0].Partitions})
+	if jr.Err != nil {
+		t.Fatalf("a's rejoin after the failover: %v", jr.Err)
+	}
+	ps, err := h.classicSync(a, jr.Generation)
+	if err != nil || len(ps) == 0 {
+		t.Fatalf("a's SyncGroup after rejoining: %v %v", ps, err)
 	}
 	h.checkExclusive()
 }
