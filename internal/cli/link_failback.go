@@ -62,7 +62,7 @@ security (kept by the new link, as link create does).`,
 			}
 			defer newCl.Close()
 			rows, err := link.RunFailback(cmd.Context(), link.FailbackConfig{Link: args[0], Topics: topics, All: all,
-				Old: oldCl, New: newCl, NewBootstrap: source, NewProps: props, Timeout: timeout})
+				Old: oldCl, New: newCl, OldBootstrap: conn.bootstrap, NewBootstrap: source, NewProps: props, Timeout: timeout})
 			if rows != nil {
 				sortPartitions(rows)
 				if perr := printFailback(cmd, rows, asJSON); perr != nil && err == nil {
@@ -168,7 +168,7 @@ idempotent.`,
 			}
 			defer srcCl.Close()
 			res, err := link.RunSwitchover(cmd.Context(), link.SwitchoverConfig{Link: args[0], Topics: topics, All: all,
-				Dest: dest, Source: srcCl, DestBootstrap: conn.bootstrap, DestProps: destProps, Timeout: timeout})
+				Dest: dest, Source: srcCl, SourceBootstrap: source, DestBootstrap: conn.bootstrap, DestProps: destProps, Timeout: timeout})
 			sortPartitions(res.Promoted)
 			sortPartitions(res.FailedBack)
 			if asJSON {
@@ -190,7 +190,7 @@ idempotent.`,
 				}
 			}
 			if err != nil {
-				return fmt.Errorf("link switchover %s: %w", args[0], err)
+				return fmt.Errorf("link switchover %s (source %s, destination %s): %w", args[0], source, conn.bootstrap, err)
 			}
 			return nil
 		},

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -27,6 +28,8 @@ type FailbackConfig struct {
 	All    bool
 	Old    *kgo.Client
 	New    *kgo.Client
+	// OldBootstrap is Old's bootstrap, named in errors.
+	OldBootstrap string
 	// NewBootstrap and NewProps are how Old's link reaches New (its source).
 	NewBootstrap string
 	NewProps     map[string]string
@@ -54,7 +57,7 @@ func RunFailback(ctx context.Context, cfg FailbackConfig) ([]PartitionStatus, er
 	}
 	fenced, err := sendFailback(ctx, cfg.Old, fence)
 	if err != nil {
-		return nil, fmt.Errorf("fencing the topics on the old primary: %w", err)
+		return nil, fmt.Errorf("fencing the topics on the old primary %s: %w", cfg.OldBootstrap, err)
 	}
 	var out []PartitionStatus
 	cut := Request{Op: OpFailback, Link: cfg.Link, Failback: &FailbackArgs{Phase: PhaseCut}}
@@ -76,7 +79,7 @@ func RunFailback(ctx context.Context, cfg FailbackConfig) ([]PartitionStatus, er
 	if len(cut.Failback.Topics) > 0 {
 		done, err := sendFailback(ctx, cfg.Old, cut)
 		if err != nil {
-			return nil, fmt.Errorf("cutting the topics on the old primary (the tails are in quarantine; run the failback again): %w", err)
+			return nil, fmt.Errorf("cutting the topics on the old primary %s (the tails are in quarantine; run the failback again): %w", cfg.OldBootstrap, err)
 		}
 		for _, ft := range done.Topics {
 			out = append(out, cutRows(ft)...)
@@ -96,7 +99,7 @@ func promoteInfo(ctx context.Context, cfg FailbackConfig) ([]FailbackTopic, erro
 	for {
 		resp, err := sendFailback(ctx, cfg.New, req)
 		if err != nil {
-			return nil, fmt.Errorf("the new primary: %w", err)
+			return nil, fmt.Errorf("the new primary %s: %w", cfg.NewBootstrap, err)
 		}
 		if len(resp.Topics) == 0 {
 			return nil, fmt.Errorf("link %s has no promoted mirror topic on the new primary: promote there first", cfg.Link)
@@ -156,11 +159,11 @@ func setAside(ctx context.Context, cfg FailbackConfig, info, fenced FailbackTopi
 		p := ip.Partition
 		oc, err := lookupPartition(ctx, cfg.Old, topic, p)
 		if err != nil {
-			return FailbackTopic{}, fmt.Errorf("the old primary: %w", err)
+			return FailbackTopic{}, fmt.Errorf("the old primary %s: %w", cfg.OldBootstrap, err)
 		}
 		nc, err := lookupPartition(ctx, cfg.New, topic, p)
 		if err != nil {
-			return FailbackTopic{}, fmt.Errorf("the new primary: %w", err)
+			return FailbackTopic{}, fmt.Errorf("the new primary %s: %w", cfg.NewBootstrap, err)
 		}
 		epochEnd := int64(-1)
 		if ip.SourceEpoch >= 0 {
@@ -213,6 +216,7 @@ func settledEnds(ctx context.Context, adm *kadm.Client, topic string, timeout ti
 	stable := 0
 	deadline := time.Now().Add(timeout)
 	for {
+		prev := last
 		e, err := adm.ListEndOffsets(ctx, topic)
 		if err != nil {
 			return nil, fmt.Errorf("ends of %s on the old primary: %w", topic, err)
@@ -222,8 +226,8 @@ func settledEnds(ctx context.Context, adm *kadm.Client, topic string, timeout ti
 		e.Each(func(o kadm.ListedOffset) {
 			if o.Topic == topic {
 				cur[o.Partition] = o.Offset
-				if o.Err != nil {
-					perr = o.Err
+				if o.Err != nil && perr == nil {
+					perr = fmt.Errorf("%s-%d: %w", topic, o.Partition, o.Err)
 				}
 			}
 		})
@@ -239,7 +243,10 @@ func settledEnds(ctx context.Context, adm *kadm.Client, topic string, timeout ti
 			return cur, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("the ends of %s on the old primary did not settle within %v (%v)", topic, timeout, perr)
+			if perr != nil {
+				return nil, fmt.Errorf("the ends of %s on the old primary did not settle within %v: %w", topic, timeout, perr)
+			}
+			return nil, fmt.Errorf("the ends of %s on the old primary did not settle within %v: the last two readings were %v and %v", topic, timeout, prev, cur)
 		}
 		last = cur
 		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
@@ -260,8 +267,16 @@ func awaitReplicated(ctx context.Context, adm *kadm.Client, info FailbackTopic, 
 			short = err.Error()
 		} else {
 			for _, p := range info.Partitions {
-				if o, ok := ends.Lookup(info.Topic, p.Partition); !ok || o.Err != nil || o.Offset < p.MirroredEnd {
+				o, ok := ends.Lookup(info.Topic, p.Partition)
+				switch {
+				case !ok:
+					short = fmt.Sprintf("%s-%d: not in the ListOffsets answer", info.Topic, p.Partition)
+				case o.Err != nil:
+					short = fmt.Sprintf("%s-%d: %v", info.Topic, p.Partition, o.Err)
+				case o.Offset < p.MirroredEnd:
 					short = fmt.Sprintf("%s-%d: high watermark %d, mirrored end %d", info.Topic, p.Partition, o.Offset, p.MirroredEnd)
+				}
+				if short != "" {
 					break
 				}
 			}
@@ -321,28 +336,34 @@ func cutRows(ft FailbackTopic) []PartitionStatus {
 func awaitMirroring(ctx context.Context, cfg FailbackConfig, rows []PartitionStatus) error {
 	deadline := time.Now().Add(cfg.Timeout)
 	for {
-		ps, err := StatusEveryBroker(ctx, cfg.Old, cfg.Link)
+		ps, refused, err := StatusEveryBroker(ctx, cfg.Old, cfg.Link)
 		if err != nil {
-			return err
+			return fmt.Errorf("link status on the old primary %s: %w", cfg.OldBootstrap, err)
 		}
-		done := true
+		waiting := "" // the first partition not mirroring yet, and why
 		for i := range rows {
 			j := slices.IndexFunc(ps, func(s PartitionStatus) bool { return s.Topic == rows[i].Topic && s.Partition == rows[i].Partition })
 			if j < 0 {
-				done = false
+				if waiting == "" {
+					waiting = fmt.Sprintf("%s-%d: no broker reports it", rows[i].Topic, rows[i].Partition)
+				}
 				continue
 			}
 			rows[i].State, rows[i].End, rows[i].SourceEnd, rows[i].Leader = ps[j].State, ps[j].End, ps[j].SourceEnd, ps[j].Leader
 			if st := metadata.MirrorState(ps[j].State); st == metadata.MirrorFailingBack || ps[j].End < rows[i].TruncatedTo ||
 				ps[j].SourceEnd < 0 && st == metadata.MirrorMirroring {
-				done = false
+				if waiting == "" {
+					waiting = fmt.Sprintf("%s-%d on leader %d: state %s, end %d, cut to %d, source end %d, error %q",
+						rows[i].Topic, rows[i].Partition, ps[j].Leader, ps[j].State, ps[j].End, rows[i].TruncatedTo, ps[j].SourceEnd, ps[j].Error)
+				}
 			}
 		}
-		if done {
+		if waiting == "" {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the failed-back partitions did not start mirroring within %v (see runnel link status %s)", cfg.Timeout, cfg.Link)
+			return fmt.Errorf("the failed-back partitions did not start mirroring on the old primary %s within %v (see runnel link status %s): %s%s",
+				cfg.OldBootstrap, cfg.Timeout, cfg.Link, waiting, refusedNote(refused))
 		}
 		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
 			return err
@@ -351,16 +372,18 @@ func awaitMirroring(ctx context.Context, cfg FailbackConfig, rows []PartitionSta
 }
 
 // StatusEveryBroker runs `link status` on every broker of cl's cluster and merges
-// their partitions (each broker answers for those it leads).
-func StatusEveryBroker(ctx context.Context, cl *kgo.Client, link string) ([]PartitionStatus, error) {
+// their partitions (each broker answers for those it leads). A broker that does not
+// answer is left out (a node down leads nothing the metadata would not have moved)
+// and named in refused ("node N: why"), for the caller's errors.
+func StatusEveryBroker(ctx context.Context, cl *kgo.Client, link string) (ps []PartitionStatus, refused []string, err error) {
 	req := Request{Op: OpStatus, Link: link}
 	first, err := sendChecked(ctx, cl, req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := first.Partitions
 	for _, b := range meta.Brokers {
@@ -369,11 +392,20 @@ func StatusEveryBroker(ctx context.Context, cl *kgo.Client, link string) ([]Part
 		}
 		resp, err := sendChecked(ctx, cl.Broker(int(b.NodeID)), req)
 		if err != nil {
-			continue // a node down leads nothing the metadata would not have moved
+			refused = append(refused, fmt.Sprintf("node %d: %v", b.NodeID, err))
+			continue
 		}
 		out = append(out, resp.Partitions...)
 	}
-	return out, nil
+	return out, refused, nil
+}
+
+// refusedNote is StatusEveryBroker's refused brokers as the end of an error.
+func refusedNote(refused []string) string {
+	if len(refused) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (link status unanswered by %s)", strings.Join(refused, "; "))
 }
 
 func sendChecked(ctx context.Context, r Requester, req Request) (Response, error) {
@@ -416,6 +448,8 @@ type SwitchoverConfig struct {
 	All    bool
 	Dest   *kgo.Client
 	Source *kgo.Client
+	// SourceBootstrap is Source's bootstrap (the link's source), named in errors.
+	SourceBootstrap string
 	// DestBootstrap and DestProps are how the source's new link reaches Dest.
 	DestBootstrap string
 	DestProps     map[string]string
@@ -447,9 +481,9 @@ func RunSwitchover(ctx context.Context, cfg SwitchoverConfig) (SwitchoverResult,
 	// The reverse step runs a link on the source: check it can before anything
 	// changes (an Apache Kafka source cannot; promote instead).
 	if _, err := sendChecked(ctx, cfg.Source, Request{Op: OpList}); err != nil {
-		return res, fmt.Errorf("the source cannot follow this cluster (switchover needs a Runnel source; use runnel link promote): %w", err)
+		return res, fmt.Errorf("the source %s cannot follow this cluster (switchover needs a Runnel source; use runnel link promote): %w", cfg.SourceBootstrap, err)
 	}
-	ps, err := StatusEveryBroker(ctx, cfg.Dest, cfg.Link)
+	ps, _, err := StatusEveryBroker(ctx, cfg.Dest, cfg.Link)
 	if err != nil {
 		return res, err
 	}
@@ -479,16 +513,19 @@ func RunSwitchover(ctx context.Context, cfg SwitchoverConfig) (SwitchoverResult,
 	}
 	deadline := time.Now().Add(cfg.Timeout)
 	for {
-		ps, err := StatusEveryBroker(ctx, cfg.Dest, cfg.Link)
+		ps, refused, err := StatusEveryBroker(ctx, cfg.Dest, cfg.Link)
 		if err != nil {
 			return res, err
 		}
 		res.Promoted = slices.DeleteFunc(ps, func(p PartitionStatus) bool { return !slices.Contains(topics, p.Topic) })
-		if !slices.ContainsFunc(res.Promoted, func(p PartitionStatus) bool { return p.State != string(metadata.MirrorPromoted) }) {
+		i := slices.IndexFunc(res.Promoted, func(p PartitionStatus) bool { return p.State != string(metadata.MirrorPromoted) })
+		if i < 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			return res, fmt.Errorf("the destination did not take the promote within %v", cfg.Timeout)
+			p := res.Promoted[i]
+			return res, fmt.Errorf("the destination did not take the promote within %v: %s-%d on leader %d is %s, error %q%s",
+				cfg.Timeout, p.Topic, p.Partition, p.Leader, p.State, p.Error, refusedNote(refused))
 		}
 		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
 			return res, err
@@ -498,7 +535,7 @@ func RunSwitchover(ctx context.Context, cfg SwitchoverConfig) (SwitchoverResult,
 		res.Promoted[i].TruncatedTo = res.Promoted[i].WritableFrom
 	}
 	res.FailedBack, err = RunFailback(ctx, FailbackConfig{Link: cfg.Link, Topics: topics, Old: cfg.Source, New: cfg.Dest,
-		NewBootstrap: cfg.DestBootstrap, NewProps: cfg.DestProps, Timeout: cfg.Timeout})
+		OldBootstrap: cfg.SourceBootstrap, NewBootstrap: cfg.DestBootstrap, NewProps: cfg.DestProps, Timeout: cfg.Timeout})
 	return res, err
 }
 
@@ -525,7 +562,11 @@ func awaitNoLag(ctx context.Context, cfg SwitchoverConfig, topics []string) (map
 				switch {
 				case o.Err != nil:
 					behind = fmt.Sprintf("%s-%d on the source: %v", o.Topic, o.Partition, o.Err)
-				case !ok || d.Err != nil || d.Offset != o.Offset:
+				case !ok:
+					behind = fmt.Sprintf("%s-%d: not in the destination's ListOffsets answer", o.Topic, o.Partition)
+				case d.Err != nil:
+					behind = fmt.Sprintf("%s-%d on the destination: %v", o.Topic, o.Partition, d.Err)
+				case d.Offset != o.Offset:
 					behind = fmt.Sprintf("%s-%d: destination end %d, source end %d", o.Topic, o.Partition, d.Offset, o.Offset)
 				}
 			})
@@ -554,7 +595,7 @@ func awaitNoLag(ctx context.Context, cfg SwitchoverConfig, topics []string) (map
 			last = ""
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("the destination did not catch up with the source within %v (are the producers paused?): %s", cfg.Timeout, behind)
+			return nil, fmt.Errorf("the destination did not catch up with the source %s within %v (are the producers paused?): %s", cfg.SourceBootstrap, cfg.Timeout, behind)
 		}
 		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
 			return nil, err

@@ -179,7 +179,7 @@ func (s *syncer) warnOnce(key, msg string, args ...any) {
 		return
 	}
 	s.warned[key] = true
-	s.m.logger.Warn(msg, append([]any{"link", s.link.Name}, args...)...)
+	s.m.logger.Warn(msg, append([]any{"link", s.link.Name, "source", s.link.Source}, args...)...)
 }
 
 // follow runs one round of following the source's topics.
