@@ -7,6 +7,7 @@ package group_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -36,10 +37,28 @@ type consumption struct {
 	at        time.Time
 }
 
-// migrationLog collects what every consumer consumed.
+// migrationLog collects what every consumer consumed, and what went wrong in their
+// callbacks (a failed commit on revoke, a partition lost), which fails the test.
 type migrationLog struct {
-	mu   sync.Mutex
-	recs []consumption
+	mu       sync.Mutex
+	recs     []consumption
+	problems []string
+}
+
+func (l *migrationLog) problem(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.problems = append(l.problems, fmt.Sprintf(format, args...))
+}
+
+// check fails t with every problem recorded; call it once every consumer stopped.
+func (l *migrationLog) check(t *testing.T) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, p := range l.problems {
+		t.Error(p)
+	}
 }
 
 func startMigrationConsumer(t *testing.T, log *migrationLog, name, group, topic string, consumerProtocol bool, classic kgo.GroupBalancer) *migrationConsumer {
@@ -60,7 +79,7 @@ func startMigrationConsumer(t *testing.T, log *migrationLog, name, group, topic 
 		}),
 		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, r map[string][]int32) {
 			if err := cl.CommitUncommittedOffsets(ctx); err != nil {
-				t.Logf("%s: commit on revoke: %v", name, err)
+				log.problem("%s: commit on revoke of partitions %v of %s: %v", name, r[topic], topic, err)
 			}
 			c.mu.Lock()
 			defer c.mu.Unlock()
@@ -69,7 +88,7 @@ func startMigrationConsumer(t *testing.T, log *migrationLog, name, group, topic 
 			}
 		}),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, l map[string][]int32) {
-			t.Logf("%s lost %v", name, l[topic])
+			log.problem("%s lost partitions %v of %s", name, l[topic], topic)
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			for _, p := range l[topic] {
@@ -143,6 +162,10 @@ type commitWatch struct {
 	mu        sync.Mutex
 	seen      map[int32][]commitSeen
 	backwards []string
+	// samples counts the fetches that answered offsets of the topic; errs the fetches
+	// (or partitions) that failed. A watch with errors or no samples proves nothing.
+	samples int
+	errs    []string
 }
 
 type commitSeen struct {
@@ -155,12 +178,25 @@ func (w *commitWatch) run(ctx context.Context, adm *kadm.Client, group, topic st
 	for ctx.Err() == nil {
 		os, err := adm.FetchOffsets(ctx, group)
 		now := time.Now()
-		if err == nil {
+		switch {
+		case err != nil && ctx.Err() != nil:
+			// The watch was stopped while fetching.
+		case err != nil:
 			w.mu.Lock()
+			w.errs = append(w.errs, fmt.Sprintf("fetching the offsets of group %s: %v", group, err))
+			w.mu.Unlock()
+		default:
+			w.mu.Lock()
+			sampled := false
 			os.Each(func(o kadm.OffsetResponse) {
-				if o.Topic != topic || o.Err != nil {
+				if o.Topic != topic {
 					return
 				}
+				if o.Err != nil {
+					w.errs = append(w.errs, fmt.Sprintf("fetching the offset of group %s, %s partition %d: %v", group, topic, o.Partition, o.Err))
+					return
+				}
+				sampled = true
 				h := w.seen[o.Partition]
 				if n := len(h); n > 0 && o.At < h[n-1].offset {
 					w.backwards = append(w.backwards, fmt.Sprintf("partition %d commit went from %d to %d", o.Partition, h[n-1].offset, o.At))
@@ -169,6 +205,9 @@ func (w *commitWatch) run(ctx context.Context, adm *kadm.Client, group, topic st
 					w.seen[o.Partition] = append(h, commitSeen{o.At, now})
 				}
 			})
+			if sampled {
+				w.samples++
+			}
 			w.mu.Unlock()
 		}
 		select {
@@ -246,6 +285,7 @@ func rollingMigration(t *testing.T, topic string, classic kgo.GroupBalancer) {
 	}
 	var pmu sync.Mutex
 	var sent []produced
+	var produceErrs []error // other than the producer being stopped
 	pcl, err := kgo.NewClient(append(seed(t), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(0))...)
 	if err != nil {
 		t.Fatal(err)
@@ -257,11 +297,13 @@ func rollingMigration(t *testing.T, topic string, classic kgo.GroupBalancer) {
 		defer close(pdone)
 		for i := 0; pctx.Err() == nil; i++ {
 			r, err := pcl.ProduceSync(pctx, &kgo.Record{Topic: topic, Value: []byte(fmt.Sprint(i))}).First()
-			if err != nil {
-				continue
-			}
 			pmu.Lock()
-			sent = append(sent, produced{r.Partition, r.Offset})
+			switch {
+			case err == nil:
+				sent = append(sent, produced{r.Partition, r.Offset})
+			case pctx.Err() == nil || !errors.Is(err, context.Canceled):
+				produceErrs = append(produceErrs, err)
+			}
 			pmu.Unlock()
 			time.Sleep(2 * time.Millisecond)
 		}
@@ -275,6 +317,7 @@ func rollingMigration(t *testing.T, topic string, classic kgo.GroupBalancer) {
 	defer func() { wstop(); <-wdone }()
 
 	log := &migrationLog{}
+	defer log.check(t) // runs after the consumers below stopped (their last revoke)
 	cs := make([]*migrationConsumer, fleet)
 	defer func() {
 		for _, c := range cs {
@@ -329,6 +372,13 @@ func rollingMigration(t *testing.T, topic string, classic kgo.GroupBalancer) {
 	<-pdone
 	pmu.Lock()
 	want := append([]produced(nil), sent...)
+	for i, err := range produceErrs {
+		if i == 10 {
+			t.Errorf("and %d more produce errors", len(produceErrs)-i)
+			break
+		}
+		t.Errorf("producing to %s: %v", topic, err)
+	}
 	pmu.Unlock()
 	eventually(t, 20*time.Second, "every produced record consumed", func() error {
 		got := map[produced]bool{}
@@ -368,8 +418,15 @@ func rollingMigration(t *testing.T, topic string, classic kgo.GroupBalancer) {
 	for _, b := range watch.backwards {
 		t.Error(b)
 	}
+	for _, e := range watch.errs {
+		t.Error(e)
+	}
+	if watch.samples == 0 {
+		t.Errorf("the commit watch never read an offset of %s: commits going backwards were not checked", topic)
+	}
+	samples := watch.samples
 	watch.mu.Unlock()
-	t.Logf("%d records produced, %d consumptions, %d consumed twice; took %v", len(want), len(recs), dups, time.Since(start))
+	t.Logf("%d records produced, %d consumptions, %d consumed twice, %d commit samples; took %v", len(want), len(recs), dups, samples, time.Since(start))
 }
 
 // checkMemberTypes checks with ConsumerGroupDescribe v1 that the group has the
