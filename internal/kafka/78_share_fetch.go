@@ -21,6 +21,9 @@ package kafka
 
 import (
 	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/runnel-io/runnel/internal/auth"
@@ -87,7 +90,7 @@ func handleShareFetch(ctx context.Context, s *Server, r *request) (kmsg.Response
 			}
 		}
 		if sess, err = mgr.UpdateSession(sk, req.ShareSessionEpoch, reqParts, forget); err != nil {
-			resp.ErrorCode = errorCode(err)
+			resp.ErrorCode, resp.ErrorMessage = errorCode(err), shareSessionMessage(group, member, err)
 			return resp, nil
 		}
 	}
@@ -136,15 +139,15 @@ type shareLeaderHint struct {
 	ok        bool
 }
 
-// leader returns the local leader of p and its share key, or the error code to answer
-// with and, when another node leads p, that leader.
-func (sm *shareMember) leader(p share.PartitionID) (*replica.Partition, share.Key, int16, shareLeaderHint) {
+// leader returns the local leader of p and its share key, or the error to answer with
+// and, when another node leads p, that leader.
+func (sm *shareMember) leader(p share.PartitionID) (*replica.Partition, share.Key, shareLeaderHint, error) {
 	tp, kerrv := shareTopicPartition(sm.im, p.TopicID, p.Partition)
 	if kerrv != nil {
-		return nil, share.Key{}, kerrv.Code, shareLeaderHint{}
+		return nil, share.Key{}, shareLeaderHint{}, kerrv
 	}
 	if !sm.s.allowed(sm.r, metadata.ACLOpRead, auth.Topic(tp.Topic)) {
-		return nil, share.Key{}, kerr.TopicAuthorizationFailed.Code, shareLeaderHint{}
+		return nil, share.Key{}, shareLeaderHint{}, kerr.TopicAuthorizationFailed
 	}
 	rp, err := sm.s.leaderPartition(tp)
 	if err == nil && !rp.IsLeader() {
@@ -156,20 +159,57 @@ func (sm *shareMember) leader(p share.PartitionID) (*replica.Partition, share.Ke
 			hint = shareLeaderHint{id: int32(mp.Leader), epoch: mp.LeaderEpoch, ok: true}
 			sm.hinted = true
 		}
-		return nil, share.Key{}, errorCode(err), hint
+		return nil, share.Key{}, hint, err
 	}
-	return rp, shareKey(sm.group, p.TopicID, p.Partition), 0, shareLeaderHint{}
+	return rp, shareKey(sm.group, p.TopicID, p.Partition), shareLeaderHint{}, nil
 }
 
 // acknowledge applies the member's acknowledgement batches of p (ackBatch's) on p's
-// leader here and returns p's error code, with the leader's hint when another node
-// leads p.
-func (sm *shareMember) acknowledge(ctx context.Context, p share.PartitionID, batches []share.AckBatch) (int16, shareLeaderHint) {
-	lp, key, code, hint := sm.leader(p)
-	if code != 0 {
-		return code, hint
+// leader here and returns p's error, with the leader's hint when another node leads
+// p.
+func (sm *shareMember) acknowledge(ctx context.Context, p share.PartitionID, batches []share.AckBatch) (shareLeaderHint, error) {
+	lp, key, hint, err := sm.leader(p)
+	if err != nil {
+		return hint, err
 	}
-	return errorCode(sm.s.share.parts.Acknowledge(ctx, key, dataLog{lp}, sm.member, batches)), hint
+	return hint, sm.s.share.parts.Acknowledge(ctx, key, dataLog{lp}, sm.member, batches)
+}
+
+// partError is the error code and message of p's answer failing with err (0 and nil
+// for none). The message names the group and the topic partition, with err's reason
+// (the state machine's says which offset and why); a failure of the share-partition
+// state store is logged, as the client sees only COORDINATOR_NOT_AVAILABLE and
+// retries.
+func (sm *shareMember) partError(p share.PartitionID, err error) (int16, *string) {
+	if err == nil {
+		return 0, nil
+	}
+	topic, where := shareTopicName(sm.im, p)
+	reason := err.Error()
+	if r := reasonMessage(err); r != nil {
+		reason = *r
+	}
+	msg := fmt.Sprintf("share group %s on %s: %s", sm.group, where, reason)
+	if errors.Is(err, share.ErrStore) {
+		sm.s.logger.Warn("share-partition state store failed", "group", sm.group, "topic", topic, "partition", p.Partition, "member", sm.member, "err", err)
+	}
+	return errorCode(err), &msg
+}
+
+// shareTopicName names p's topic in messages and logs: the topic's name, or its id in
+// Kafka's form when im has no such topic; where is the topic partition ("T-P").
+func shareTopicName(im *metadata.Image, p share.PartitionID) (topic, where string) {
+	if t := im.TopicByID(p.TopicID); t != nil {
+		return t.Name, fmt.Sprintf("%s-%d", t.Name, p.Partition)
+	}
+	topic = base64.RawURLEncoding.EncodeToString(p.TopicID[:])
+	return topic, fmt.Sprintf("unknown topic id %s partition %d", topic, p.Partition)
+}
+
+// shareSessionMessage is the ErrorMessage of a share session refused with err.
+func shareSessionMessage(group, member string, err error) *string {
+	msg := fmt.Sprintf("share session of member %s of share group %s: %v", member, group, err)
+	return &msg
 }
 
 // shareFetch is one ShareFetch being answered.
@@ -227,8 +267,9 @@ func (sf *shareFetch) acknowledge(ctx context.Context, renew bool) {
 			for _, b := range rp.AcknowledgementBatches {
 				batches = append(batches, ackBatch(b.FirstOffset, b.LastOffset, b.AcknowledgeTypes, renew))
 			}
-			code, hint := sf.shareMember.acknowledge(ctx, p, batches)
-			sf.part(p).AcknowledgeErrorCode = code
+			hint, err := sf.shareMember.acknowledge(ctx, p, batches)
+			kp := sf.part(p)
+			kp.AcknowledgeErrorCode, kp.AcknowledgeErrorMessage = sf.partError(p, err)
 			sf.setLeader(p, hint)
 		}
 	}
@@ -252,9 +293,10 @@ func (sf *shareFetch) fetch(ctx context.Context, parts []share.PartitionID) {
 	deadline := time.Now().Add(min(time.Duration(sf.req.MaxWaitMillis)*time.Millisecond, shareFetchMaxWait))
 	var leds []shareLed
 	for _, id := range parts {
-		lp, key, code, hint := sf.leader(id)
-		if code != 0 {
-			sf.part(id).ErrorCode = code
+		lp, key, hint, err := sf.leader(id)
+		if err != nil {
+			kp := sf.part(id)
+			kp.ErrorCode, kp.ErrorMessage = sf.partError(id, err)
 			sf.setLeader(id, hint)
 			continue
 		}
@@ -341,7 +383,7 @@ func (sf *shareFetch) acquire(ctx context.Context, leds []shareLed) int {
 		})
 		kp := sf.part(l.id)
 		if err != nil {
-			kp.ErrorCode = errorCode(err)
+			kp.ErrorCode, kp.ErrorMessage = sf.partError(l.id, err)
 			continue
 		}
 		if len(ranges) == 0 {

@@ -57,7 +57,7 @@ func handleShareAcknowledge(ctx context.Context, s *Server, r *request) (kmsg.Re
 	default:
 		var err error
 		if sess, err = mgr.UpdateSession(sk, req.ShareSessionEpoch, nil, nil); err != nil {
-			resp.ErrorCode = errorCode(err)
+			resp.ErrorCode, resp.ErrorMessage = errorCode(err), shareSessionMessage(group, member, err)
 			return resp, nil
 		}
 	}
@@ -76,8 +76,9 @@ func handleShareAcknowledge(ctx context.Context, s *Server, r *request) (kmsg.Re
 			}
 			rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
 			rp.Partition = p.Partition
-			var hint shareLeaderHint
-			rp.ErrorCode, hint = sm.acknowledge(ctx, share.PartitionID{TopicID: t.TopicID, Partition: p.Partition}, batches)
+			id := share.PartitionID{TopicID: t.TopicID, Partition: p.Partition}
+			hint, err := sm.acknowledge(ctx, id, batches)
+			rp.ErrorCode, rp.ErrorMessage = sm.partError(id, err)
 			if hint.ok {
 				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = hint.id, hint.epoch
 			}
