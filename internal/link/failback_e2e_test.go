@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -180,17 +178,15 @@ func TestLinkFailbackQuarantinesTail(t *testing.T) {
 	if !regexp.MustCompile(`^orders\.quarantine\.[0-9]+$`).MatchString(quarantine) {
 		t.Fatalf("quarantine topic %q", quarantine)
 	}
-	err = a.Client(t, kgo.RecordRetries(1)).ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("fenced")}).FirstErr()
-	if !errors.Is(err, kerr.InvalidRequest) {
-		t.Fatalf("produce to a fenced topic: %v, want INVALID_REQUEST", err)
-	}
+	refusedAtOnce(t, a.Client(t), topic)
 	if _, err := a.Admin(t).CreateTopic(ctx, 2, 1, map[string]*string{"retention.ms": strp("-1")}, quarantine); err != nil {
 		t.Fatal(err)
 	}
 	qw := a.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	for i := range 3 {
 		r := &kgo.Record{Topic: quarantine, Partition: 0, Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "tail0-%d", i),
-			Headers: []kgo.RecordHeader{{Key: link.HeaderQuarantineOffset, Value: []byte(strconv.FormatInt(tails[0][i], 10))}}}
+			Headers: []kgo.RecordHeader{{Key: link.HeaderQuarantineTopic, Value: []byte(topic)}, {Key: link.HeaderQuarantinePartition, Value: []byte("0")},
+				{Key: link.HeaderQuarantineOffset, Value: []byte(strconv.FormatInt(tails[0][i], 10))}}}
 		if err := qw.ProduceSync(ctx, r).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
@@ -204,16 +200,18 @@ func TestLinkFailbackQuarantinesTail(t *testing.T) {
 	if fmt.Sprint(first) != fmt.Sprint(want) {
 		t.Fatalf("failback: %+v, want %+v", first, want)
 	}
-	// The quarantine holds each tail once, in order, with its original offsets.
+	// The quarantine holds each tail once, in order, with where each record was:
+	// its topic, partition and offset.
 	qs := readAll(t, a, quarantine, 12)
 	got := map[int32][]string{}
 	for _, r := range qs {
-		got[r.Partition] = append(got[r.Partition], fmt.Sprintf("%s@%s", r.Value, header(r, link.HeaderQuarantineOffset)))
+		got[r.Partition] = append(got[r.Partition], fmt.Sprintf("%s@%s/%s/%s", r.Value, header(r, link.HeaderQuarantineTopic),
+			header(r, link.HeaderQuarantinePartition), header(r, link.HeaderQuarantineOffset)))
 	}
 	for p, offs := range tails {
 		var w []string
 		for i, o := range offs {
-			w = append(w, fmt.Sprintf("tail%d-%d@%d", p, i, o))
+			w = append(w, fmt.Sprintf("tail%d-%d@%s/%d/%d", p, i, topic, p, o))
 		}
 		if fmt.Sprint(got[p]) != fmt.Sprint(w) {
 			t.Fatalf("quarantine partition %d: %v, want %v", p, got[p], w)

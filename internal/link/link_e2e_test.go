@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -133,55 +136,112 @@ func sameBatches(t *testing.T, what string, src, dst []recordbatch.Batch) {
 	}
 }
 
-// offsets returns ListOffsets earliest and latest of every partition of topic.
+// offsets returns ListOffsets earliest and latest of every partition of topic; an
+// error, or a partition's, fails the test.
 func offsets(t *testing.T, adm *kadm.Client, topic string) (start, end map[int32]int64) {
 	t.Helper()
+	start, end, err := listOffsets(adm, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return start, end
+}
+
+// listOffsets is offsets, returning the first error (the request's or a
+// partition's) instead of an offset that means nothing.
+func listOffsets(adm *kadm.Client, topic string) (start, end map[int32]int64, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s, err := adm.ListStartOffsets(ctx, topic)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, fmt.Errorf("ListOffsets earliest of %s: %w", topic, err)
 	}
 	e, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, fmt.Errorf("ListOffsets latest of %s: %w", topic, err)
 	}
 	start, end = map[int32]int64{}, map[int32]int64{}
-	s.Each(func(o kadm.ListedOffset) { start[o.Partition] = o.Offset })
-	e.Each(func(o kadm.ListedOffset) { end[o.Partition] = o.Offset })
-	return start, end
+	for _, l := range []struct {
+		name string
+		in   kadm.ListedOffsets
+		out  map[int32]int64
+	}{{"earliest", s, start}, {"latest", e, end}} {
+		l.in.Each(func(o kadm.ListedOffset) {
+			if o.Err != nil && err == nil {
+				err = fmt.Errorf("ListOffsets %s of %s-%d: %w", l.name, o.Topic, o.Partition, o.Err)
+			}
+			l.out[o.Partition] = o.Offset
+		})
+	}
+	return start, end, err
 }
 
-// committedValues reads topic at read_committed until a poll finds nothing new for a
-// second (everything was written before) and returns every record's partition,
-// offset, key and value, sorted.
+// committedValues reads topic at read_committed until every partition was read to its
+// last stable offset (everything was written before: no transaction is open, so that
+// is its end) and returns every record's partition, offset, key and value, sorted.
+// The consumer keeps control records, so that a partition ending in a transaction
+// marker or aborted data shows that it reached its end; they are not returned.
 func committedValues(t *testing.T, opts []kgo.Opt, topic string) []string {
 	t.Helper()
-	cl, err := kgo.NewClient(append(append([]kgo.Opt{}, opts...), kgo.ConsumeTopics(topic),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(testClient(t, opts))
+	lsos, err := adm.ListCommittedOffsets(ctx, topic)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("last stable offsets of %s: %v", topic, err)
 	}
-	defer cl.Close()
-	var out []string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		fs.EachError(func(tp string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("read_committed consume of %s-%d: %v", tp, p, err)
-			}
-		})
-		if fs.NumRecords() == 0 && len(out) > 0 {
-			break
+	want := map[int32]int64{}
+	lsos.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			t.Fatalf("last stable offset of %s-%d: %v", topic, o.Partition, o.Err)
 		}
+		if o.Offset > 0 {
+			want[o.Partition] = o.Offset
+		}
+	})
+	if len(lsos) == 0 {
+		t.Fatalf("last stable offsets of %s: no partition", topic)
+	}
+	cl := testClient(t, append(append([]kgo.Opt{}, opts...), kgo.ConsumeTopics(topic), kgo.KeepControlRecords(),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())))
+	var out []string
+	next := map[int32]int64{}
+	reached := func() bool {
+		for p, e := range want {
+			if next[p] < e {
+				return false
+			}
+		}
+		return true
+	}
+	for !reached() {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read_committed consume of %s: read to %v, last stable offsets %v: %v", topic, next, want, ctx.Err())
+		}
+		fs.EachError(func(tp string, p int32, err error) {
+			t.Fatalf("read_committed consume of %s-%d: %v", tp, p, err)
+		})
 		fs.EachRecord(func(r *kgo.Record) {
-			out = append(out, fmt.Sprintf("%d/%d/%s/%q", r.Partition, r.Offset, r.Key, r.Value))
+			next[r.Partition] = max(next[r.Partition], r.Offset+1)
+			if !r.Attrs.IsControl() {
+				out = append(out, fmt.Sprintf("%d/%d/%s/%q", r.Partition, r.Offset, r.Key, r.Value))
+			}
 		})
 	}
 	slices.Sort(out) // partitions interleave in any order
 	return out
+}
+
+// testClient is a client of opts, closed at the test's end.
+func testClient(t *testing.T, opts []kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
 }
 
 // awaitCaughtUp waits until the destination's end of every partition of topic is the
@@ -189,15 +249,67 @@ func committedValues(t *testing.T, opts []kgo.Opt, topic string) []string {
 func awaitCaughtUp(t *testing.T, src, dst *kadm.Client, topic string) {
 	t.Helper()
 	testutil.Eventually(t, 20*time.Second, func() error {
-		_, se := offsets(t, src, topic)
-		_, de := offsets(t, dst, topic)
+		_, se, err := listOffsets(src, topic)
+		if err != nil {
+			return fmt.Errorf("the source: %w", err)
+		}
+		_, de, err := listOffsets(dst, topic)
+		if err != nil {
+			return fmt.Errorf("the destination: %w", err)
+		}
+		if len(se) == 0 {
+			return fmt.Errorf("the source lists no partition of %s", topic)
+		}
 		for p, e := range se {
-			if de[p] != e {
-				return fmt.Errorf("partition %d: destination end %d, source end %d", p, de[p], e)
+			if d, ok := de[p]; !ok || d != e {
+				return fmt.Errorf("%s-%d: destination end %d (listed: %v), source end %d", topic, p, d, ok, e)
 			}
 		}
 		return nil
 	})
+}
+
+// refusedAtOnce checks that a default producer's write to topic, a mirror topic not
+// promoted, fails with INVALID_REQUEST (not retriable) at once: within about a
+// second, not after its delivery timeout.
+func refusedAtOnce(t *testing.T, cl *kgo.Client, topic string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("no")}).FirstErr()
+	took := time.Since(start)
+	if !errors.Is(err, kerr.InvalidRequest) {
+		t.Fatalf("default producer's write to mirror topic %s: %v after %v, want INVALID_REQUEST", topic, err, took)
+	}
+	if took > 1500*time.Millisecond {
+		t.Fatalf("default producer's write to mirror topic %s failed after %v, want at once (INVALID_REQUEST is not retriable)", topic, took)
+	}
+}
+
+// linkBytes reads runnel_link_bytes_total{link} from node's /metrics.
+func linkBytes(t *testing.T, c *cluster.Cluster, node int, link string) (float64, bool) {
+	t.Helper()
+	resp, err := http.Get("http://" + c.Node(node).HTTPAddr + "/metrics")
+	if err != nil {
+		t.Fatalf("GET /metrics of node %d: %v", node, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `runnel_link_bytes_total{link="` + link + `"} `
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, want); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("metric line %q: %v", line, err)
+			}
+			return f, true
+		}
+	}
+	return 0, false
 }
 
 func TestLinkByteEqualityFromRunnel(t *testing.T) {
@@ -210,6 +322,9 @@ func TestLinkByteEqualityFromRunnel(t *testing.T) {
 	}
 	produceMix(t, src.ClientDefaults(), topic, 21_000)
 
+	if b, ok := linkBytes(t, dst, 1, "dr"); ok && b != 0 {
+		t.Fatalf("runnel_link_bytes_total{link=\"dr\"} is %v before the link exists", b)
+	}
 	out := runCLI(t, "link", "create", "dr", "--source", src.Bootstrap(), "--topics", "ord.*", "-b", dst.Bootstrap())
 	if !strings.Contains(out, "1 mirror topics: orders") {
 		t.Fatalf("link create: %s", out)
@@ -217,8 +332,18 @@ func TestLinkByteEqualityFromRunnel(t *testing.T) {
 	awaitCaughtUp(t, sadm, dadm, topic)
 
 	scl, dcl := src.Client(t), dst.Client(t)
+	copied := 0
 	for p := int32(0); p < 3; p++ {
-		sameBatches(t, fmt.Sprintf("%s-%d", topic, p), batches(t, scl, topic, p), batches(t, dcl, topic, p))
+		sb := batches(t, scl, topic, p)
+		sameBatches(t, fmt.Sprintf("%s-%d", topic, p), sb, batches(t, dcl, topic, p))
+		for _, b := range sb {
+			copied += len(b)
+		}
+	}
+	// Every batch the destination holds was copied by node 1: the counter holds at
+	// least their bytes.
+	if b, ok := linkBytes(t, dst, 1, "dr"); !ok || b < float64(copied) {
+		t.Fatalf("runnel_link_bytes_total{link=\"dr\"} = %v (exported: %v), want at least the %d bytes of the batches copied", b, ok, copied)
 	}
 	ss, se := offsets(t, sadm, topic)
 	ds, de := offsets(t, dadm, topic)
@@ -240,10 +365,7 @@ func TestLinkByteEqualityFromRunnel(t *testing.T) {
 	}
 
 	// The mirror topic is read-only, with a message naming the link.
-	err = dst.Client(t, kgo.RecordRetries(1)).ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("no")}).FirstErr()
-	if !errors.Is(err, kerr.InvalidRequest) {
-		t.Fatalf("produce to a mirror topic: %v, want INVALID_REQUEST", err)
-	}
+	refusedAtOnce(t, dst.Client(t), topic)
 	// The message (kgo does not show it: a raw Produce) names the link.
 	bld := recordbatch.NewBuilder(64)
 	bld.Add(nil, []byte("no"), nil, time.Now().UnixMilli())

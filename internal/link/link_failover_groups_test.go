@@ -76,9 +76,10 @@ func consumedFrom(t *testing.T, who string, records map[int32][]int64, from, end
 // pointed at the destination by bootstrap alone, resume at exactly the next record
 // after their commits on every partition and read each record once.
 func TestLinkPromoteSourceKilledGroupsMove(t *testing.T) {
-	if _, err := exec.LookPath("kcat"); err != nil {
-		t.Skip("kcat is not on PATH (scripts/install-deps.sh installs it)")
-	}
+	// Without kcat the librdkafka group is left out (its subtest says so); the
+	// franz-go half runs.
+	_, lookErr := exec.LookPath("kcat")
+	haveKcat := lookErr == nil
 	start := func() *cluster.Cluster { // groups form at once: no initial rebalance delay
 		return cluster.Start(t, cluster.Options{Nodes: 1, InProcess: true, StartTimeout: 30 * time.Second,
 			Sets: []string{"num.partitions=1", "default.replication.factor=1", "transaction.state.log.replication.factor=1",
@@ -115,15 +116,18 @@ func TestLinkPromoteSourceKilledGroupsMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	fg.Close()
-	// Small fetches, so that the 900 records come from both partitions.
-	kcat(t, src.Bootstrap(), "-G", "rk", "-X", "auto.offset.reset=earliest", "-X", "max.partition.fetch.bytes=1024",
-		"-c", "900", "-f", `%p %o\n`, topic)
-	want := map[string]map[int32]int64{"fg": groupOffsets(t, sadm, "fg", topic), "rk": groupOffsets(t, sadm, "rk", topic)}
+	want := map[string]map[int32]int64{"fg": groupOffsets(t, sadm, "fg", topic)}
 	if offs := want["fg"]; len(offs) != 2 || offs[0]+offs[1] != int64(len(read)) {
 		t.Fatalf("group fg committed %v on the source after reading %d records", offs, len(read))
 	}
-	if offs := want["rk"]; len(offs) != 2 || offs[0]+offs[1] != 900 {
-		t.Fatalf("group rk committed %v on the source after reading 900 records", offs)
+	if haveKcat {
+		// Small fetches, so that the 900 records come from both partitions.
+		kcat(t, src.Bootstrap(), "-G", "rk", "-X", "auto.offset.reset=earliest", "-X", "max.partition.fetch.bytes=1024",
+			"-c", "900", "-f", `%p %o\n`, topic)
+		want["rk"] = groupOffsets(t, sadm, "rk", topic)
+		if offs := want["rk"]; len(offs) != 2 || offs[0]+offs[1] != 900 {
+			t.Fatalf("group rk committed %v on the source after reading 900 records", offs)
+		}
 	}
 
 	runCLI(t, "link", "create", "dr", "--source", src.Bootstrap(), "--topics", topic, "--groups", "fg,rk",
@@ -183,15 +187,20 @@ func TestLinkPromoteSourceKilledGroupsMove(t *testing.T) {
 
 	// librdkafka: kcat's balanced consumer, auto.offset.reset=earliest so that a group
 	// that found no commit would read from 0 (and fail the offsets check).
-	got = map[int32][]int64{}
-	for _, line := range strings.Split(strings.TrimSpace(kcat(t, dst.Bootstrap(), "-G", "rk", "-X", "auto.offset.reset=earliest",
-		"-c", strconv.Itoa(2002-900), "-f", `%p %o\n`, topic)), "\n") {
-		var part int32
-		var off int64
-		if _, err := fmt.Sscanf(line, "%d %d", &part, &off); err != nil {
-			t.Fatalf("kcat line %q: %v", line, err)
+	t.Run("librdkafka", func(t *testing.T) {
+		if !haveKcat {
+			testutil.Missing(t, "kcat is not on PATH (scripts/install-deps.sh installs it): the librdkafka group was not run")
 		}
-		got[part] = append(got[part], off)
-	}
-	consumedFrom(t, "librdkafka group rk", got, want["rk"], end)
+		got := map[int32][]int64{}
+		for _, line := range strings.Split(strings.TrimSpace(kcat(t, dst.Bootstrap(), "-G", "rk", "-X", "auto.offset.reset=earliest",
+			"-c", strconv.Itoa(2002-900), "-f", `%p %o\n`, topic)), "\n") {
+			var part int32
+			var off int64
+			if _, err := fmt.Sscanf(line, "%d %d", &part, &off); err != nil {
+				t.Fatalf("kcat line %q: %v", line, err)
+			}
+			got[part] = append(got[part], off)
+		}
+		consumedFrom(t, "librdkafka group rk", got, want["rk"], end)
+	})
 }

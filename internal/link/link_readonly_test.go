@@ -84,12 +84,14 @@ func TestLinkMirrorTopicAdminRefused(t *testing.T) {
 	}
 	if starts, err := adm.ListStartOffsets(ctx, topic); err != nil {
 		t.Error(err)
-	} else if o, _ := starts.Lookup(topic, 0); o.Offset != 0 {
-		t.Errorf("mirror topic's log start after the refused DeleteRecords: %d, want 0", o.Offset)
+	} else if o, ok := starts.Lookup(topic, 0); !ok || o.Err != nil || o.Offset != 0 {
+		t.Errorf("mirror topic's log start after the refused DeleteRecords: %d (listed: %v, %v), want 0", o.Offset, ok, o.Err)
 	}
 	if rc, err := adm.DescribeTopicConfigs(ctx, topic); err != nil {
-		t.Error(err)
-	} else if c, _ := rc.On(topic, nil); c.Configs != nil {
+		t.Errorf("describing the mirror topic's configs: %v", err)
+	} else if c, err := rc.On(topic, nil); err != nil || c.Err != nil {
+		t.Errorf("describing the mirror topic's configs: %v %v", err, c.Err)
+	} else {
 		for _, kv := range c.Configs {
 			if kv.Key == "retention.ms" && kv.MaybeValue() == retention {
 				t.Errorf("mirror topic's retention.ms changed to %s by a refused alteration", retention)
@@ -97,15 +99,15 @@ func TestLinkMirrorTopicAdminRefused(t *testing.T) {
 		}
 	}
 
-	// Promoted, the topic is this cluster's own: the same changes go through.
+	// Promoted, the topic is this cluster's own: the same changes go through, the
+	// first time an admin asks once promote returned.
 	runCLI(t, "link", "promote", name, "--all", "-b", dst.Bootstrap())
-	testutil.Eventually(t, 10*time.Second, func() error {
-		cp, err := adm.CreatePartitions(ctx, 1, topic)
-		if err != nil {
-			return err
-		}
-		return cp[topic].Err
-	})
+	if cp, err = adm.CreatePartitions(ctx, 1, topic); err != nil || cp[topic].Err != nil {
+		t.Fatalf("CreatePartitions of a promoted topic: %v %v (%s)", err, cp[topic].Err, cp[topic].ErrMessage)
+	}
+	if td, err := adm.ListTopics(ctx, topic); err != nil || len(td[topic].Partitions) != 2 {
+		t.Errorf("promoted topic after CreatePartitions(+1): %v %+v, want 2 partitions", err, td[topic])
+	}
 	inc, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: &retention}}, topic)
 	if err != nil || inc[0].Err != nil {
 		t.Errorf("IncrementalAlterConfigs of a promoted topic: %v %+v", err, inc)
