@@ -92,7 +92,10 @@ func (a *Admin) Do(ctx context.Context, req Request) Response {
 	case OpCreate:
 		resp.Topics, err = a.create(ctx, req)
 	case OpPause, OpResume:
-		err = a.cfg.Controller.SetLinkPaused(ctx, req.Link, req.Topics, req.Op == OpPause)
+		if err = a.cfg.Controller.SetLinkPaused(ctx, req.Link, req.Topics, req.Op == OpPause); err == nil {
+			// A pause answered is a pause in force: no node copies anything after it.
+			err = a.settle(ctx, fmt.Sprintf("link %s: %s", req.Link, req.Op))
+		}
 	case OpPromote:
 		resp.Topics, err = a.cfg.Controller.PromoteMirrors(ctx, req.Link, req.Topics)
 	case OpDelete:
@@ -270,6 +273,28 @@ func (a *Admin) create(ctx context.Context, req Request) ([]string, error) {
 		names[i] = s.Name
 	}
 	return names, nil
+}
+
+// settleTimeout bounds settle's wait, within a default client's request timeout
+// (kgo's 10 s overhead on a request without a timeout of its own).
+const settleTimeout = 8 * time.Second
+
+// settle waits until every live, unfenced node applied the metadata this node's
+// controller holds now (they report it in their heartbeats, after their link manager
+// applied it), so that the change is in force everywhere once the operation answers.
+// A timeout is REQUEST_TIMED_OUT naming the nodes behind (what is the change): the
+// change is committed and will be applied there, but not yet. A controller that lost
+// its role meanwhile no longer hears the heartbeats; the change is committed, so that
+// is no error.
+func (a *Admin) settle(ctx context.Context, what string) error {
+	wctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	err := a.cfg.Controller.WaitBrokersApplied(wctx, a.cfg.Controller.Image().Offset)
+	switch {
+	case err == nil, errors.Is(err, controller.ErrNotController), errors.Is(err, controller.ErrClosed):
+		return nil
+	}
+	return fmt.Errorf("%s is committed but not yet applied on every node: %w", what, err)
 }
 
 // compileFilters anchors each expression to whole names (a plain name matches

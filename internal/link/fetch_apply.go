@@ -186,8 +186,17 @@ func (f *fetcher) applyPartition(ctx context.Context, p *mpart, rp kmsg.FetchRes
 	}
 	records, err := wholeBatches(rp.RecordBatches, end)
 	if err == nil && len(records) > 0 {
+		// The partition may have been paused (or moved) since this answer was asked
+		// for: then write drops it, and nothing lands after the pause is applied.
 		var info replica.AppendInfo
-		info, err = p.dest.AppendMirrored(records, p.destEpoch)
+		var wrote bool
+		wrote, err = p.write(func() (err error) {
+			info, err = p.dest.AppendMirrored(records, p.destEpoch)
+			return err
+		})
+		if !wrote {
+			return
+		}
 		if err == nil {
 			f.s.bytes.Add(int64(len(records)))
 			end = info.LastOffset + 1
@@ -263,9 +272,13 @@ func (f *fetcher) outOfRange(ctx context.Context, p *mpart, end int64) {
 	case err != nil:
 		p.setErr(fmt.Errorf("source %s-%d: offsets after OFFSET_OUT_OF_RANGE at %d: %w", p.tp.Topic, p.tp.Partition, end, err))
 	case end < start:
-		if err := p.dest.RestartMirrorAt(start, p.destEpoch); err != nil {
+		wrote, err := p.write(func() error { return p.dest.RestartMirrorAt(start, p.destEpoch) })
+		if err != nil {
 			p.setErr(fmt.Errorf("restarting %s-%d at the source's log start %d: %w", p.tp.Topic, p.tp.Partition, start, err))
 			return
+		}
+		if !wrote {
+			return // stopped meanwhile (paused, moved): the next leader's fetch finds it again
 		}
 		f.s.m.logger.Info("link: mirror partition starts at the source's log start", "link", f.s.link.Name,
 			"topic", p.tp.Topic, "partition", p.tp.Partition, "offset", start, "was", end)

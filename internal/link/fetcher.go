@@ -44,6 +44,9 @@ type mpart struct {
 
 	// removed is set when the session stops fetching the partition.
 	removed atomic.Bool
+	// writeMu orders p's writes to its destination against its stop (pause.go): a
+	// write checks removed under it, stop sets removed and then takes it.
+	writeMu sync.Mutex
 
 	// Routing, under session.mu: the source's leader (-1: look it up) and its epoch.
 	sourceLeader int32

@@ -82,6 +82,9 @@ type wanted struct {
 // ApplyImage starts and stops fetching to match im. Images come in order, on the
 // image-applying goroutine.
 func (m *Manager) ApplyImage(im *metadata.Image) {
+	if h := holdImage.Load(); h != nil {
+		(*h)(im)
+	}
 	want := map[string]map[metadata.TopicPartition]wanted{}
 	for _, name := range im.LinkNames() {
 		link := im.Link(name)
@@ -281,14 +284,17 @@ func newSession(m *Manager, link *metadata.Link) (*session, error) {
 // setParts makes the session fetch exactly parts. A partition whose destination
 // epoch changed starts over (its old fetch state belonged to another leadership); one
 // paused or resumed starts over too, keeping what it knew of the source's end, so
-// that its lag carries across.
+// that its lag carries across. It returns once the partitions it stopped write
+// nothing more (pause.go): the image that paused them counts as applied only then.
 func (s *session) setParts(parts map[metadata.TopicPartition]wanted) {
 	s.mu.Lock()
 	kept := map[metadata.TopicPartition]*mpart{}
+	var dropped []*mpart
 	for tp, p := range s.parts {
 		w, ok := parts[tp]
 		if !ok || w.dest != p.dest || w.destEpoch != p.destEpoch || w.paused != p.paused {
 			s.dropLocked(p)
+			dropped = append(dropped, p)
 			if ok && w.dest == p.dest && w.destEpoch == p.destEpoch {
 				kept[tp] = p
 			}
@@ -307,6 +313,9 @@ func (s *session) setParts(parts map[metadata.TopicPartition]wanted) {
 		}
 	}
 	s.mu.Unlock()
+	for _, p := range dropped {
+		p.stop()
+	}
 	if added {
 		s.wakeRouter()
 	}
@@ -315,7 +324,8 @@ func (s *session) setParts(parts map[metadata.TopicPartition]wanted) {
 	}
 }
 
-// dropLocked stops fetching p. Caller holds s.mu.
+// dropLocked stops fetching p; a write of it in progress may still end (stop waits
+// for it). Caller holds s.mu.
 func (s *session) dropLocked(p *mpart) {
 	p.removed.Store(true)
 	if f := s.fetchers[p.sourceLeader]; f != nil {
