@@ -285,6 +285,7 @@ func refusedAtOnce(t *testing.T, cl *kgo.Client, topic string) {
 	if took > 1500*time.Millisecond {
 		t.Fatalf("default producer's write to mirror topic %s failed after %v, want at once (INVALID_REQUEST is not retriable)", topic, took)
 	}
+	t.Logf("a default producer's write to mirror topic %s refused after %v", topic, took)
 }
 
 // linkBytes reads runnel_link_bytes_total{link} from node's /metrics.
@@ -342,9 +343,11 @@ func TestLinkByteEqualityFromRunnel(t *testing.T) {
 	}
 	// Every batch the destination holds was copied by node 1: the counter holds at
 	// least their bytes.
-	if b, ok := linkBytes(t, dst, 1, "dr"); !ok || b < float64(copied) {
+	b, ok := linkBytes(t, dst, 1, "dr")
+	if !ok || b < float64(copied) {
 		t.Fatalf("runnel_link_bytes_total{link=\"dr\"} = %v (exported: %v), want at least the %d bytes of the batches copied", b, ok, copied)
 	}
+	t.Logf("runnel_link_bytes_total{link=\"dr\"} = %v, the batches copied hold %d bytes", b, copied)
 	ss, se := offsets(t, sadm, topic)
 	ds, de := offsets(t, dadm, topic)
 	if fmt.Sprint(ss, se) != fmt.Sprint(ds, de) {
