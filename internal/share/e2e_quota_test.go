@@ -12,8 +12,11 @@ import (
 
 // TestShareFetchLongPollIsNotRequestTime: a share consumer waiting on an idle
 // partition is not throttled by a request_percentage quota, as a consumer's fetch is
-// not: the long poll is parked, not request handling time. Five 400 ms polls at
-// request_percentage=5 (50 ms of handling per second) would be throttled if it were.
+// not: the long poll is parked, not request handling time. First the control: the
+// same client's share fetches that do not wait (MaxWaitMillis 0), sent back to back,
+// are throttled at request_percentage=5 (50 ms of handling per second), so the quota
+// does apply to the client. Then five 400 ms polls, which would be throttled if their
+// wait counted, are not.
 func TestShareFetchLongPollIsNotRequestTime(t *testing.T) {
 	const topic, group = "share-idle-q", "share-idle-g"
 	addr, ctx, admin, topicID := startShareNode(t, 30*time.Second, topic, 1)
@@ -59,9 +62,24 @@ func TestShareFetchLongPollIsNotRequestTime(t *testing.T) {
 	// The session's first fetch initializes the share partition (a write to
 	// __share_group_state): request time, not the quota client's.
 	fetch(admin, 0, 0)
+	epoch := int32(0)
+	// Back to back, requests that do not wait spend well over 5 % of the time being
+	// handled (about 15 % here): the quota's burst (one window, 50 ms of handling) is
+	// used up within a second or so of them.
+	const most = 10 * time.Second
+	throttled := int32(0)
+	for start := time.Now(); throttled == 0; {
+		if time.Since(start) > most {
+			t.Fatalf("%d share fetches of %s partition 0 without a wait in %v never throttled at request_percentage=5: the quota does not apply to client-id %s", epoch, topic, most, name)
+		}
+		epoch++
+		throttled = fetch(cl, epoch, 0).ThrottleMillis
+	}
+	t.Logf("share fetches without a wait: throttled %d ms after %d of them", throttled, epoch)
 	for i := range 5 {
 		start := time.Now()
-		resp := fetch(cl, int32(i+1), 400)
+		epoch++
+		resp := fetch(cl, epoch, 400)
 		if waited := time.Since(start); waited < 300*time.Millisecond {
 			t.Fatalf("share fetch %d of idle %s partition 0 answered after %v, want its 400 ms long poll", i, topic, waited)
 		}
