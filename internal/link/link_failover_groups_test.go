@@ -37,17 +37,29 @@ func kcat(t *testing.T, boot string, args ...string) string {
 // groupOffsets returns group's committed offset of every partition of topic.
 func groupOffsets(t *testing.T, adm *kadm.Client, group, topic string) map[int32]int64 {
 	t.Helper()
+	out, err := fetchGroupOffsets(adm, group, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// fetchGroupOffsets is groupOffsets, returning the error (a partition's too).
+func fetchGroupOffsets(adm *kadm.Client, group, topic string) (map[int32]int64, error) {
 	r, err := adm.FetchOffsets(context.Background(), group)
 	if err != nil {
-		t.Fatalf("fetch offsets of group %s: %v", group, err)
+		return nil, fmt.Errorf("fetch offsets of group %s: %w", group, err)
 	}
 	out := map[int32]int64{}
 	r.Each(func(o kadm.OffsetResponse) {
+		if o.Topic == topic && o.Err != nil && err == nil {
+			err = fmt.Errorf("fetch offsets of group %s, %s-%d: %w", group, o.Topic, o.Partition, o.Err)
+		}
 		if o.Topic == topic && o.Err == nil && o.At >= 0 {
 			out[o.Partition] = o.At
 		}
 	})
-	return out
+	return out, err
 }
 
 // consumedFrom checks that records, read by a consumer of a group whose committed
@@ -135,7 +147,12 @@ func TestLinkPromoteSourceKilledGroupsMove(t *testing.T) {
 	awaitCaughtUp(t, sadm, dadm, topic)
 	testutil.Eventually(t, 15*time.Second, func() error {
 		for g, offs := range want {
-			if got := groupOffsets(t, dadm, g, topic); fmt.Sprint(got) != fmt.Sprint(offs) {
+			// The destination's group coordinator may still be loading: asked again.
+			got, err := fetchGroupOffsets(dadm, g, topic)
+			if err != nil {
+				return fmt.Errorf("the destination: %w", err)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(offs) {
 				return fmt.Errorf("group %s on the destination: %v, on the source %v", g, got, offs)
 			}
 		}
