@@ -3,6 +3,7 @@ package link_test
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -53,20 +55,41 @@ func commitAt(t *testing.T, adm *kadm.Client, group, topic string, at int64) {
 // committed returns group's committed offset of topic-0 (-1: none).
 func committed(t *testing.T, adm *kadm.Client, group, topic string) int64 {
 	t.Helper()
-	r, err := adm.FetchOffsets(context.Background(), group)
+	at, err := fetchCommitted(adm, group, topic)
 	if err != nil {
-		t.Fatalf("fetch offsets of group %s: %v", group, err)
+		t.Fatal(err)
 	}
-	if o, ok := r.Lookup(topic, 0); ok && o.Err == nil {
-		return o.At
-	}
-	return -1
+	return at
 }
 
+func fetchCommitted(adm *kadm.Client, group, topic string) (int64, error) {
+	r, err := adm.FetchOffsets(context.Background(), group)
+	if err != nil {
+		return 0, fmt.Errorf("fetch offsets of group %s: %w", group, err)
+	}
+	if o, ok := r.Lookup(topic, 0); ok && o.Err == nil {
+		return o.At, nil
+	}
+	return -1, nil
+}
+
+// awaitCommitted waits until group's committed offset of topic-0 is want. A group
+// coordinator not available yet is waited for as Kafka's AdminClient does
+// (listConsumerGroupOffsets looks the coordinator up again on COORDINATOR_NOT_AVAILABLE,
+// COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR), where kadm returns it: the first
+// FindCoordinator of a cluster creates __consumer_offsets, and Kafka answers
+// COORDINATOR_NOT_AVAILABLE meanwhile (Runnel answers it to lookups concurrent with
+// the one creating it, here the link's own group sync's).
 func awaitCommitted(t *testing.T, adm *kadm.Client, group, topic string, want int64) {
 	t.Helper()
 	testutil.Eventually(t, 15*time.Second, func() error {
-		if got := committed(t, adm, group, topic); got != want {
+		got, err := fetchCommitted(adm, group, topic)
+		switch {
+		case errors.Is(err, kerr.CoordinatorNotAvailable), errors.Is(err, kerr.CoordinatorLoadInProgress), errors.Is(err, kerr.NotCoordinator):
+			return err
+		case err != nil:
+			t.Fatal(err)
+		case got != want:
 			return fmt.Errorf("group %s on the destination: %s-0 committed at %d, want %d", group, topic, got, want)
 		}
 		return nil
