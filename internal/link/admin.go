@@ -282,8 +282,8 @@ const settleTimeout = 8 * time.Second
 // settle waits until every live, unfenced node applied the metadata this node's
 // controller holds now (they report it in their heartbeats, after their link manager
 // applied it), so that the change is in force everywhere once the operation answers.
-// A timeout is REQUEST_TIMED_OUT naming the nodes behind (what is the change): the
-// change is committed and will be applied there, but not yet. A controller that lost
+// A timeout answers REQUEST_TIMED_OUT naming the change (what) and the nodes behind:
+// the change is committed and will be applied there, but not yet. A controller that lost
 // its role meanwhile no longer hears the heartbeats; the change is committed, so that
 // is no error.
 func (a *Admin) settle(ctx context.Context, what string) error {
