@@ -2,7 +2,8 @@ package cli
 
 // `runnel share`: KIP-932 share groups, described with ShareGroupDescribe and
 // DescribeShareGroupOffsets, their start offsets set with AlterShareGroupOffsets and
-// deleted with DeleteGroups (kadm's requests; each goes to the group's coordinator).
+// deleted with DeleteGroups once ListGroups says the group is a share group (each
+// request goes to the group's coordinator).
 
 import (
 	"context"
@@ -11,10 +12,13 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel-io/runnel/internal/offsetspec"
 )
@@ -232,9 +236,12 @@ plan without changing anything.`,
 			if err != nil {
 				return err
 			}
-			return withAdmin(conn, func(adm *kadm.Client) error {
-				return resetShareOffsets(cmd, adm, args[0], topic, spec, dryRun, asJSON)
-			})
+			cl, err := conn.client()
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			return resetShareOffsets(cmd, cl, args[0], topic, spec, dryRun, asJSON)
 		},
 	}
 	fs := cmd.Flags()
@@ -262,8 +269,9 @@ func parseShareResetSpec(to string) (offsetspec.Spec, error) {
 	return offsetspec.Spec{Kind: offsetspec.Exact, N: n}, nil
 }
 
-func resetShareOffsets(cmd *cobra.Command, adm *kadm.Client, group, topic string, spec offsetspec.Spec, dryRun, asJSON bool) error {
+func resetShareOffsets(cmd *cobra.Command, cl *kgo.Client, group, topic string, spec offsetspec.Spec, dryRun, asJSON bool) error {
 	ctx := cmd.Context()
+	adm := kadm.NewClient(cl)
 	if _, err := topicDetail(ctx, adm, topic); err != nil {
 		return err
 	}
@@ -278,7 +286,7 @@ func resetShareOffsets(cmd *cobra.Command, adm *kadm.Client, group, topic string
 		}
 	}
 	var rows []shareResetRow
-	offsets := kadm.Offsets{}
+	starts := map[int32]int64{}
 	for p, b := range bounds {
 		row := shareResetRow{Topic: topic, Partition: p, Current: -1, LogStart: b.start, LogEnd: b.end}
 		if c, ok := current[p]; ok {
@@ -287,14 +295,11 @@ func resetShareOffsets(cmd *cobra.Command, adm *kadm.Client, group, topic string
 		// Earliest, latest or an offset: no commit to shift from, so no error.
 		row.New, _ = offsetspec.Target(&spec, 0, offsetspec.Partition{Start: b.start, End: b.end, Committed: -1, AtTime: -1})
 		rows = append(rows, row)
-		offsets.AddOffset(topic, p, row.New, -1)
+		starts[p] = row.New
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Partition < rows[j].Partition })
 	if !dryRun {
-		resps, err := adm.AlterShareGroupOffsets(ctx, group, offsets)
-		if err == nil {
-			err = resps.Error()
-		}
+		err := alterShareOffsets(ctx, cl, group, topic, starts)
 		switch {
 		case errors.Is(err, kerr.NonEmptyGroup):
 			return fmt.Errorf("reset share group %q: the group has members; stop its consumers first: %w", group, err)
@@ -323,14 +328,85 @@ func resetShareOffsets(cmd *cobra.Command, adm *kadm.Client, group, topic string
 	return err
 }
 
+// alterShareOffsets sets group's start offsets on topic's partitions to starts
+// (AlterShareGroupOffsets, kmsg's: kadm's drops the broker's messages). A refusal of
+// the whole request is returned with the broker's message; otherwise the refused
+// partitions, each by number and the start offset asked, with the broker's message
+// (the error wraps the first partition's).
+func alterShareOffsets(ctx context.Context, cl *kgo.Client, group, topic string, starts map[int32]int64) error {
+	req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+	req.GroupID = group
+	rt := kmsg.NewAlterShareGroupOffsetsRequestTopic()
+	rt.Topic = topic
+	for p, start := range starts {
+		rp := kmsg.NewAlterShareGroupOffsetsRequestTopicPartition()
+		rp.Partition, rp.StartOffset = p, start
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return withMessage(err, strOrEmpty(resp.ErrorMessage))
+	}
+	var refused []partitionError
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				refused = append(refused, partitionError{p.Partition, starts[p.Partition], withMessage(err, strOrEmpty(p.ErrorMessage))})
+			}
+		}
+	}
+	if len(refused) == 0 {
+		return nil
+	}
+	sort.Slice(refused, func(i, j int) bool { return refused[i].partition < refused[j].partition })
+	return refusedPartitions(refused)
+}
+
+// partitionError is one partition's refusal of a new start offset.
+type partitionError struct {
+	partition int32
+	start     int64
+	err       error
+}
+
+// refusedPartitions names every refused partition; it wraps the first one's error.
+type refusedPartitions []partitionError
+
+func (r refusedPartitions) Error() string {
+	parts := make([]string, len(r))
+	for i, p := range r {
+		parts[i] = fmt.Sprintf("partition %d (start offset %d): %v", p.partition, p.start, p.err)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (r refusedPartitions) Unwrap() error { return r[0].err }
+
+func strOrEmpty(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
 func newShareDelete(conn *connFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "delete GROUP",
 		Short: "Delete a share group and its share-partition state (the group must be empty)",
-		Args:  exactArgs(1),
+		Long: `Delete share group GROUP and its share-partition state (DeleteGroups). The group
+must have no members. A group of another kind (classic or consumer) is refused:
+delete it with runnel group delete.`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			group := args[0]
 			return withAdmin(conn, func(adm *kadm.Client) error {
+				if err := checkShareGroup(cmd.Context(), adm, group); err != nil {
+					return err
+				}
 				resp, err := adm.DeleteGroup(cmd.Context(), group)
 				if err == nil {
 					err = withMessage(resp.Err, resp.ErrMessage)
@@ -348,4 +424,31 @@ func newShareDelete(conn *connFlags) *cobra.Command {
 			})
 		},
 	}
+}
+
+// checkShareGroup refuses a group ListGroups names as another kind than share:
+// DeleteGroups deletes an empty group of any kind, as Kafka's kafka-share-groups
+// checks first. A group ListGroups does not name is left to DeleteGroups: a share
+// group whose coordinator moved is known only by its share-partition state, and an
+// absent one answers GROUP_ID_NOT_FOUND.
+func checkShareGroup(ctx context.Context, adm *kadm.Client, group string) error {
+	listed, err := adm.ListGroupsByType(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("delete share group %q: listing the groups to check its type: %w", group, err)
+	}
+	g, ok := listed[group]
+	if !ok {
+		return nil
+	}
+	kind := g.GroupType
+	if kind == "" { // a broker before ListGroups v5 (KIP-848), which has no share groups
+		kind = "classic"
+		if g.ProtocolType == "share" {
+			kind = "share"
+		}
+	}
+	if !strings.EqualFold(kind, "share") {
+		return fmt.Errorf("delete share group %q: it is a %s group, not a share group; delete it with runnel group delete", group, strings.ToLower(kind))
+	}
+	return nil
 }

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -84,8 +86,34 @@ func TestShareCLI(t *testing.T) {
 	expectFailure(t, 2, "cannot be used together", "consume", "sq", "-b", b, "--share-group", "sg", "--group", "g")
 	expectFailure(t, 2, "cannot be used with --share-group", "consume", "sq", "-b", b, "--share-group", "sg", "--from-beginning")
 
+	// An empty classic group with committed offsets is not a share group: share delete
+	// refuses it, saying what it is, and the group keeps its offsets.
+	commitOffset(t, b, "classic-g", "sq", 0, 3)
+	expectFailure(t, 1, `delete share group "classic-g": it is a classic group, not a share group; delete it with runnel group delete`, "share", "delete", "classic-g", "-b", b)
+	if gd := describeGroupJSON(t, b, "classic-g"); len(gd.Partitions) != 1 || gd.Partitions[0].CommittedOffset != 3 {
+		t.Fatalf("classic group classic-g after share delete: %+v, want its offset 3 on sq-0", gd)
+	}
+
 	mustRun(t, "", "share", "delete", "sg", "-b", b)
 	expectFailure(t, 1, `group "sg" does not exist`, "share", "describe", "sg", "-b", b)
+}
+
+// commitOffset commits offset for group on topic's partition p, with no member (an
+// admin's commit, as kafka-consumer-groups --reset-offsets).
+func commitOffset(t *testing.T, b, group, topic string, p int32, offset int64) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var offs kadm.Offsets
+	offs.AddOffset(topic, p, offset, -1)
+	if err := kadm.NewClient(cl).CommitAllOffsets(ctx, group, offs); err != nil {
+		t.Fatalf("commit offset %d of group %s on %s-%d: %v", offset, group, topic, p, err)
+	}
 }
 
 // setShareReset sets the group's share.auto.offset.reset (a GROUP config).
@@ -112,4 +140,36 @@ func setShareReset(t *testing.T, b, group, value string) {
 	if err := kerr.ErrorForCode(resp.Resources[0].ErrorCode); err != nil {
 		t.Fatalf("set share.auto.offset.reset of group %s: %v", group, err)
 	}
+}
+
+// TestShareResetOffsetsNamesPartitions: partitions AlterShareGroupOffsets refuses are
+// each named with the start offset asked and the broker's reason (a kfake broker
+// answers every partition of sr refused, each with its own code and message).
+func TestShareResetOffsetsNamesPartitions(t *testing.T) {
+	c, b := newCluster(t, kfake.SeedTopics(2, "sr"))
+	c.ControlKey(int16(kmsg.AlterShareGroupOffsets), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := kr.(*kmsg.AlterShareGroupOffsetsRequest)
+		resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewAlterShareGroupOffsetsResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
+				sp.Partition = rp.Partition
+				if rp.Partition == 0 {
+					sp.ErrorCode, sp.ErrorMessage = kerr.UnknownTopicOrPartition.Code, kmsg.StringPtr("topic sr has no partition 0")
+				} else {
+					sp.ErrorCode, sp.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("no, thanks")
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	expectFailure(t, 1, `reset share group "srg" on topic "sr": `+
+		`partition 0 (start offset 0): topic sr has no partition 0 (UNKNOWN_TOPIC_OR_PARTITION); `+
+		`partition 1 (start offset 0): no, thanks (INVALID_REQUEST)`+"\n",
+		"share", "reset-offsets", "srg", "--topic", "sr", "--to", "earliest", "-b", b)
 }
