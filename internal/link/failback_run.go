@@ -374,30 +374,35 @@ func awaitMirroring(ctx context.Context, cfg FailbackConfig, rows []PartitionSta
 // StatusEveryBroker runs `link status` on every broker of cl's cluster and merges
 // their partitions (each broker answers for those it leads). A broker that does not
 // answer is left out (a node down leads nothing the metadata would not have moved)
-// and named in refused ("node N: why"), for the caller's errors.
+// and named in refused ("node N: why"), for the caller's errors; it fails only when
+// no broker answers.
 func StatusEveryBroker(ctx context.Context, cl *kgo.Client, link string) (ps []PartitionStatus, refused []string, err error) {
 	req := Request{Op: OpStatus, Link: link}
-	first, err := sendChecked(ctx, cl, req)
-	if err != nil {
-		return nil, nil, err
-	}
 	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
 	if err != nil {
 		return nil, nil, err
 	}
-	out := first.Partitions
+	var firstErr error
+	answered := false
 	for _, b := range meta.Brokers {
-		if b.NodeID == first.Node {
-			continue
-		}
 		resp, err := sendChecked(ctx, cl.Broker(int(b.NodeID)), req)
 		if err != nil {
 			refused = append(refused, fmt.Sprintf("node %d: %v", b.NodeID, err))
+			if firstErr == nil {
+				firstErr = fmt.Errorf("node %d: %w", b.NodeID, err)
+			}
 			continue
 		}
-		out = append(out, resp.Partitions...)
+		answered = true
+		ps = append(ps, resp.Partitions...)
 	}
-	return out, refused, nil
+	if !answered {
+		if firstErr == nil {
+			firstErr = errors.New("the metadata lists no broker")
+		}
+		return nil, refused, firstErr
+	}
+	return ps, refused, nil
 }
 
 // refusedNote is StatusEveryBroker's refused brokers as the end of an error.

@@ -108,3 +108,39 @@ func TestSettledEndsNamesLastReadings(t *testing.T) {
 		t.Fatalf("settledEnds of moving ends: %v, want the last two readings", err)
 	}
 }
+
+// TestAwaitMirroringNamesWhatWaits: a failed-back partition that never mirrors times
+// out naming it, its leader, state, end and error, and a broker that refused link
+// status is named rather than silently left out.
+func TestAwaitMirroringNamesWhatWaits(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Node 0 leads t-0, still failing back; node 1 refuses link status.
+	c.ControlKey(int16(kmsg.DescribeCluster), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		resp := r.(*kmsg.DescribeClusterRequest).ResponseKind().(*kmsg.DescribeClusterResponse)
+		ans := Response{Node: c.CurrentNode(), Partitions: []PartitionStatus{{Topic: "t", Partition: 0, State: "failing_back",
+			End: 40, SourceEnd: -1, Leader: c.CurrentNode(), Error: "fetch: NOT_LEADER_OR_FOLLOWER"}}}
+		if c.CurrentNode() == 1 {
+			ans = Response{Node: 1, Error: "node 1 is shutting down"}
+		}
+		resp.UnknownTags.Set(OpTag, Encode(ans))
+		return resp, nil, true
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	rows := []PartitionStatus{{Topic: "t", Partition: 0, TruncatedTo: 50}}
+	err = awaitMirroring(context.Background(), FailbackConfig{Link: "dr", Old: cl, OldBootstrap: "old:9092", Timeout: 300 * time.Millisecond}, rows)
+	for _, h := range []string{"old:9092", "t-0 on leader 0", "state failing_back", "end 40", "cut to 50", "NOT_LEADER_OR_FOLLOWER",
+		"node 1: node 1 is shutting down"} {
+		if err == nil || !strings.Contains(err.Error(), h) {
+			t.Errorf("awaitMirroring: %v, want it to say %q", err, h)
+		}
+	}
+}
