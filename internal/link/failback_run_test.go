@@ -144,3 +144,49 @@ func TestAwaitMirroringNamesWhatWaits(t *testing.T) {
 		}
 	}
 }
+
+// TestSwitchoverPromoteWaitNamesPartition: a destination whose partition never takes
+// the promote times out naming the partition, its leader, state and error.
+func TestSwitchoverPromoteWaitNamesPartition(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var promoted atomic.Bool
+	c.ControlKey(int16(kmsg.DescribeCluster), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		kreq := r.(*kmsg.DescribeClusterRequest)
+		var req Request
+		kreq.UnknownTags.Each(func(tag uint32, b []byte) {
+			if tag == OpTag {
+				req, _ = DecodeRequest(b)
+			}
+		})
+		ans := Response{Node: c.CurrentNode()}
+		switch req.Op {
+		case OpStatus:
+			st := "mirroring"
+			if promoted.Load() {
+				st = "promoting" // its leader never takes the promote epoch
+			}
+			ans.Partitions = []PartitionStatus{{Topic: "t", Partition: 0, State: st, Leader: 0, Error: "leader epoch 3 not taken", WritableFrom: -1}}
+		case OpPromote:
+			promoted.Store(true)
+		}
+		resp := kreq.ResponseKind().(*kmsg.DescribeClusterResponse)
+		resp.UnknownTags.Set(OpTag, Encode(ans))
+		return resp, nil, true
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	_, err = RunSwitchover(context.Background(), SwitchoverConfig{Link: "dr", All: true, Dest: cl, Source: cl, Timeout: 500 * time.Millisecond})
+	for _, h := range []string{"did not take the promote", "t-0 on leader 0 is promoting", "leader epoch 3 not taken"} {
+		if err == nil || !strings.Contains(err.Error(), h) {
+			t.Errorf("switchover: %v, want it to say %q", err, h)
+		}
+	}
+}
