@@ -142,6 +142,11 @@ type change struct {
 	// item names item i in an error (`topic "orders"`).
 	item         func(i int) string
 	validateOnly bool
+	// one: a change of one item, which settles only when it succeeded. A request of
+	// items settles whatever its answers: a topic another request just created
+	// answers TOPIC_ALREADY_EXISTS, and the caller (a FindCoordinator that lost the
+	// race to create __consumer_offsets) then reads this node's image for it.
+	one bool
 }
 
 // run runs c on this node's controller when it is the active one, else forwards it
@@ -159,12 +164,10 @@ func (a *Admin) run(ctx context.Context, c change) []error {
 		}
 		return errs
 	}
-	changed := false
 	for i := range errs {
 		errs[i] = kafka.WithCode(errs[i])
-		changed = changed || errs[i] == nil
 	}
-	if c.validateOnly || !changed {
+	if c.validateOnly || c.one && errs[0] != nil {
 		return errs
 	}
 	if err := a.awaitEveryNode(ctx); err != nil {
@@ -185,6 +188,7 @@ func (a *Admin) runOne(ctx context.Context, what string, validateOnly bool, loca
 		applied:      func(im *metadata.Image, errs []error) bool { return errs[0] != nil || applied(im) },
 		item:         func(int) string { return what },
 		validateOnly: validateOnly,
+		one:          true,
 	})[0]
 }
 
