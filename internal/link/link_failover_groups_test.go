@@ -147,12 +147,7 @@ func TestLinkPromoteSourceKilledGroupsMove(t *testing.T) {
 	awaitCaughtUp(t, sadm, dadm, topic)
 	testutil.Eventually(t, 15*time.Second, func() error {
 		for g, offs := range want {
-			// The destination's group coordinator may still be loading: asked again.
-			got, err := fetchGroupOffsets(dadm, g, topic)
-			if err != nil {
-				return fmt.Errorf("the destination: %w", err)
-			}
-			if fmt.Sprint(got) != fmt.Sprint(offs) {
+			if got := groupOffsets(t, dadm, g, topic); fmt.Sprint(got) != fmt.Sprint(offs) {
 				return fmt.Errorf("group %s on the destination: %v, on the source %v", g, got, offs)
 			}
 		}
