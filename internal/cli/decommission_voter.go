@@ -100,6 +100,9 @@ func (d *decommission) leaveVoters(ctx context.Context, p voterPlan) error {
 // its process is gone, showing that it still waits every minute. The controller
 // refuses (INVALID_REQUEST) while the node is registered as alive: its session has to
 // lapse (broker.session.timeout.ms) unless the controller sees the process is gone.
+// A retriable error is asked again too, as Kafka's admin client retries one: the
+// request may reach the very node being stopped, which cuts it short
+// (REQUEST_TIMED_OUT) as it shuts down.
 func (d *decommission) awaitStopAndUnregister(ctx context.Context) error {
 	fmt.Fprintf(d.out, "Node %d serves nothing any more: stop its process now. Waiting for it to stop, then unregistering it (Ctrl-C to leave this; 'runnel cluster decommission %d' finishes later).\n",
 		d.node, d.node)
@@ -116,7 +119,7 @@ func (d *decommission) awaitStopAndUnregister(ctx context.Context) error {
 		case err == nil:
 			fmt.Fprintf(d.out, "Unregistered node %d: it is no longer part of the cluster.\n", d.node)
 			return nil
-		case !errors.Is(err, kerr.InvalidRequest):
+		case !errors.Is(err, kerr.InvalidRequest) && !kerr.IsRetriable(err):
 			return fmt.Errorf("unregister node %d: %w", d.node, err)
 		}
 		if time.Since(lastNote) >= time.Minute {
