@@ -99,7 +99,10 @@ func (a *Admin) Do(ctx context.Context, req Request) Response {
 	case OpPromote:
 		resp.Topics, err = a.cfg.Controller.PromoteMirrors(ctx, req.Link, req.Topics)
 	case OpDelete:
-		err = a.cfg.Controller.DeleteLink(ctx, req.Link, req.Promote)
+		if err = a.cfg.Controller.DeleteLink(ctx, req.Link, req.Promote); err == nil {
+			// As a pause: once the delete is answered, no node copies anything more.
+			err = a.settle(ctx, fmt.Sprintf("link %s: %s", req.Link, req.Op))
+		}
 	case OpFail:
 		if len(req.Topics) == 1 {
 			err = a.cfg.Controller.FailMirror(ctx, req.Topics[0], req.Reason)
