@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/runnel-io/runnel/client"
-	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -20,7 +20,7 @@ import (
 // and only the seeds: what a user's program has. cluster.ClientDefaults refreshes
 // metadata every 100 ms, which would hide how long a default client takes to find a
 // new leader.
-func defaultKgo(c *cluster.Cluster, topic string) []kgo.Opt {
+func defaultKgo(c *clustertest.Cluster, topic string) []kgo.Opt {
 	return []kgo.Opt{kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...), kgo.Dialer(c.Dial()),
 		kgo.DefaultProduceTopic(topic)}
 }
@@ -71,7 +71,7 @@ func (d *delivered) longestGap(from time.Time) time.Duration {
 // under a Block producer with franz-go's default settings: nothing buffered is lost
 // or written twice, the buffer drains, and throughput comes back.
 func TestProducerAcrossLeaderFailover(t *testing.T) {
-	c := cluster.Start(t, cluster.Options{Nodes: 3})
+	c := clustertest.Start(t, clustertest.Options{Nodes: 3})
 	const topic = "failover"
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

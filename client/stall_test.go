@@ -11,21 +11,21 @@ import (
 	"time"
 
 	"github.com/runnel-io/runnel/client"
-	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-func TestMain(m *testing.M) { os.Exit(cluster.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(clustertest.Main(m)) }
 
 // node is one real runnel node (a process of this checkout's binary) that the test can
 // stall with SIGSTOP.
 type node struct {
-	c *cluster.Cluster
+	c *clustertest.Cluster
 }
 
 func startNode(t *testing.T) *node {
 	t.Helper()
-	return &node{c: cluster.Start(t, cluster.Options{Nodes: 1})}
+	return &node{c: clustertest.Start(t, clustertest.Options{Nodes: 1})}
 }
 
 // topic creates a topic of 3 partitions and returns its name.

@@ -39,7 +39,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel-io/runnel/internal/cli"
-	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/runnel-io/runnel/internal/testutil"
 	"github.com/runnel-io/runnel/mirror"
 )
@@ -135,8 +135,8 @@ func clusterStates(t *testing.T, pt string, seen map[string]bool) {
 	// mount one (diskDirs[id]), so that the disk node can be one that is not the
 	// active controller when its disk fills.
 	diskDirs := map[int32]string{}
-	c := cluster.Start(t, cluster.Options{Nodes: 3, InProcess: true, Sets: cluster.FastFailureDetection, StartTimeout: 30 * time.Second,
-		Prepare: func(n *cluster.Node) error {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 3, InProcess: true, Sets: clustertest.FastFailureDetection, StartTimeout: 30 * time.Second,
+		Prepare: func(n *clustertest.Node) error {
 			if d := smallDisk(t, n.DataDir); d != "" {
 				diskDirs[n.ID] = d
 			}
@@ -363,8 +363,8 @@ func linkAndMirrorStates(t *testing.T, pt string, seen map[string]bool) {
 	})
 	sets := []string{"num.partitions=1", "default.replication.factor=1", "offsets.topic.replication.factor=1",
 		"transaction.state.log.replication.factor=1", "transaction.state.log.min.isr=1"}
-	dst := cluster.Start(t, cluster.Options{Nodes: 1, InProcess: true, Sets: sets, StartTimeout: 30 * time.Second})
-	tgt := cluster.Start(t, cluster.Options{Nodes: 1, InProcess: true, Sets: sets, StartTimeout: 30 * time.Second})
+	dst := clustertest.Start(t, clustertest.Options{Nodes: 1, InProcess: true, Sets: sets, StartTimeout: 30 * time.Second})
+	tgt := clustertest.Start(t, clustertest.Options{Nodes: 1, InProcess: true, Sets: sets, StartTimeout: 30 * time.Second})
 	srcCl, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...))
 	testutil.NoError(t, err, "source client")
 	defer srcCl.Close()
@@ -444,7 +444,7 @@ func linkAndMirrorStates(t *testing.T, pt string, seen map[string]bool) {
 
 // throttle has a client exceed a produce quota on dst, for the throttle metrics the
 // dashboard charts (a counter vector has no series before its first count).
-func throttle(t *testing.T, dst *cluster.Cluster, node target) {
+func throttle(t *testing.T, dst *clustertest.Cluster, node target) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -1,7 +1,7 @@
 package mirror
 
 // What the tests (package mirror_test) read of the package's insides. The tests are
-// an external package because they start real nodes through internal/testnode, which
+// an external package because they start real nodes through internal/clustertest, which
 // imports the server and so the web console, which imports this package to show a
 // mirror's progress: tests inside package mirror would be an import cycle.
 

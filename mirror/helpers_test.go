@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnel-io/runnel/internal/testnode"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/runnel-io/runnel/mirror"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -21,7 +21,7 @@ import (
 // server the binary runs, over real sockets) and returns its Kafka address.
 func startRunnel(t *testing.T, sets ...string) string {
 	t.Helper()
-	return testnode.Start(t, sets...)
+	return clustertest.StartOne(t, sets...)
 }
 
 // startKfake starts franz-go's kfake, a different Kafka-protocol implementation.
@@ -59,7 +59,7 @@ func createTopic(t *testing.T, addr, topic string, partitions int32, configs map
 func runMirror(t *testing.T, cfg mirror.Config) (*mirror.Mirror, func()) {
 	t.Helper()
 	if cfg.Logger == nil {
-		logs := &testnode.LockedBuffer{}
+		logs := &clustertest.LockedBuffer{}
 		cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 		t.Cleanup(func() {
 			if t.Failed() {

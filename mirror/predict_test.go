@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnel-io/runnel/internal/testnode"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/runnel-io/runnel/internal/testutil"
 	"github.com/runnel-io/runnel/mirror"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -27,7 +27,7 @@ func TestMirrorPredictedOffsets(t *testing.T) {
 	src, tgt := startRunnel(t), startRunnel(t)
 	createTopic(t, src, "orders", 1, nil)
 	createTopic(t, tgt, "orders", 1, nil)
-	logs := &testnode.LockedBuffer{}
+	logs := &clustertest.LockedBuffer{}
 	m, _ := runMirror(t, mirror.Config{Name: "dr", Source: []string{src}, Target: []string{tgt}, Naming: mirror.Identity,
 		Logger: slog.New(slog.NewTextHandler(logs, nil)), TopicRefresh: 300 * time.Millisecond})
 	t.Cleanup(func() {

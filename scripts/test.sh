@@ -3,7 +3,7 @@
 # kafka-python and confluent-kafka from Debian's packages, KafkaJS from npm, the Go
 # modules), then vet and every package's tests (the interop tests start real nodes on
 # loopback and drive them with franz-go, sarama, kafka-go, kcat, kafka-python,
-# confluent-kafka and KafkaJS; internal/cluster runs multi-node fault scenarios with
+# confluent-kafka and KafkaJS; internal/clustertest runs multi-node fault scenarios with
 # real processes). Extra arguments go to `go test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -191,7 +191,7 @@ func checkRules(g graph) []string {
 			}
 		}
 	}
-	harness := []string{"cluster", "testnode", "testutil", "log/logtest", "interop"}
+	harness := []string{"clustertest", "testutil", "log/logtest", "interop"}
 	seen := map[string]bool{}
 	var walk func(p string, path []string)
 	walk = func(p string, path []string) {
@@ -228,7 +228,7 @@ func TestDesignRulesCatchWrongImports(t *testing.T) {
 		{"replica imports controller", "replica", "controller", "replica imports controller"},
 		{"mirror imports an internal package", "mirror", "kafka", "mirror imports kafka"},
 		{"client imports an internal package", "client", "metadata", "client imports metadata"},
-		{"the binary links the harness", "server", "cluster", "the binary links the test harness cluster"},
+		{"the binary links the harness", "server", "clustertest", "the binary links the test harness clustertest"},
 	} {
 		g := graph{}
 		for k, v := range base {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/runnel-io/runnel/internal/testnode"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/runnel-io/runnel/internal/testutil"
 )
 
@@ -17,7 +17,7 @@ import (
 // add up to no more than what the producer measured.
 func TestBenchBreakdown(t *testing.T) {
 	httpAddr := testutil.FreeAddr(t)
-	bs := testnode.Start(t, "http.listen="+httpAddr)
+	bs := clustertest.StartOne(t, "http.listen="+httpAddr)
 	url := "http://" + httpAddr + "/metrics"
 	cfg := testConfig(t, bs, 1)
 	cfg.Records, cfg.Breakdown = 20000, Breakdown{On: true, MetricsURLs: []string{url}}

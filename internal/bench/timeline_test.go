@@ -11,7 +11,7 @@ import (
 
 	"github.com/runnel-io/runnel/client"
 	"github.com/runnel-io/runnel/internal/benchfmt"
-	"github.com/runnel-io/runnel/internal/testnode"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/runnel-io/runnel/internal/testutil"
 )
 
@@ -74,7 +74,7 @@ func TestTimelineAttribution(t *testing.T) {
 // client stage's median stays within the end-to-end p99.
 func TestBenchE2EBreakdown(t *testing.T) {
 	httpAddr := testutil.FreeAddr(t)
-	bs := testnode.Start(t, "http.listen="+httpAddr)
+	bs := clustertest.StartOne(t, "http.listen="+httpAddr)
 	url := "http://" + httpAddr + "/metrics"
 	cfg := testConfig(t, bs, 1)
 	cfg.Rate, cfg.Duration = 2000, time.Second

@@ -5,14 +5,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/runnel-io/runnel/internal/testnode"
+	"github.com/runnel-io/runnel/internal/clustertest"
 )
 
 // Against a real node with ACLs on: acl create (each resource kind, prefixed, a host),
 // list (text, JSON, filtered), delete, their effect on a client, and the errors a
 // user sees.
 func TestACLCommands(t *testing.T) {
-	b := testnode.Start(t, "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+	b := clustertest.StartOne(t, "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
 		"allow.everyone.if.no.acl.found=true")
 	mustRun(t, "", "topic", "create", "-b", b, "orders")
 	r := mustRun(t, "", "acl", "create", "-b", b, "--principal", "User:alice", "--allow", "--operation", "read", "--topic", "orders")

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnel-io/runnel/internal/testnode"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -25,7 +25,7 @@ func entryByName(es []configEntry, name string) configEntry {
 // effective value and source (a topic override, a static broker property, the
 // default), and cluster config for the node's properties.
 func TestTopicDescribeAllAndClusterConfig(t *testing.T) {
-	b := testnode.Start(t, "log.retention.hours=100", "message.max.bytes=2000000")
+	b := clustertest.StartOne(t, "log.retention.hours=100", "message.max.bytes=2000000")
 	mustRun(t, "", "topic", "create", "a", "-b", b, "-c", "cleanup.policy=compact")
 	mustRun(t, "", "topic", "create", "bb", "-b", b, "-p", "2")
 
@@ -104,7 +104,7 @@ func TestTopicDescribeAllAndClusterConfig(t *testing.T) {
 // properties: DescribeConfigs gives them source DYNAMIC_DEFAULT_BROKER_CONFIG).
 func TestConfigSourceDynamicBroker(t *testing.T) {
 	t.Run("runnel", func(t *testing.T) {
-		b := testnode.Start(t)
+		b := clustertest.StartOne(t)
 		adm := kadm.NewClient(newProducer(t, b))
 		v := "1048576"
 		ctx := ctxTimeout(t, 10*time.Second)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnel-io/runnel/internal/testnode"
+	"github.com/runnel-io/runnel/internal/clustertest"
 )
 
 // A group consumer says on stderr where it starts: a new group at the end of the log
@@ -15,7 +15,7 @@ import (
 // Before, `consume --group NEW -n N` waited at the end without a word. --client-id
 // names the client in the group's members (and to client-id quotas).
 func TestConsumeGroupStart(t *testing.T) {
-	b := testnode.Start(t, "group.initial.rebalance.delay.ms=0")
+	b := clustertest.StartOne(t, "group.initial.rebalance.delay.ms=0")
 	mustRun(t, "", "topic", "create", "t", "-b", b, "-p", "1")
 	mustRun(t, "a\nb\nc\n", "produce", "t", "-b", b)
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/runnel-io/runnel/internal/testnode"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/runnel-io/runnel/internal/testutil"
 )
 
@@ -17,7 +17,7 @@ import (
 // grant it.
 func TestDenialsNameTheACL(t *testing.T) {
 	plain, sasl := testutil.FreeAddr(t), testutil.FreeAddr(t)
-	testnode.Start(t,
+	clustertest.StartOne(t,
 		"listeners=PLAINTEXT://"+plain+",SASL_PLAINTEXT://"+sasl,
 		"inter.broker.listener.name=PLAINTEXT",
 		"sasl.enabled.mechanisms=SCRAM-SHA-512",

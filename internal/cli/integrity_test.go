@@ -19,7 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/clustertest"
 )
 
 // The issue's reproduction (issue 29), through the CLI against a real node: one node,
@@ -33,7 +33,7 @@ import (
 // unchanged, and the quarantined copy still there. `cluster scrub` then finds
 // nothing.
 func TestSingleCopyCorruption(t *testing.T) {
-	c := cluster.Start(t, cluster.Options{Nodes: 1, InProcess: true, StartTimeout: 30 * time.Second})
+	c := clustertest.Start(t, clustertest.Options{Nodes: 1, InProcess: true, StartTimeout: 30 * time.Second})
 	b := c.Node(1).KafkaAddr
 	const topic, records = "events", 12000
 	mustRun(t, "", "topic", "create", topic, "-b", b, "-p", "1", "-r", "1")

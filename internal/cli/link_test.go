@@ -4,14 +4,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/runnel-io/runnel/internal/testnode"
+	"github.com/runnel-io/runnel/internal/clustertest"
 )
 
 // TestLinkSwitchoverWholeLinkByDefault: INTERFACE.md's form is `runnel link
 // switchover NAME`: without --topic or --all it switches the whole link (here it gets
 // as far as looking the link up), and --topic with --all is still a usage error.
 func TestLinkSwitchoverWholeLinkByDefault(t *testing.T) {
-	b := testnode.Start(t)
+	b := clustertest.StartOne(t)
 	r := run(t, "", "link", "switchover", "nosuch", "-b", b)
 	if r.code == 0 || !strings.Contains(r.stderr, `no link "nosuch" on this cluster`) {
 		t.Errorf("link switchover NAME: exit %d, stderr %q; want the link looked up (no link \"nosuch\")", r.code, r.stderr)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnel-io/runnel/internal/testnode"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/runnel-io/runnel/mirror"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -22,7 +22,7 @@ import (
 // partition's old and new offset, and a consumer of the group with a default franz-go
 // client resumes on the target at exactly the record after the source commit.
 func TestMirrorFailoverAndTranslateCommands(t *testing.T) {
-	src, tgt := testnode.Start(t), testnode.Start(t)
+	src, tgt := clustertest.StartOne(t), clustertest.StartOne(t)
 	ctx := ctxTimeout(t, 90*time.Second)
 	sadm := kadm.NewClient(newProducer(t, src))
 	_, err := sadm.CreateTopic(ctx, 2, -1, nil, "pay")

@@ -5,13 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/runnel-io/runnel/internal/testnode"
+	"github.com/runnel-io/runnel/internal/clustertest"
 )
 
 // Against a real node: quota alter with each entity form, describe (text and JSON,
 // every entity or exactly one), delete, validate-only, and the errors a user sees.
 func TestQuotaCommands(t *testing.T) {
-	b := testnode.Start(t)
+	b := clustertest.StartOne(t)
 	mustRun(t, "", "quota", "alter", "-b", b, "--client-id", "ingest", "--set", "producer_byte_rate=1048576")
 	mustRun(t, "", "quota", "alter", "-b", b, "--user-defaults", "--set", "consumer_byte_rate=2000", "--set", "request_percentage=12.5")
 	r := mustRun(t, "", "quota", "alter", "-b", b, "--user", "alice", "--client-defaults", "--set", "producer_byte_rate=10")

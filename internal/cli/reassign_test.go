@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/runnel-io/runnel/internal/balance"
-	"github.com/runnel-io/runnel/internal/testnode"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -151,7 +151,7 @@ func TestReassignStatusMeasure(t *testing.T) {
 // Against one real node: plan, the plan checks execute makes, status and cancel with
 // nothing in progress, elect-leaders, and a decommission that must be refused.
 func TestReassignCommandsOneNode(t *testing.T) {
-	b := testnode.Start(t)
+	b := clustertest.StartOne(t)
 	mustRun(t, "", "topic", "create", "-b", b, "orders", "-p", "2", "-r", "1")
 	r := mustRun(t, "", "reassign", "plan", "-b", b)
 	if r.stdout != "{\"version\":1,\"partitions\":[]}\n" || !strings.Contains(r.stderr, "already balanced: nothing to move") {

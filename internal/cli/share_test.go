@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/runnel-io/runnel/internal/testnode"
+	"github.com/runnel-io/runnel/internal/clustertest"
 )
 
 // TestShareCLI: `consume --share-group` consumes as a share group member and
@@ -22,7 +22,7 @@ import (
 // `share reset-offsets` plans (--dry-run) and sets the start offset, and `share
 // delete` deletes it; against a Runnel node.
 func TestShareCLI(t *testing.T) {
-	b := testnode.Start(t)
+	b := clustertest.StartOne(t)
 	mustRun(t, "", "topic", "create", "sq", "-b", b, "-p", "1")
 	mustRun(t, "r0\nr1\nr2\nr3\nr4\nr5\nr6\nr7\nr8\nr9\n", "produce", "sq", "-b", b)
 	setShareReset(t, b, "sg", "earliest")

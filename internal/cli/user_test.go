@@ -5,13 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/runnel-io/runnel/internal/testnode"
+	"github.com/runnel-io/runnel/internal/clustertest"
 )
 
 // Against a real node: user create (both mechanisms, one, password on stdin), list
 // (text, JSON, named users), delete (one mechanism, all), and the errors a user sees.
 func TestUserCommands(t *testing.T) {
-	b := testnode.Start(t)
+	b := clustertest.StartOne(t)
 	r := mustRun(t, "", "user", "create", "-b", b, "alice", "--password", "alice-secret")
 	if want := "Created user \"alice\" (SCRAM-SHA-512, SCRAM-SHA-256).\n"; r.stdout != want {
 		t.Errorf("create output %q, want %q", r.stdout, want)

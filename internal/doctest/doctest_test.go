@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnel-io/runnel/internal/cli"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/runnel-io/runnel/internal/server"
-	"github.com/runnel-io/runnel/internal/testnode"
 )
 
 // docCommand is one `runnel ...` line of a page's code block.
@@ -30,22 +30,22 @@ type docCommand struct {
 // skipped lists, per command as the docs show it, why the test does not run it and
 // what runs it instead. Each is still checked for its command and flags.
 var skipped = map[string]string{
-	"runnel server":                "starts a node on the default ports: this test runs the same server in-process (testnode), scripts/readme-tour.sh the binary",
+	"runnel server":                "starts a node on the default ports: this test runs the same server in-process (clustertest.StartOne), scripts/readme-tour.sh the binary",
 	"runnel dev-cluster --nodes 3": "starts three processes on the README's ports: scripts/readme-tour.sh runs it (by hand: the ports must be free)",
 	"runnel -b 127.0.0.1:9092 topic create demo -p 6 -r 3 -c min.insync.replicas=2": "needs three nodes (-r 3): scripts/readme-tour.sh runs it on the dev cluster",
 	"runnel -b 127.0.0.1:9092 cluster status":                                       "the dev cluster's status: scripts/readme-tour.sh runs it",
-	"runnel server --node-id 4 --controllers 1@10.0.0.1:9093,2@10.0.0.2:9093,3@10.0.0.3:9093 --listen 10.0.0.4:9092 --controller-listen 10.0.0.4:9093 --data-dir /var/lib/runnel": "addresses of another network; internal/cluster's AddNode starts nodes so",
-	"runnel cluster add-voter 4":                        "needs a fourth node: internal/cluster TestReplaceVoter",
-	"runnel cluster remove-voter 3":                     "needs three voters: internal/cluster TestDecommissionVoter",
-	"runnel cluster decommission 3 --throttle 52428800": "needs several nodes: internal/cluster TestDecommissionVoter and TestReassignCLI",
-	"runnel cluster decommission 3":                     "needs several nodes: internal/cluster TestDecommissionVoter",
-	"runnel mirror run --source east:9092 --target west:9092 --name dr --topics 'orders,payments,audit\\..*' --groups 'billing.*' --http-listen :9650":                                             "needs two clusters and runs until SIGTERM: internal/cluster mirror tests",
-	"runnel mirror run --source east:9092 --target west:9092 --name east-west --source-alias east --topics 'orders' --groups '.*'":                                                                 "needs two clusters and runs until SIGTERM: internal/cluster mirror tests",
+	"runnel server --node-id 4 --controllers 1@10.0.0.1:9093,2@10.0.0.2:9093,3@10.0.0.3:9093 --listen 10.0.0.4:9092 --controller-listen 10.0.0.4:9093 --data-dir /var/lib/runnel": "addresses of another network; internal/clustertest's AddNode starts nodes so",
+	"runnel cluster add-voter 4":                        "needs a fourth node: internal/clustertest TestReplaceVoter",
+	"runnel cluster remove-voter 3":                     "needs three voters: internal/clustertest TestDecommissionVoter",
+	"runnel cluster decommission 3 --throttle 52428800": "needs several nodes: internal/clustertest TestDecommissionVoter and TestReassignCLI",
+	"runnel cluster decommission 3":                     "needs several nodes: internal/clustertest TestDecommissionVoter",
+	"runnel mirror run --source east:9092 --target west:9092 --name dr --topics 'orders,payments,audit\\..*' --groups 'billing.*' --http-listen :9650":                                             "needs two clusters and runs until SIGTERM: internal/clustertest mirror tests",
+	"runnel mirror run --source east:9092 --target west:9092 --name east-west --source-alias east --topics 'orders' --groups '.*'":                                                                 "needs two clusters and runs until SIGTERM: internal/clustertest mirror tests",
 	"runnel mirror status --target west:9092 --name east-west":                                                                                                                                     "needs a running mirror: internal/cli TestMirrorFailoverAndTranslateCommands",
 	"runnel mirror failover --target west:9092 --name east-west --all-groups --dry-run":                                                                                                            "needs a running mirror: internal/cli TestMirrorFailoverAndTranslateCommands",
 	"runnel mirror failover --target west:9092 --name east-west --all-groups":                                                                                                                      "needs a running mirror: internal/cli TestMirrorFailoverAndTranslateCommands",
-	"runnel mirror run --source east:9092 --target west:9092 --name e2w --source-alias east --topics 'orders'":                                                                                     "needs two clusters: internal/cluster mirror tests",
-	"runnel mirror run --source west:9092 --target east:9092 --name w2e --source-alias west --topics 'orders'":                                                                                     "needs two clusters: internal/cluster mirror tests",
+	"runnel mirror run --source east:9092 --target west:9092 --name e2w --source-alias east --topics 'orders'":                                                                                     "needs two clusters: internal/clustertest mirror tests",
+	"runnel mirror run --source west:9092 --target east:9092 --name w2e --source-alias west --topics 'orders'":                                                                                     "needs two clusters: internal/clustertest mirror tests",
 	"runnel mirror run --name dr --source 10.0.0.1:9094 --target 10.1.0.1:9092 --source-command-config source.properties --source-X sasl.password=\"$SRC_PW\"":                                     "needs a secured source cluster: internal/interop TestSecurity/Mirror",
 	"runnel mirror status --name dr --target 10.1.0.1:9092":                                                                                                                                        "needs a running mirror: internal/cli TestMirrorFailoverAndTranslateCommands",
 	"runnel topic list -b 127.0.0.1:9094 -X security.protocol=sasl_ssl -X sasl.mechanism=SCRAM-SHA-512 -X sasl.username=alice -X sasl.password=alice-secret -X ssl.ca.location=/etc/runnel/ca.pem": "needs a SASL_SSL listener and the page's CA: internal/interop TestSecurity/RunnelCLI",
@@ -68,7 +68,7 @@ func TestDocCommands(t *testing.T) {
 		t.Fatalf("found only %d runnel commands in the docs: is the extraction broken?", len(cmds))
 	}
 	// ACLs on (the ACL pages' commands), the test's own client a super user.
-	b := testnode.Start(t, "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+	b := clustertest.StartOne(t, "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
 		"super.users=User:ANONYMOUS", "group.initial.rebalance.delay.ms=0")
 	ran, skips := 0, 0
 	var links linkClusters // the link commands' own two clusters

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/runnel-io/runnel/internal/cli"
-	"github.com/runnel-io/runnel/internal/testnode"
+	"github.com/runnel-io/runnel/internal/clustertest"
 )
 
 // linkRoles names the cluster each address of the link pages stands for: the link's
@@ -37,7 +37,7 @@ type linkClusters struct {
 func (lc *linkClusters) args(t *testing.T, c docCommand) ([]string, error) {
 	t.Helper()
 	if len(c.args) > 1 && c.args[1] == "create" {
-		lc.boot = [2]string{testnode.Start(t), testnode.Start(t)}
+		lc.boot = [2]string{clustertest.StartOne(t), clustertest.StartOne(t)}
 		for _, topic := range linkSourceTopics {
 			lc.run(t, strings.NewReader(""), "topic", "create", topic, "-p", "2", "-b", lc.boot[0])
 			lc.run(t, strings.NewReader("one\ntwo\nthree\nfour\n"), "produce", topic, "-b", lc.boot[0])

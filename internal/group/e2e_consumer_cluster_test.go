@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -23,8 +23,8 @@ func TestConsumerProtocolCoordinatorFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 3-node cluster")
 	}
-	c := cluster.Start(t, cluster.Options{Nodes: 3, InProcess: true, StartTimeout: 60 * time.Second,
-		Sets: append(slices.Clone(cluster.FastFailureDetection),
+	c := clustertest.Start(t, clustertest.Options{Nodes: 3, InProcess: true, StartTimeout: 60 * time.Second,
+		Sets: append(slices.Clone(clustertest.FastFailureDetection),
 			"offsets.topic.num.partitions=3", "group.consumer.heartbeat.interval.ms=300")})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

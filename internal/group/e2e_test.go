@@ -15,15 +15,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// shared is the one node every test of the binary uses (internal/cluster's in-process
+// shared is the one node every test of the binary uses (internal/clustertest's in-process
 // mode on loopback, started by the first test that needs it): starting a node per
 // test would cost more than most of these tests take.
-var shared = cluster.NewShared(cluster.Options{Nodes: 1, InProcess: true, StartTimeout: 60 * time.Second, Sets: []string{
+var shared = clustertest.NewShared(clustertest.Options{Nodes: 1, InProcess: true, StartTimeout: 60 * time.Second, Sets: []string{
 	"offsets.topic.num.partitions=5", "group.initial.rebalance.delay.ms=0", "group.min.session.timeout.ms=1000",
 	// KIP-848 groups (e2e_consumer_test.go): members killed are fenced after 3 s.
 	"group.consumer.session.timeout.ms=3000", "group.consumer.heartbeat.interval.ms=300",
@@ -571,7 +571,7 @@ func TestOffsetsSurviveNodeRestart(t *testing.T) {
 		t.Skip("end-to-end test")
 	}
 	// A cluster of its own: the test restarts its node.
-	c := cluster.Start(t, cluster.Options{Nodes: 1, InProcess: true, Sets: []string{
+	c := clustertest.Start(t, clustertest.Options{Nodes: 1, InProcess: true, Sets: []string{
 		"offsets.topic.num.partitions=3", "group.initial.rebalance.delay.ms=0"}})
 	client := func() *kadm.Client { return kadm.NewClient(c.Client(t)) }
 	adm := client()

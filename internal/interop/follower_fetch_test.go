@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/runnel-io/runnel/internal/config"
 	"github.com/runnel-io/runnel/internal/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -43,9 +43,9 @@ const (
 // (confluent-kafka's client.rack, py/confluent_rack.py) when python3 has it. Without
 // follower fetching every byte comes from the leader and the test fails at once.
 func TestFollowerFetch(t *testing.T) {
-	c := cluster.Start(t, cluster.Options{Nodes: 3, InProcess: true, StartTimeout: 30 * time.Second,
+	c := clustertest.Start(t, clustertest.Options{Nodes: 3, InProcess: true, StartTimeout: 30 * time.Second,
 		Sets: append([]string{"replica.selector.class=" + config.RackAwareReplicaSelector, "auto.create.topics.enable=false"},
-			cluster.FastFailureDetection...),
+			clustertest.FastFailureDetection...),
 		NodeSets: func(id int32) []string { return []string{fmt.Sprintf("broker.rack=r%d", id)} },
 	})
 	franzTopic, rdkTopic := topicName(t)+"-franz", topicName(t)+"-librdkafka"
@@ -114,7 +114,7 @@ func TestFollowerFetch(t *testing.T) {
 // serves one from its own rack or without a rack (before v11 there is none); node 2
 // serves v11+ fetches up to its high watermark, answers OFFSET_OUT_OF_RANGE past its
 // log end and NOT_LEADER_OR_FOLLOWER before v11.
-func checkRawFetches(t *testing.T, c *cluster.Cluster, topic string) {
+func checkRawFetches(t *testing.T, c *clustertest.Cluster, topic string) {
 	t.Helper()
 	cl := c.Client(t)
 	old := c.Client(t, kgo.MaxVersions(kversion.V2_2_0())) // Fetch v10: no RackID
@@ -188,7 +188,7 @@ func checkServed(t *testing.T, what string, before, after consumerBytes, node in
 
 // scrapeConsumerBytes reads runnel_consumer_fetch_bytes_total from the /metrics of every
 // node that runs.
-func scrapeConsumerBytes(t *testing.T, c *cluster.Cluster) consumerBytes {
+func scrapeConsumerBytes(t *testing.T, c *clustertest.Cluster) consumerBytes {
 	t.Helper()
 	out := consumerBytes{leader: map[int32]float64{}, follower: map[int32]float64{}}
 	for i := 1; i <= c.Size(); i++ {
@@ -219,7 +219,7 @@ func scrapeConsumerBytes(t *testing.T, c *cluster.Cluster) consumerBytes {
 // createLedBy1 creates topic, one partition on nodes 1, 2, 3 (node 1 its preferred
 // leader) with min.insync.replicas 2, and waits for node 1 to lead it with all three in
 // sync.
-func createLedBy1(t *testing.T, c *cluster.Cluster, cl *kgo.Client, topic string) {
+func createLedBy1(t *testing.T, c *clustertest.Cluster, cl *kgo.Client, topic string) {
 	t.Helper()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = 10000

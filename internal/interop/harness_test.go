@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/runnel-io/runnel/internal/invariants"
 	"github.com/runnel-io/runnel/internal/server"
 	"github.com/runnel-io/runnel/internal/testutil"
@@ -68,13 +68,13 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// startNode starts one in-process node on loopback ports (internal/cluster's
+// startNode starts one in-process node on loopback ports (internal/clustertest's
 // Options.InProcess) with the extra properties sets, and stops it with a controlled
 // shutdown when the test ends, failing the test if that fails; a failed test prints
 // the tail of the node's log.
 func startNode(t *testing.T, sets ...string) *server.Node {
 	t.Helper()
-	c := cluster.Start(t, cluster.Options{Nodes: 1, InProcess: true, Sets: sets, StartTimeout: 60 * time.Second})
+	c := clustertest.Start(t, clustertest.Options{Nodes: 1, InProcess: true, Sets: sets, StartTimeout: 60 * time.Second})
 	t.Cleanup(func() {
 		if err := c.Stop(1); err != nil {
 			t.Errorf("closing the node: %v", err)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/runnel-io/runnel/internal/testutil"
 )
 
@@ -44,7 +44,7 @@ func TestKafkaJS(t *testing.T) {
 	}
 	t.Run("Cluster3", func(t *testing.T) {
 		t.Parallel()
-		c := cluster.Start(t, cluster.Options{Nodes: 3, BinPath: runnelBin, Sets: []string{"auto.create.topics.enable=false"}})
+		c := clustertest.Start(t, clustertest.Options{Nodes: 3, BinPath: runnelBin, Sets: []string{"auto.create.topics.enable=false"}})
 		runKafkaJS(t, dir, "groups", c.Bootstrap(), topicName(t))
 	})
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/runnel-io/runnel/internal/testutil"
 )
 
@@ -40,7 +40,7 @@ func TestPython(t *testing.T) {
 	}
 	t.Run("Cluster3", func(t *testing.T) {
 		t.Parallel()
-		c := cluster.Start(t, cluster.Options{Nodes: 3, BinPath: runnelBin, Sets: []string{"auto.create.topics.enable=false"}})
+		c := clustertest.Start(t, clustertest.Options{Nodes: 3, BinPath: runnelBin, Sets: []string{"auto.create.topics.enable=false"}})
 		for _, script := range pythonScripts {
 			t.Run(script, func(t *testing.T) {
 				t.Parallel()

@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/runnel-io/runnel/internal/testnode"
+	"github.com/runnel-io/runnel/internal/clustertest"
 )
 
 // TestMetadataACLs: with ACLs on, an all-topics Metadata lists only the topics the
@@ -16,7 +16,7 @@ import (
 // TOPIC_AUTHORIZATION_FAILED (existing or not), and auto-creation needs CREATE
 // (here the cluster has no ACL, so allow.everyone.if.no.acl.found grants it).
 func TestMetadataACLs(t *testing.T) {
-	addr := testnode.Start(t, standardAuthz, allowIfNoACL)
+	addr := clustertest.StartOne(t, standardAuthz, allowIfNoACL)
 	cl := newClient(t, addr)
 	ctx := testCtx(t)
 	for _, topic := range []string{"secret", "open"} {

@@ -15,8 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/runnel-io/runnel/internal/recordbatch"
-	"github.com/runnel-io/runnel/internal/testnode"
 )
 
 const (
@@ -158,7 +158,7 @@ func requireCode(t *testing.T, what string, err, want error) {
 }
 
 func TestACLsEnforcedOnOneNode(t *testing.T) {
-	addr := testnode.Start(t, standardAuthz, allowIfNoACL)
+	addr := clustertest.StartOne(t, standardAuthz, allowIfNoACL)
 	cl := newClient(t, addr)
 	adm := kadm.NewClient(cl)
 	ctx := testCtx(t)
@@ -334,14 +334,14 @@ func TestACLsEnforcedOnOneNode(t *testing.T) {
 
 func TestACLsDefaultDenyAndSuperUsers(t *testing.T) {
 	// Without allow.everyone.if.no.acl.found, nothing is allowed but to super users.
-	addr := testnode.Start(t, standardAuthz)
+	addr := clustertest.StartOne(t, standardAuthz)
 	cl := newClient(t, addr)
 	errs := createACLs(t, cl, aclSpec{kmsg.ACLResourceTypeTopic, "t", literal, anonymous, kmsg.ACLOperationAll, allowed})
 	requireCode(t, "CreateAcls without ALTER on the cluster", errs[0], kerr.ClusterAuthorizationFailed)
 	_, err := kadm.NewClient(cl).CreateTopic(testCtx(t), 1, 1, nil, "t")
 	requireCode(t, "CreateTopics without CREATE", err, kerr.TopicAuthorizationFailed)
 
-	super := testnode.Start(t, standardAuthz, "super.users=User:admin;"+anonymous)
+	super := clustertest.StartOne(t, standardAuthz, "super.users=User:admin;"+anonymous)
 	scl := newClient(t, super)
 	mustCreateACLs(t, scl, aclSpec{kmsg.ACLResourceTypeTopic, "t", literal, anonymous, kmsg.ACLOperationAll, refused})
 	if _, err := kadm.NewClient(scl).CreateTopic(testCtx(t), 1, 1, nil, "t"); err != nil {
@@ -352,13 +352,13 @@ func TestACLsDefaultDenyAndSuperUsers(t *testing.T) {
 	}
 
 	// ACLs off: the ACL APIs answer SECURITY_DISABLED, everything else works.
-	off := testnode.Start(t)
+	off := clustertest.StartOne(t)
 	errs = createACLs(t, newClient(t, off), aclSpec{kmsg.ACLResourceTypeTopic, "t", literal, anonymous, kmsg.ACLOperationAll, allowed})
 	requireCode(t, "CreateAcls with ACLs off", errs[0], kerr.SecurityDisabled)
 }
 
 func TestCreateACLsValidation(t *testing.T) {
-	addr := testnode.Start(t, standardAuthz, allowIfNoACL)
+	addr := clustertest.StartOne(t, standardAuthz, allowIfNoACL)
 	cl := newClient(t, addr)
 	errs := createACLs(t, cl,
 		aclSpec{kmsg.ACLResourceTypeCluster, "not-the-cluster", literal, anonymous, kmsg.ACLOperationAlter, allowed},

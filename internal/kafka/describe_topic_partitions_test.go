@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/runnel-io/runnel/internal/testnode"
+	"github.com/runnel-io/runnel/internal/clustertest"
 )
 
 // TestDescribeTopicPartitionsPaging: DescribeTopicPartitions (75) pages through two
@@ -17,7 +17,7 @@ import (
 // its leader and empty ELR lists; a missing topic is UNKNOWN_TOPIC_OR_PARTITION and a
 // cursor naming a topic the request does not list is INVALID_REQUEST.
 func TestDescribeTopicPartitionsPaging(t *testing.T) {
-	addr := testnode.Start(t)
+	addr := clustertest.StartOne(t)
 	cl := newClient(t, addr)
 	ctx := testCtx(t)
 	adm := kadm.NewClient(cl)

@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/runnel-io/runnel/internal/cli"
-	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/runnel-io/runnel/internal/link"
 	"github.com/runnel-io/runnel/internal/testutil"
 )
@@ -42,7 +42,7 @@ func rowsOf(t *testing.T, out string) []failbackRow {
 }
 
 // produceTo writes n records "prefix-i" to topic-partition and returns their offsets.
-func produceTo(t *testing.T, c *cluster.Cluster, topic string, partition int32, prefix string, n int) []int64 {
+func produceTo(t *testing.T, c *clustertest.Cluster, topic string, partition int32, prefix string, n int) []int64 {
 	t.Helper()
 	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	var rs []*kgo.Record
@@ -61,7 +61,7 @@ func produceTo(t *testing.T, c *cluster.Cluster, topic string, partition int32, 
 }
 
 // readAll reads every record of topic on c from the start, until it has n.
-func readAll(t *testing.T, c *cluster.Cluster, topic string, n int) []*kgo.Record {
+func readAll(t *testing.T, c *clustertest.Cluster, topic string, n int) []*kgo.Record {
 	t.Helper()
 	cl := c.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	var out []*kgo.Record
@@ -88,7 +88,7 @@ func header(r *kgo.Record, key string) string {
 }
 
 // sameLogs checks that every partition of topic holds the same batches on a and b.
-func sameLogs(t *testing.T, a, b *cluster.Cluster, topic string, partitions int32) {
+func sameLogs(t *testing.T, a, b *clustertest.Cluster, topic string, partitions int32) {
 	t.Helper()
 	aadm, badm := a.Admin(t), b.Admin(t)
 	awaitCaughtUp(t, aadm, badm, topic)
@@ -102,7 +102,7 @@ func sameLogs(t *testing.T, a, b *cluster.Cluster, topic string, partitions int3
 // a's records, pauses the link and waits until each of the topic's partitions (there
 // must be that many in the status) is paused: what a then writes is a tail the link
 // never mirrored.
-func mirrorThenPause(t *testing.T, a, b *cluster.Cluster, topic string, partitions int) {
+func mirrorThenPause(t *testing.T, a, b *clustertest.Cluster, topic string, partitions int) {
 	t.Helper()
 	runCLI(t, "link", "create", "dr", "--source", a.Bootstrap(), "--topics", topic, "-b", b.Bootstrap())
 	awaitCaughtUp(t, a.Admin(t), b.Admin(t), topic)
@@ -261,7 +261,7 @@ func TestLinkFailbackQuarantinesTail(t *testing.T) {
 func strp(s string) *string { return &s }
 
 // leaderEpochs returns the leader epoch of each partition of topic on c.
-func leaderEpochs(t *testing.T, c *cluster.Cluster, topic string) map[int32]int32 {
+func leaderEpochs(t *testing.T, c *clustertest.Cluster, topic string) map[int32]int32 {
 	t.Helper()
 	md, err := c.Admin(t).Metadata(context.Background(), topic)
 	if err != nil {
@@ -346,7 +346,7 @@ func TestLinkSwitchover(t *testing.T) {
 // comes back; each one's log then holds exactly the new primary's records at their
 // offsets, and no record of the tail.
 func TestLinkFailbackEveryReplicaCuts(t *testing.T) {
-	a := cluster.Start(t, cluster.Options{Nodes: 3, InProcess: true, StartTimeout: 30 * time.Second,
+	a := clustertest.Start(t, clustertest.Options{Nodes: 3, InProcess: true, StartTimeout: 30 * time.Second,
 		Sets: []string{"num.partitions=1", "default.replication.factor=3", "offsets.topic.replication.factor=3",
 			"replica.lag.time.max.ms=1500"}})
 	b := startNode(t)

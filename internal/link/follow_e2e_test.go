@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/runnel-io/runnel/internal/link"
 	"github.com/runnel-io/runnel/internal/testutil"
 )
@@ -337,7 +337,7 @@ func TestLinkSyncACLs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dst := cluster.Start(t, cluster.Options{Nodes: 1, InProcess: true, StartTimeout: 30 * time.Second,
+	dst := clustertest.Start(t, clustertest.Options{Nodes: 1, InProcess: true, StartTimeout: 30 * time.Second,
 		Sets: []string{"num.partitions=1", "default.replication.factor=1", "offsets.topic.replication.factor=1",
 			"transaction.state.log.replication.factor=1", "transaction.state.log.min.isr=1",
 			"authorizer.class.name=on", "super.users=User:ANONYMOUS"}})

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/runnel-io/runnel/internal/cli"
-	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/clustertest"
 )
 
 // BenchmarkLinkCatchUp measures docs/benchmarks.md's "Cluster link catch-up" in one
@@ -27,8 +27,8 @@ func BenchmarkLinkCatchUp(b *testing.B) {
 	n, size := envInt("RUNNEL_LINK_BENCH_RECORDS", 300000), envInt("RUNNEL_LINK_BENCH_SIZE", 1024)
 	for range b.N {
 		b.StopTimer()
-		start := func() *cluster.Cluster {
-			return cluster.Start(b, cluster.Options{Nodes: 1, InProcess: true, StartTimeout: 30 * time.Second,
+		start := func() *clustertest.Cluster {
+			return clustertest.Start(b, clustertest.Options{Nodes: 1, InProcess: true, StartTimeout: 30 * time.Second,
 				Sets: []string{"num.partitions=1", "default.replication.factor=1", "offsets.topic.replication.factor=1"}})
 		}
 		src, dst := start(), start()

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/runnel-io/runnel/internal/testutil"
 )
 
@@ -61,7 +61,7 @@ func awaitStates(t *testing.T, boot, name, topic string, want int, state string)
 // promotes first, so the topic takes writes at once.
 func TestLinkDelete(t *testing.T) {
 	src := startNode(t)
-	dst := cluster.Start(t, cluster.Options{Nodes: 2, InProcess: true, StartTimeout: 30 * time.Second,
+	dst := clustertest.Start(t, clustertest.Options{Nodes: 2, InProcess: true, StartTimeout: 30 * time.Second,
 		Sets: []string{"num.partitions=1", "default.replication.factor=1", "transaction.state.log.replication.factor=1",
 			"offsets.topic.replication.factor=1", "transaction.state.log.min.isr=1"}})
 	ctx := context.Background()

@@ -21,15 +21,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel-io/runnel/internal/cli"
-	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/runnel-io/runnel/internal/recordbatch"
 	"github.com/runnel-io/runnel/internal/testutil"
 )
 
 // startNode starts a single-node Runnel cluster in this process.
-func startNode(t *testing.T) *cluster.Cluster {
+func startNode(t *testing.T) *clustertest.Cluster {
 	t.Helper()
-	return cluster.Start(t, cluster.Options{Nodes: 1, InProcess: true, StartTimeout: 30 * time.Second,
+	return clustertest.Start(t, clustertest.Options{Nodes: 1, InProcess: true, StartTimeout: 30 * time.Second,
 		Sets: []string{"num.partitions=1", "default.replication.factor=1", "transaction.state.log.replication.factor=1",
 			"offsets.topic.replication.factor=1", "transaction.state.log.min.isr=1"}})
 }
@@ -289,7 +289,7 @@ func refusedAtOnce(t *testing.T, cl *kgo.Client, topic string) {
 }
 
 // linkBytes reads runnel_link_bytes_total{link} from node's /metrics.
-func linkBytes(t *testing.T, c *cluster.Cluster, node int, link string) (float64, bool) {
+func linkBytes(t *testing.T, c *clustertest.Cluster, node int, link string) (float64, bool) {
 	t.Helper()
 	resp, err := http.Get("http://" + c.Node(node).HTTPAddr + "/metrics")
 	if err != nil {

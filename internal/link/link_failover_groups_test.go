@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/runnel-io/runnel/internal/testutil"
 )
 
@@ -92,8 +92,8 @@ func TestLinkPromoteSourceKilledGroupsMove(t *testing.T) {
 	// franz-go half runs.
 	_, lookErr := exec.LookPath("kcat")
 	haveKcat := lookErr == nil
-	start := func() *cluster.Cluster { // groups form at once: no initial rebalance delay
-		return cluster.Start(t, cluster.Options{Nodes: 1, InProcess: true, StartTimeout: 30 * time.Second,
+	start := func() *clustertest.Cluster { // groups form at once: no initial rebalance delay
+		return clustertest.Start(t, clustertest.Options{Nodes: 1, InProcess: true, StartTimeout: 30 * time.Second,
 			Sets: []string{"num.partitions=1", "default.replication.factor=1", "transaction.state.log.replication.factor=1",
 				"offsets.topic.replication.factor=1", "group.initial.rebalance.delay.ms=0"}})
 	}

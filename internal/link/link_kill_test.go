@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/runnel-io/runnel/internal/recordbatch"
 	"github.com/runnel-io/runnel/internal/testutil"
 )
 
 // endOf returns the end offset (ListOffsets latest) of topic-partition on c.
-func endOf(t *testing.T, c *cluster.Cluster, topic string, p int32) int64 {
+func endOf(t *testing.T, c *clustertest.Cluster, topic string, p int32) int64 {
 	t.Helper()
 	_, end := offsets(t, c.Admin(t), topic)
 	return end[p]
@@ -29,9 +29,9 @@ func endOf(t *testing.T, c *cluster.Cluster, topic string, p int32) int64 {
 // destination is the source's (offset, CRC, bytes but the leader epoch field).
 func TestLinkKillMidCopy(t *testing.T) {
 	sets := append([]string{"num.partitions=3", "default.replication.factor=3", "offsets.topic.replication.factor=3",
-		"min.insync.replicas=2"}, cluster.FastFailureDetection...)
-	start := func() *cluster.Cluster {
-		return cluster.Start(t, cluster.Options{Nodes: 3, InProcess: true, StartTimeout: 30 * time.Second, Sets: sets})
+		"min.insync.replicas=2"}, clustertest.FastFailureDetection...)
+	start := func() *clustertest.Cluster {
+		return clustertest.Start(t, clustertest.Options{Nodes: 3, InProcess: true, StartTimeout: 30 * time.Second, Sets: sets})
 	}
 	src, dst := start(), start()
 	const topic = "stream"
@@ -40,8 +40,8 @@ func TestLinkKillMidCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	h := cluster.NewHistory()
-	load := src.StartLoad(t, h, cluster.LoadOptions{Topic: topic, Partitions: 3, Rate: 2000})
+	h := clustertest.NewHistory()
+	load := src.StartLoad(t, h, clustertest.LoadOptions{Topic: topic, Partitions: 3, Rate: 2000})
 	defer load.Stop(time.Second)
 	// A backlog before the link, then a throttle (per destination node) below what
 	// the load writes to a partition: the copy stays behind until the load stops.

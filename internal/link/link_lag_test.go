@@ -12,13 +12,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/runnel-io/runnel/internal/testutil"
 )
 
 // linkMetrics returns runnel_link_lag_records and runnel_link_lag_seconds of
 // link/topic/partition from node's /metrics; ok false when the node exports neither.
-func linkMetrics(t *testing.T, c *cluster.Cluster, node int, link, topic string, partition int32) (records, seconds float64, ok bool) {
+func linkMetrics(t *testing.T, c *clustertest.Cluster, node int, link, topic string, partition int32) (records, seconds float64, ok bool) {
 	t.Helper()
 	resp, err := http.Get("http://" + c.Node(node).HTTPAddr + "/metrics")
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/runnel-io/runnel/internal/recordbatch"
 	"github.com/runnel-io/runnel/internal/testutil"
 )
@@ -175,7 +175,7 @@ func produceKeyed(t *testing.T, seeds []kgo.Opt, topic string, p int32, prefix s
 // every partition in spans (partition → [from, to)) and finished a pass up to the
 // active segment's base (the node logs it): it has nothing left to clean, so the
 // batches the link copies from now on are the ones the source keeps.
-func awaitCompacted(t *testing.T, c *cluster.Cluster, topic string, spans map[int32][2]int64) {
+func awaitCompacted(t *testing.T, c *clustertest.Cluster, topic string, spans map[int32][2]int64) {
 	t.Helper()
 	cl := c.Client(t)
 	testutil.Eventually(t, 20*time.Second, func() error {
@@ -220,8 +220,8 @@ func awaitCompacted(t *testing.T, c *cluster.Cluster, topic string, spans map[in
 // and read_committed consumers read the same records on both sides. The destination's own
 // cleaner is off: its compaction would rewrite the copies, as the source's does.
 func TestLinkByteEqualityAtScale(t *testing.T) {
-	start := func(sets ...string) *cluster.Cluster {
-		return cluster.Start(t, cluster.Options{Nodes: 1, InProcess: true, StartTimeout: 30 * time.Second,
+	start := func(sets ...string) *clustertest.Cluster {
+		return clustertest.Start(t, clustertest.Options{Nodes: 1, InProcess: true, StartTimeout: 30 * time.Second,
 			Sets: append([]string{"num.partitions=1", "default.replication.factor=1", "transaction.state.log.replication.factor=1",
 				"offsets.topic.replication.factor=1", "transaction.state.log.min.isr=1"}, sets...)})
 	}

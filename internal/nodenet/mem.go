@@ -146,7 +146,7 @@ func (m *Mem) reblockLocked(match func(from, to string) bool) {
 // the handshake for a stopped process) but carry nothing. Resume lets everything
 // through again. The host's own goroutines are not stopped: a paused node's timers
 // still fire and it can still touch its disk, which a stopped process cannot (see
-// internal/cluster's virtual mode).
+// internal/clustertest's virtual mode).
 func (m *Mem) Pause(host string) { m.setPaused(host, true) }
 
 // Resume is SIGCONT for a host that Pause stopped: what waited flows.

@@ -9,7 +9,7 @@
 // virtual time (a 30 s session timeout passes in microseconds of wall time) and
 // deterministically.
 //
-// Mem also models the faults internal/cluster's process mode makes with network
+// Mem also models the faults internal/clustertest's process mode makes with network
 // namespaces and kill -9: Cut(a, b) blackholes the link between two hosts in both
 // directions (bytes in flight and new dials wait, as TCP would retransmit, until Heal),
 // and Crash(host) closes every listener and resets every connection of a host, as the

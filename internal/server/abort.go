@@ -8,7 +8,7 @@ import (
 )
 
 // Abort stops the node as kill -9 stops its process, for tests of in-process nodes
-// (internal/cluster's virtual and in-process modes): the caller first takes the
+// (internal/clustertest's virtual and in-process modes): the caller first takes the
 // node's network away (nodenet.Mem.Crash), so nothing the node does from then on
 // reaches another node or a client; Abort then stops every part without a controlled
 // shutdown (no leadership handed over, no ShouldShutdown asked of the controller), so

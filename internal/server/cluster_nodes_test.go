@@ -12,14 +12,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/runnel-io/runnel/internal/config"
 	"github.com/runnel-io/runnel/internal/server"
-	"github.com/runnel-io/runnel/internal/testnode"
 	"github.com/runnel-io/runnel/internal/testutil"
 )
 
-// The multi-node tests of the server run their nodes with internal/cluster's
+// The multi-node tests of the server run their nodes with internal/clustertest's
 // in-process mode (the same server.Start on loopback sockets); the helpers below
 // only name a cluster's nodes the way these tests use them.
 
@@ -28,7 +27,7 @@ var fastLiveness = []string{"broker.heartbeat.interval.ms=100", "broker.session.
 
 // testNode is node id of a cluster, or a node started on its own (own).
 type testNode struct {
-	c   *cluster.Cluster
+	c   *clustertest.Cluster
 	id  int32
 	own *server.Node
 }
@@ -37,7 +36,7 @@ type testNode struct {
 // them in node id order.
 func startCluster(t *testing.T, n int, sets ...string) []*testNode {
 	t.Helper()
-	c := cluster.Start(t, cluster.Options{Nodes: n, InProcess: true, StartTimeout: 30 * time.Second,
+	c := clustertest.Start(t, clustertest.Options{Nodes: n, InProcess: true, StartTimeout: 30 * time.Second,
 		Sets: append(append([]string{}, fastLiveness...), sets...)})
 	nodes := make([]*testNode, n)
 	for i := range nodes {
@@ -87,9 +86,9 @@ func ownConfig(t *testing.T, id int, sets ...string) *config.Broker {
 // start itself (a configuration as the binary reads it, what start-up logs) or a node
 // outside a cluster's voters. Its log is returned and printed if the test fails; the
 // node is closed when the test ends.
-func startOwn(t *testing.T, cfg *config.Broker) (*testNode, *testnode.LockedBuffer) {
+func startOwn(t *testing.T, cfg *config.Broker) (*testNode, *clustertest.LockedBuffer) {
 	t.Helper()
-	logs := &testnode.LockedBuffer{}
+	logs := &clustertest.LockedBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n, err := server.Start(ctx, cfg, server.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})

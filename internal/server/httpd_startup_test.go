@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-io/runnel/internal/clustertest"
 	"github.com/runnel-io/runnel/internal/server"
-	"github.com/runnel-io/runnel/internal/testnode"
 	"github.com/runnel-io/runnel/internal/testutil"
 )
 
@@ -23,7 +23,7 @@ import (
 func TestHTTPEndpointsDuringStartup(t *testing.T) {
 	httpAddr := testutil.FreeAddr(t)
 	cfg := ownConfig(t, 1, "http.listen="+httpAddr, "http.pprof.enable=true")
-	logs := &testnode.LockedBuffer{}
+	logs := &clustertest.LockedBuffer{}
 	paths := []string{"/", "/healthz", "/readyz", "/metrics", "/debug/pprof/"}
 
 	stop := make(chan struct{})

@@ -14,7 +14,7 @@ import (
 )
 
 // The tests that start nodes are in package server_test (they run them with
-// internal/cluster, which imports this package; export_test.go gives them the few
+// internal/clustertest, which imports this package; export_test.go gives them the few
 // internals they check). What stays here is what needs this package's own test
 // binary as the runnel command (startRunnel) or unexported parts (dev-cluster's
 // layout).

@@ -40,7 +40,7 @@ type Options struct {
 	// Network is where every listener of the node binds (Kafka, Raft, HTTP) and every
 	// connection it opens to another node is dialled (replica fetchers, the
 	// controller channel, transaction peers, Raft, discovery, reach probes). nil is
-	// the host's TCP stack; internal/cluster's virtual mode gives a nodenet.Mem host.
+	// the host's TCP stack; internal/clustertest's virtual mode gives a nodenet.Mem host.
 	Network nodenet.Network
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/runnel-io/runnel/internal/testnode"
+	"github.com/runnel-io/runnel/internal/clustertest"
 )
 
 // startShareNode starts one node with sets and creates topic with partitions there.
@@ -21,7 +21,7 @@ import (
 // admin client (manual partitioner: records go to their Partition).
 func startShareNode(t *testing.T, timeout time.Duration, topic string, partitions int32, sets ...string) (string, context.Context, *kgo.Client, [16]byte) {
 	t.Helper()
-	addr := testnode.Start(t, sets...)
+	addr := clustertest.StartOne(t, sets...)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
 	admin, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))

@@ -11,13 +11,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/runnel-io/runnel/internal/cluster"
+	"github.com/runnel-io/runnel/internal/clustertest"
 )
 
-// shared is the one node every test of the binary uses (internal/cluster's in-process
+// shared is the one node every test of the binary uses (internal/clustertest's in-process
 // mode on loopback, started by the first test that needs it). Timed-out transactions
 // are aborted every 100 ms instead of every 10 s, for the timeout tests.
-var shared = cluster.NewShared(cluster.Options{Nodes: 1, InProcess: true, StartTimeout: 60 * time.Second, Sets: []string{
+var shared = clustertest.NewShared(clustertest.Options{Nodes: 1, InProcess: true, StartTimeout: 60 * time.Second, Sets: []string{
 	"offsets.topic.num.partitions=3", "transaction.abort.timed.out.transaction.cleanup.interval.ms=100",
 }})
 

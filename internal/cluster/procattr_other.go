@@ -1,9 +1,0 @@
-//go:build !linux
-
-package cluster
-
-import "os/exec"
-
-// dieWithParent does nothing where there is no parent-death signal; the deadline
-// watchdog (see Start) still ends the nodes before a test binary times out.
-func dieWithParent(cmd *exec.Cmd) {}
