@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -291,17 +289,8 @@ func refusedAtOnce(t *testing.T, cl *kgo.Client, topic string) {
 // linkBytes reads runnel_link_bytes_total{link} from node's /metrics.
 func linkBytes(t *testing.T, c *clustertest.Cluster, node int, link string) (float64, bool) {
 	t.Helper()
-	resp, err := http.Get("http://" + c.Node(node).HTTPAddr + "/metrics")
-	if err != nil {
-		t.Fatalf("GET /metrics of node %d: %v", node, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := `runnel_link_bytes_total{link="` + link + `"} `
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(metricsText(t, c, node), "\n") {
 		if v, ok := strings.CutPrefix(line, want); ok {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			if err != nil {

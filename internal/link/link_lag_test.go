@@ -16,9 +16,8 @@ import (
 	"github.com/runnel-io/runnel/internal/testutil"
 )
 
-// linkMetrics returns runnel_link_lag_records and runnel_link_lag_seconds of
-// link/topic/partition from node's /metrics; ok false when the node exports neither.
-func linkMetrics(t *testing.T, c *clustertest.Cluster, node int, link, topic string, partition int32) (records, seconds float64, ok bool) {
+// metricsText is node's /metrics page.
+func metricsText(t *testing.T, c *clustertest.Cluster, node int) string {
 	t.Helper()
 	resp, err := http.Get("http://" + c.Node(node).HTTPAddr + "/metrics")
 	if err != nil {
@@ -27,8 +26,16 @@ func linkMetrics(t *testing.T, c *clustertest.Cluster, node int, link, topic str
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("GET /metrics of node %d: %v", node, err)
 	}
+	return string(body)
+}
+
+// linkMetrics returns runnel_link_lag_records and runnel_link_lag_seconds of
+// link/topic/partition from node's /metrics; ok false when the node exports neither.
+func linkMetrics(t *testing.T, c *clustertest.Cluster, node int, link, topic string, partition int32) (records, seconds float64, ok bool) {
+	t.Helper()
+	body := metricsText(t, c, node)
 	labels := []string{`link="` + link + `"`, `topic="` + topic + `"`, fmt.Sprintf(`partition="%d"`, partition)}
 	found := 0
 	for _, line := range strings.Split(string(body), "\n") {
