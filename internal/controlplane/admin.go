@@ -85,10 +85,6 @@ func (a *Admin) waitLocal(ctx context.Context, offset uint64) error {
 	return a.view.WaitFor(ctx, func(im *metadata.Image) bool { return im.Offset >= offset })
 }
 
-// Image is the image applied to the local replicas (not the controller's newest), so
-// metadata never names a partition this node cannot serve yet.
-func (a *Admin) Image() *metadata.Image { return a.view.Image() }
-
 func (a *Admin) ControllerID() metadata.NodeID {
 	if id, ok := a.ctrl.LeaderID(); ok {
 		return id

@@ -143,7 +143,7 @@ func TestLifecycleOnActiveController(t *testing.T) {
 
 	errs := a.CreateTopics(ctx, []metadata.TopicSpec{{Name: "t", NumPartitions: 2, ReplicationFactor: 1}}, false)
 	testutil.NoError(t, errs[0], "create topic")
-	testutil.True(t, a.Image().Topics["t"] != nil, "the creation is applied on this node when CreateTopics returns")
+	testutil.True(t, view.Image().Topics["t"] != nil, "the creation is applied on this node when CreateTopics returns")
 	errs = a.CreateTopics(ctx, []metadata.TopicSpec{{Name: "t", NumPartitions: 1, ReplicationFactor: 1}}, false)
 	testutil.ErrorIs(t, errs[0], kerr.TopicAlreadyExists, "second creation")
 
@@ -155,7 +155,7 @@ func TestLifecycleOnActiveController(t *testing.T) {
 
 	l.ControlledShutdown(ctx)
 	testutil.True(t, !lease.Valid(), "the controlled shutdown revokes the lease")
-	b := a.Image().Brokers[1]
+	b := view.Image().Brokers[1]
 	testutil.True(t, b.Fenced, "fenced after the controlled shutdown: %+v", b)
 }
 

@@ -53,9 +53,10 @@
 //   - A forwarded request is retried as a whole only when every item was refused with
 //     NOT_CONTROLLER; otherwise each item keeps the controller's answer (matchAnswers)
 //     and is not sent again.
-//   - Admin.Image is the image applied to the local replicas (replica.Leadership, fed
-//     in image order), never the controller's newer one: metadata never names a partition this
-//     node cannot serve yet. Its offset only grows.
+//   - The image Admin settles on is the one applied to the local replicas
+//     (replica.Leadership, fed in image order), never the controller's newer one:
+//     metadata never names a partition this node cannot serve yet. Its offset only
+//     grows.
 //   - Every call has a deadline: the caller's, or channelDefaultTimeout (30 s); the
 //     controlled shutdown waits at most controlledShutdownTimeout (30 s), and gives up
 //     after heartbeats failed for a session timeout.

@@ -166,7 +166,7 @@ func (l *Lifecycle) beat() time.Duration {
 	ctx, cancel := context.WithTimeout(l.ctx, max(l.interval, time.Second))
 	defer cancel()
 	hb := kafka.BrokerHeartbeat{ID: l.reg.ID, Epoch: l.ch.brokerEpoch.Load(),
-		MetadataOffset: int64(l.admin.Image().Offset), WantShutdown: l.wantShutdown.Load(), DiskFull: l.diskFull()}
+		MetadataOffset: int64(l.admin.view.Image().Offset), WantShutdown: l.wantShutdown.Load(), DiskFull: l.diskFull()}
 	if l.damaged != nil {
 		hb.Damaged = l.damaged()
 	}

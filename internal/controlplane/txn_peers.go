@@ -23,7 +23,7 @@ import (
 type TxnPeersConfig struct {
 	// Self is this node's id.
 	Self metadata.NodeID
-	// Image is the metadata applied to the local replicas (Admin.Image), which names
+	// Image is the metadata applied to the local replicas (replica.Leadership.Image), which names
 	// each partition's leader.
 	Image func() *metadata.Image
 	// WriteLocalMarker writes a marker to a partition this node leads

@@ -185,7 +185,7 @@ func (s *Server) appendPart(ctx context.Context, txnID *string, version, acks in
 	start := time.Now()
 	s.appendToLeader(acks, pp)
 	stages.observe(StageAppend, time.Since(start))
-	if errors.Is(pp.err, replica.ErrNotLeader) && s.cfg.Leadership.LeaderMove(ctx, pp.tp) {
+	if errors.Is(pp.err, replica.ErrNotLeader) && s.leadership.LeaderMove(ctx, pp.tp) {
 		// The leader this node knew is gone and a new one (maybe this node) was just
 		// elected: try again rather than send the client off to refresh its metadata.
 		s.appendToLeader(acks, pp)

@@ -63,7 +63,7 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 	if err := r.turn.wait(ctx); err != nil {
 		return nil, err
 	}
-	im := s.admin.Image()
+	im := s.leadership.Image()
 	var code int16
 	f.parts, f.session, f.incremental, code = s.fetchPartitions(f.req, im)
 	if code != 0 {

@@ -32,11 +32,11 @@ func init() { regKey(3, 0, 12, handleMetadata) }
 
 func handleMetadata(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.MetadataRequest)
-	im := s.admin.Image()
+	im := s.leadership.Image()
 	resp := s.metadataFor(ctx, r, req, im)
 	// Never name a leader whose process is gone while its partitions are about to get
 	// new ones: a client sent there keeps failing until its next refresh.
-	if newer := s.cfg.Leadership.LiveLeaders(ctx, im, leadersOf(resp, s.cfg.NodeID)); newer != im {
+	if newer := s.leadership.LiveLeaders(ctx, im, leadersOf(resp, s.cfg.NodeID)); newer != im {
 		resp = s.metadataFor(ctx, r, req, newer)
 	}
 	s.setMetadataAuthorizedOperations(r, req, resp)
@@ -127,8 +127,8 @@ func (s *Server) requestedTopic(ctx context.Context, r *request, im *metadata.Im
 	errs := s.admin.CreateTopics(ctx, []metadata.TopicSpec{{Name: *rt.Topic, NumPartitions: -1, ReplicationFactor: -1}}, false)
 	switch err := errs[0]; {
 	case err == nil, errors.Is(err, kerr.TopicAlreadyExists):
-		if t := s.admin.Image().Topics[*rt.Topic]; t != nil {
-			return topicMetadata(s.admin.Image(), t, version)
+		if t := s.leadership.Image().Topics[*rt.Topic]; t != nil {
+			return topicMetadata(s.leadership.Image(), t, version)
 		}
 		mt.ErrorCode = kerr.LeaderNotAvailable.Code
 	default:

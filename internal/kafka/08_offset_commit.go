@@ -37,7 +37,7 @@ func handleOffsetCommit(ctx context.Context, s *Server, r *request) (kmsg.Respon
 	}
 	type slot struct{ ti, pi int }
 	var slots []slot
-	im := s.admin.Image()
+	im := s.leadership.Image()
 	// With ACLs on, as Kafka: READ on the group (else every partition answers
 	// GROUP_AUTHORIZATION_FAILED) and READ on each topic (TOPIC_AUTHORIZATION_FAILED).
 	groupDenial := s.authorize(r, metadata.ACLOpRead, auth.Group(req.Group))

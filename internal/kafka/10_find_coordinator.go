@@ -80,13 +80,13 @@ func (s *Server) findCoordinator(ctx context.Context, r *request, key string, ke
 	if gc == nil {
 		return fail(kerr.CoordinatorNotAvailable, "the group coordinator is not running")
 	}
-	im := s.admin.Image()
+	im := s.leadership.Image()
 	t := im.Topics[group.OffsetsTopic]
 	if t == nil {
 		if err := s.createOffsetsTopic(ctx, im, gc.NumPartitions()); err != nil {
 			return fail(kerr.CoordinatorNotAvailable, "creating "+group.OffsetsTopic+": "+err.Error())
 		}
-		im = s.admin.Image()
+		im = s.leadership.Image()
 		if t = im.Topics[group.OffsetsTopic]; t == nil {
 			return fail(kerr.CoordinatorNotAvailable, group.OffsetsTopic+" is being created")
 		}
@@ -106,7 +106,7 @@ func (s *Server) partitionLeader(ctx context.Context, c kmsg.FindCoordinatorResp
 	}
 	// Never name a coordinator that does not answer while the controller may be
 	// moving its partition: the client would wait on it, not ask again.
-	if newer := s.cfg.Leadership.AnsweringLeader(ctx, im, metadata.TopicPartition{Topic: topic, Partition: p}); newer != im {
+	if newer := s.leadership.AnsweringLeader(ctx, im, metadata.TopicPartition{Topic: topic, Partition: p}); newer != im {
 		im = newer
 		if t = im.Topics[topic]; t == nil || int(p) >= len(t.Partitions) {
 			return fail(topic + " changed while the leader of partition " + strconv.Itoa(int(p)) + " was awaited; ask again")
@@ -134,7 +134,7 @@ func (s *Server) findTxnCoordinator(ctx context.Context, key string, c kmsg.Find
 	if s.txns == nil {
 		return fail("the transaction coordinator is not running")
 	}
-	im := s.admin.Image()
+	im := s.leadership.Image()
 	t := im.Topics[txn.StateTopic]
 	if t == nil {
 		spec := metadata.TopicSpec{Name: txn.StateTopic, NumPartitions: s.txns.NumPartitions(), ReplicationFactor: s.internalTopicRF(im),
@@ -142,7 +142,7 @@ func (s *Server) findTxnCoordinator(ctx context.Context, key string, c kmsg.Find
 		if err := s.admin.CreateTopics(ctx, []metadata.TopicSpec{spec}, false)[0]; err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 			return fail("creating " + txn.StateTopic + ": " + err.Error())
 		}
-		if im = s.admin.Image(); im.Topics[txn.StateTopic] == nil {
+		if im = s.leadership.Image(); im.Topics[txn.StateTopic] == nil {
 			return fail(txn.StateTopic + " is being created")
 		}
 		t = im.Topics[txn.StateTopic]

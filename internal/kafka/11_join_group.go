@@ -43,7 +43,7 @@ func handleJoinGroup(ctx context.Context, s *Server, r *request) (kmsg.Response,
 		RebalanceTimeout:       time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond,
 		RequireKnownMemberID:   req.Version >= 4,
 		SupportsSkipAssignment: req.Version >= 9,
-		Topics:                 group.ImageTopics(s.admin.Image()),
+		Topics:                 group.ImageTopics(s.leadership.Image()),
 	}
 	if req.Version == 0 {
 		jr.RebalanceTimeout = jr.SessionTimeout

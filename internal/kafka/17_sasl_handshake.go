@@ -84,5 +84,5 @@ func handleSaslHandshake(_ context.Context, s *Server, r *request) (kmsg.Respons
 // newSaslExchange starts the server side of an authentication against the SCRAM
 // credentials of the metadata this node has applied.
 func (s *Server) newSaslExchange(mechanism string) (auth.Exchange, error) {
-	return auth.NewExchange(mechanism, auth.ImageStore(s.admin.Image))
+	return auth.NewExchange(mechanism, auth.ImageStore(s.leadership.Image))
 }

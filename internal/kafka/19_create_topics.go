@@ -48,7 +48,7 @@ func handleCreateTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 	ctx, cancel := withRequestTimeout(ctx, req.TimeoutMillis)
 	defer cancel()
 	errs := s.createAuthorizedTopics(ctx, r, specs, req.ValidateOnly)
-	im := s.admin.Image()
+	im := s.leadership.Image()
 	for i, rt := range req.Topics {
 		st := kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = rt.Topic

@@ -20,7 +20,7 @@ func init() { regKey(20, 1, 6, handleDeleteTopics) }
 func handleDeleteTopics(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
-	im := s.admin.Image()
+	im := s.leadership.Image()
 	type item struct {
 		name string
 		id   [16]byte

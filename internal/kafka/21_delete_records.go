@@ -154,7 +154,7 @@ func (s *Server) acceptDamageLoss(tp metadata.TopicPartition, payload []byte) (A
 			first = d.FirstOffset
 		}
 	}
-	im := s.admin.Image()
+	im := s.leadership.Image()
 	others := im.DamageOf(tp)
 	if first < 0 {
 		res.Message = fmt.Sprintf("the leader's copy (node %d) has no damaged offsets: nothing to drop", s.cfg.NodeID)

@@ -48,7 +48,7 @@ func handleTxnOffsetCommit(ctx context.Context, s *Server, r *request) (kmsg.Res
 	}
 	type slot struct{ ti, pi int }
 	var slots []slot
-	im := s.admin.Image()
+	im := s.leadership.Image()
 	// With ACLs on, as Kafka: WRITE on the transactional id and READ on the group
 	// (else every partition answers the denial), READ on each topic.
 	denial := s.authorize(r, metadata.ACLOpWrite, auth.TransactionalID(req.TransactionalID))

@@ -40,7 +40,7 @@ func handleDescribeAcls(_ context.Context, s *Server, r *request) (kmsg.Response
 		return resp, nil
 	}
 	var cur *kmsg.DescribeACLsResponseResource
-	for _, a := range auth.Select(s.admin.Image().ACLs.All(), f) {
+	for _, a := range auth.Select(s.leadership.Image().ACLs.All(), f) {
 		if cur == nil || int8(cur.ResourceType) != int8(a.ResourceType) || cur.ResourceName != a.ResourceName ||
 			int8(cur.ResourcePatternType) != int8(a.PatternType) {
 			res := kmsg.NewDescribeACLsResponseResource()

@@ -27,7 +27,7 @@ func init() { regKey(44, 0, 1, handleIncrementalAlterConfigs) }
 func handleIncrementalAlterConfigs(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-	im := s.admin.Image()
+	im := s.leadership.Image()
 	for _, rr := range req.Resources {
 		var current map[string]string
 		if rr.ResourceType == resourceTopic {

@@ -26,7 +26,7 @@ func handleListPartitionReassignments(ctx context.Context, s *Server, r *request
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), reasonMessage(err)
 		return resp, nil
 	}
-	im := s.admin.Image()
+	im := s.leadership.Image()
 	add := func(topic string, partition int32, p metadata.Partition) {
 		if !p.Reassigning() {
 			return

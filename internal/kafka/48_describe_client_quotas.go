@@ -34,7 +34,7 @@ func handleDescribeClientQuotas(_ context.Context, s *Server, r *request) (kmsg.
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), reasonMessage(err)
 		return resp, nil
 	}
-	q := s.admin.Image().ClientQuotas
+	q := s.leadership.Image().ClientQuotas
 	if q == nil {
 		return resp, nil
 	}

@@ -27,7 +27,7 @@ func handleDescribeUserScramCredentials(_ context.Context, s *Server, r *request
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), reasonMessage(err)
 		return resp, nil
 	}
-	creds := s.admin.Image().Scram
+	creds := s.leadership.Image().Scram
 	var users []string
 	dup := map[string]bool{}
 	if len(req.Users) == 0 {

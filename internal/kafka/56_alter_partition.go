@@ -37,7 +37,7 @@ func handleAlterPartition(ctx context.Context, s *Server, r *request) (kmsg.Resp
 		resp.ErrorCode = kerr.NotController.Code
 		return resp, nil
 	}
-	im := s.admin.Image()
+	im := s.leadership.Image()
 	leader := metadata.NodeID(req.BrokerID)
 	if b, ok := im.Brokers[leader]; ok && req.BrokerEpoch >= 0 && b.Epoch != req.BrokerEpoch {
 		resp.ErrorCode = kerr.StaleBrokerEpoch.Code

@@ -27,7 +27,7 @@ func handleDescribeCluster(ctx context.Context, s *Server, r *request) (kmsg.Res
 		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
 		return resp, nil
 	}
-	im := s.admin.Image()
+	im := s.leadership.Image()
 	resp.ClusterID = im.ClusterID
 	resp.ControllerID = int32(s.admin.ControllerID())
 	resp.EndpointType = 1

@@ -42,7 +42,7 @@ func handleConsumerGroupHeartbeat(ctx context.Context, s *Server, r *request) (k
 		resp.ErrorCode = groupErrorCode(errNoCoordinator)
 		return resp, nil
 	}
-	im := s.admin.Image()
+	im := s.leadership.Image()
 	hr := group.ConsumerHeartbeatRequest{
 		GroupID: req.Group, MemberID: req.MemberID, MemberEpoch: req.MemberEpoch,
 		InstanceID: req.InstanceID, RackID: req.RackID,

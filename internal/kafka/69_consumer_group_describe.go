@@ -26,7 +26,7 @@ func handleConsumerGroupDescribe(ctx context.Context, s *Server, r *request) (km
 	req := r.kreq.(*kmsg.ConsumerGroupDescribeRequest)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
 	gc := s.groupCoordinator()
-	im := s.admin.Image()
+	im := s.leadership.Image()
 	for _, id := range req.Groups {
 		rg := kmsg.NewConsumerGroupDescribeResponseGroup()
 		rg.Group = id

@@ -35,7 +35,7 @@ const maxDescribePartitions = 2000
 func handleDescribeTopicPartitions(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeTopicPartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
-	im := s.admin.Image()
+	im := s.leadership.Image()
 	limit := int(req.ResponsePartitionLimit)
 	if limit <= 0 || limit > maxDescribePartitions {
 		limit = maxDescribePartitions

@@ -49,7 +49,7 @@ func handleShareGroupHeartbeat(ctx context.Context, s *Server, r *request) (kmsg
 			return fail(kerr.TopicAuthorizationFailed.Code)
 		}
 	}
-	im := s.admin.Image()
+	im := s.leadership.Image()
 	hr := share.HeartbeatRequest{
 		GroupID: req.GroupID, MemberID: req.MemberID, MemberEpoch: req.MemberEpoch, RackID: req.RackID,
 		SubscribedTopicNames: req.SubscribedTopicNames, ClientID: r.clientID, ClientHost: clientHost(r),

@@ -22,7 +22,7 @@ func init() { regKey(77, 0, 1, handleShareGroupDescribe) }
 func handleShareGroupDescribe(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.ShareGroupDescribeRequest)
 	resp := req.ResponseKind().(*kmsg.ShareGroupDescribeResponse)
-	im := s.admin.Image()
+	im := s.leadership.Image()
 	for _, id := range req.GroupIDs {
 		g := kmsg.NewShareGroupDescribeResponseGroup()
 		g.GroupID = id

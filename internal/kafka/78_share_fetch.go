@@ -94,7 +94,7 @@ func handleShareFetch(ctx context.Context, s *Server, r *request) (kmsg.Response
 			return resp, nil
 		}
 	}
-	sf := &shareFetch{shareMember: shareMember{s: s, r: r, group: group, member: member, im: s.admin.Image()}, req: req, resp: resp, readCommitted: s.shareReadCommitted(group)}
+	sf := &shareFetch{shareMember: shareMember{s: s, r: r, group: group, member: member, im: s.leadership.Image()}, req: req, resp: resp, readCommitted: s.shareReadCommitted(group)}
 	sf.acknowledge(ctx, renew)
 	if req.ShareSessionEpoch == -1 {
 		releaseShareSession(mgr, group, member, sess)
@@ -455,7 +455,7 @@ func (d stableLog) Bounds() (int64, int64) {
 
 // shareReadCommitted is whether group reads read_committed (share.isolation.level).
 func (s *Server) shareReadCommitted(group string) bool {
-	return config.GroupOwnConfigs(s.admin.Image().Configs, group)["share.isolation.level"] == "read_committed"
+	return config.GroupOwnConfigs(s.leadership.Image().Configs, group)["share.isolation.level"] == "read_committed"
 }
 
 // nodeEndpoints gives add every live broker, for the CurrentLeader hints (as

@@ -61,7 +61,7 @@ func handleShareAcknowledge(ctx context.Context, s *Server, r *request) (kmsg.Re
 			return resp, nil
 		}
 	}
-	sm := &shareMember{s: s, r: r, group: group, member: member, im: s.admin.Image()}
+	sm := &shareMember{s: s, r: r, group: group, member: member, im: s.leadership.Image()}
 	renew := req.Version >= 2 && req.IsRenewAck
 	for _, t := range req.Topics {
 		rt := kmsg.NewShareAcknowledgeResponseTopic()

@@ -59,7 +59,7 @@ func (s *Server) checkQuorumClusterID(id *string) error {
 	if id == nil || *id == "" {
 		return nil
 	}
-	if have := s.admin.Image().ClusterID; *id != have {
+	if have := s.leadership.Image().ClusterID; *id != have {
 		return fmt.Errorf("%w: the request names cluster %s, this is cluster %s", kerr.InconsistentClusterID, *id, have)
 	}
 	return nil

@@ -78,7 +78,7 @@ func (s *Server) describeShareOffsets(ctx context.Context, r *request, g kmsg.De
 	if len(snaps) == 0 && !s.share.groups.IsShareGroup(g.GroupID) {
 		return fail(fmt.Errorf("%w: Group %s not found.", kerr.GroupIDNotFound, g.GroupID))
 	}
-	im := s.admin.Image()
+	im := s.leadership.Image()
 	readCommitted := s.shareReadCommitted(g.GroupID)
 	type tp struct {
 		name string
@@ -188,7 +188,7 @@ func handleAlterShareGroupOffsets(ctx context.Context, s *Server, r *request) (k
 	if err := s.share.groups.CheckEmpty(req.GroupID, time.Now()); err != nil {
 		return fail(err)
 	}
-	im := s.admin.Image()
+	im := s.leadership.Image()
 	starts := map[share.Key]int64{}
 	for _, t := range req.Topics {
 		rt := kmsg.NewAlterShareGroupOffsetsResponseTopic()
@@ -257,7 +257,7 @@ func handleDeleteShareGroupOffsets(ctx context.Context, s *Server, r *request) (
 	if len(snaps) == 0 && !s.share.groups.IsShareGroup(req.GroupID) {
 		return fail(fmt.Errorf("%w: Group %s not found.", kerr.GroupIDNotFound, req.GroupID))
 	}
-	im := s.admin.Image()
+	im := s.leadership.Image()
 	var keys []share.Key
 	for _, t := range req.Topics {
 		rt := kmsg.NewDeleteShareGroupOffsetsResponseTopic()

@@ -75,7 +75,7 @@ func (s *Server) allowed(r *request, op metadata.ACLOperation, res auth.Resource
 	if s.authz == nil {
 		return true
 	}
-	if s.authz.Authorize(s.admin.Image().ACLs, r.principal(), r.host(), op, res) {
+	if s.authz.Authorize(s.leadership.Image().ACLs, r.principal(), r.host(), op, res) {
 		return true
 	}
 	s.logDenial(r, op, res.String())
@@ -85,7 +85,7 @@ func (s *Server) allowed(r *request, op metadata.ACLOperation, res auth.Resource
 // allowedQuiet is allowed without the log: Kafka logs the topics an all-topics
 // Metadata request leaves out at debug level only.
 func (s *Server) allowedQuiet(r *request, op metadata.ACLOperation, res auth.Resource) bool {
-	return s.authz == nil || s.authz.Authorize(s.admin.Image().ACLs, r.principal(), r.host(), op, res)
+	return s.authz == nil || s.authz.Authorize(s.leadership.Image().ACLs, r.principal(), r.host(), op, res)
 }
 
 // allowedAny reports whether r's principal may do op on some resource of type rt
@@ -94,7 +94,7 @@ func (s *Server) allowedAny(r *request, op metadata.ACLOperation, rt metadata.AC
 	if s.authz == nil {
 		return true
 	}
-	if s.authz.AuthorizeAny(s.admin.Image().ACLs, r.principal(), r.host(), op, rt) {
+	if s.authz.AuthorizeAny(s.leadership.Image().ACLs, r.principal(), r.host(), op, rt) {
 		return true
 	}
 	s.logDenial(r, op, "any "+rt.String())

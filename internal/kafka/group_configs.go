@@ -28,7 +28,7 @@ func (s *Server) describeGroupConfigs(group string) ([]config.Entry, error) {
 	if group == "" {
 		return nil, fmt.Errorf("%w: Group name must not be empty", kerr.InvalidRequest)
 	}
-	return config.DescribeGroup(config.GroupOwnConfigs(s.admin.Image().Configs, group)), nil
+	return config.DescribeGroup(config.GroupOwnConfigs(s.leadership.Image().Configs, group)), nil
 }
 
 // alterGroupResource applies set to the group resource named group (replaceAll: the
@@ -39,7 +39,7 @@ func (s *Server) alterGroupResource(ctx context.Context, group string, set map[s
 	}
 	// Checked here too for Kafka's answer (the controller checks again against its own
 	// image, which a concurrent change may have moved on).
-	current := config.GroupOwnConfigs(s.admin.Image().Configs, group)
+	current := config.GroupOwnConfigs(s.leadership.Image().Configs, group)
 	if err := config.ValidateGroupConfigs(config.MergeConfigs(current, set, replaceAll)); err != nil {
 		return fmt.Errorf("%w: %s", kerr.InvalidConfig, err.Error())
 	}

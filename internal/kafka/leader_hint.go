@@ -17,7 +17,7 @@ package kafka
 //
 // The leader is read from this node's replica of the partition, which is what refused:
 // the node applies a new image to its replicas a moment before it serves that image
-// (Admin.Image), so the image can still name this node. Reading the image there gave
+// (replica.Leadership.Image), so the image can still name this node. Reading the image there gave
 // a refusal naming nobody, and franz-go waited for its next metadata refresh
 // (MetadataMinAge, 5 s), which a preferred leader election often hit. A replica
 // that still leads refused because this node no longer answers as a leader (a
@@ -97,14 +97,14 @@ const hintWait = 100 * time.Millisecond
 // this response (its endpoint is then to be listed).
 func (hs *leaderHints) hint(topic string, partition int32) (h leaderHint, first, ok bool) {
 	s, tp := hs.s, metadata.TopicPartition{Topic: topic, Partition: partition}
-	im := s.admin.Image()
+	im := s.leadership.Image()
 	leader, epoch := s.currentLeader(im, tp)
 	if leader == s.cfg.NodeID {
 		if hs.waitUntil.IsZero() {
 			hs.waitUntil = time.Now().Add(hintWait)
 		}
-		if left := time.Until(hs.waitUntil); left > 0 && s.cfg.Leadership.PartitionChange(hs.ctx, tp, left) {
-			im = s.admin.Image()
+		if left := time.Until(hs.waitUntil); left > 0 && s.leadership.PartitionChange(hs.ctx, tp, left) {
+			im = s.leadership.Image()
 			leader, epoch = s.currentLeader(im, tp)
 		}
 	}

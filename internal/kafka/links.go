@@ -70,7 +70,7 @@ func (s *Server) linkOp(ctx context.Context, r *request, req *kmsg.DescribeClust
 		return nil, false
 	}
 	resp = req.ResponseKind().(*kmsg.DescribeClusterResponse)
-	resp.ClusterID = s.admin.Image().ClusterID
+	resp.ClusterID = s.leadership.Image().ClusterID
 	resp.ControllerID = int32(s.admin.ControllerID())
 	resp.EndpointType = 1
 	answer := func(code int16, msg string) {
@@ -105,7 +105,7 @@ func (s *Server) linkOp(ctx context.Context, r *request, req *kmsg.DescribeClust
 // mirrorDenial refuses a produce, CreatePartitions or DeleteRecords of topic while
 // it is a mirror topic that is not promoted (nil otherwise).
 func (s *Server) mirrorDenial(topic string) error {
-	im := s.admin.Image()
+	im := s.leadership.Image()
 	if im == nil {
 		return nil
 	}

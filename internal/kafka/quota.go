@@ -68,7 +68,7 @@ func (s *Server) clientQuotas(r *request) *metadata.ClientQuotas {
 			return nil
 		}
 	}
-	return s.admin.Image().ClientQuotas
+	return s.leadership.Image().ClientQuotas
 }
 
 // quotaLimited reports whether any client quota applies to r's user and client id.

@@ -17,8 +17,6 @@ import (
 // implements it over internal/controller; errors it returns wrap a *kerr.Error so that
 // errors.go can answer with the right code.
 type Admin interface {
-	// Image is the latest metadata image this node has applied to its replicas.
-	Image() *metadata.Image
 	// ControllerID is the active controller, or -1 when unknown.
 	ControllerID() metadata.NodeID
 	CreateTopics(ctx context.Context, specs []metadata.TopicSpec, validateOnly bool) []error
@@ -89,8 +87,11 @@ type Server struct {
 	logger   *slog.Logger
 	replicas *replica.Manager
 	admin    Admin
-	metrics  *Metrics
-	sessions *fetchSessions
+	// leadership is cfg.Leadership: the image applied to the replicas, which every
+	// answer reads, and the waits before naming a leader.
+	leadership *replica.Leadership
+	metrics    *Metrics
+	sessions   *fetchSessions
 	// groups is the consumer group coordinator (SetGroupCoordinator); nil answers
 	// COORDINATOR_NOT_AVAILABLE. Written before Serve, read-only after.
 	groups GroupCoordinator
@@ -143,7 +144,7 @@ func NewServer(cfg Config, replicas *replica.Manager, admin Admin, metrics *Metr
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
-		cfg: cfg, logger: cfg.Logger, replicas: replicas, admin: admin, metrics: metrics,
+		cfg: cfg, logger: cfg.Logger, replicas: replicas, admin: admin, leadership: cfg.Leadership, metrics: metrics,
 		sessions: newFetchSessions(1000),
 		slots:    make(chan struct{}, q),
 		bytes:    newByteBudget(cfg.Broker.QueuedMaxRequestBytes),

@@ -48,7 +48,7 @@ func (s *Server) ShareManager() *share.Manager {
 
 // groupConfig is the group's own value of a group config, else def.
 func (s *Server) groupConfigInt(group, name string, def int64) int64 {
-	if v, ok := config.GroupOwnConfigs(s.admin.Image().Configs, group)[name]; ok {
+	if v, ok := config.GroupOwnConfigs(s.leadership.Image().Configs, group)[name]; ok {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 			return n
 		}
@@ -69,7 +69,7 @@ func (s *Server) shareLimits(group string) share.Limits {
 
 // shareAutoOffsetReset is the group's share.auto.offset.reset (latest by default).
 func (s *Server) shareAutoOffsetReset(group string) string {
-	if v, ok := config.GroupOwnConfigs(s.admin.Image().Configs, group)["share.auto.offset.reset"]; ok {
+	if v, ok := config.GroupOwnConfigs(s.leadership.Image().Configs, group)["share.auto.offset.reset"]; ok {
 		return v
 	}
 	return "latest"
@@ -107,7 +107,7 @@ const shareStatePartitions = 50
 // EnsureShareStateTopic creates __share_group_state (compacted, replicated as
 // __consumer_offsets) when missing and returns its partition count.
 func (s *Server) EnsureShareStateTopic(ctx context.Context) (int32, error) {
-	im := s.admin.Image()
+	im := s.leadership.Image()
 	if t := im.Topics[share.StateTopic]; t != nil {
 		return int32(len(t.Partitions)), nil
 	}
@@ -119,7 +119,7 @@ func (s *Server) EnsureShareStateTopic(ctx context.Context) (int32, error) {
 		return 0, err
 	}
 	for {
-		if t := s.admin.Image().Topics[share.StateTopic]; t != nil {
+		if t := s.leadership.Image().Topics[share.StateTopic]; t != nil {
 			return int32(len(t.Partitions)), nil
 		}
 		select {
@@ -230,7 +230,7 @@ func (s *Server) findShareCoordinator(ctx context.Context, key string, c kmsg.Fi
 		return c
 	}
 	n, err := s.EnsureShareStateTopic(ctx)
-	im := s.admin.Image()
+	im := s.leadership.Image()
 	t := im.Topics[share.StateTopic]
 	if err != nil || t == nil {
 		msg := share.StateTopic + " is being created"

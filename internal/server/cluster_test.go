@@ -76,7 +76,7 @@ func TestCluster(t *testing.T) {
 	create.Topics, create.TimeoutMillis = append(create.Topics, ct), 10_000
 	cr := requestTo(t, plain, create).(*kmsg.CreateTopicsResponse)
 	testutil.Equal(t, cr.Topics[0].ErrorCode, int16(0), "create topic through node %d: %v", plain.id, cr.Topics[0].ErrorMessage)
-	testutil.True(t, nodeAdmin(plain).Image().Topics["replicated"] != nil, "forwarded creation applied locally")
+	testutil.True(t, server.ImageOf(plain.server()).Topics["replicated"] != nil, "forwarded creation applied locally")
 	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
 	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "replicated"
@@ -86,7 +86,7 @@ func TestCluster(t *testing.T) {
 	alter.Resources = append(alter.Resources, res)
 	ar := requestTo(t, plain, alter).(*kmsg.IncrementalAlterConfigsResponse)
 	testutil.Equal(t, ar.Resources[0].ErrorCode, int16(0), "alter configs through node %d", plain.id)
-	testutil.Equal(t, nodeAdmin(plain).Image().Topics["replicated"].Configs["retention.ms"], "60000", "forwarded config applied locally")
+	testutil.Equal(t, server.ImageOf(plain.server()).Topics["replicated"].Configs["retention.ms"], "60000", "forwarded config applied locally")
 	pid := requestTo(t, plain, kmsg.NewPtrInitProducerIDRequest()).(*kmsg.InitProducerIDResponse)
 	testutil.True(t, pid.ErrorCode == 0 && pid.ProducerID >= 0, "producer id from a plain broker: %+v", pid)
 	checkForwarding(t, plain)
@@ -169,7 +169,7 @@ func TestCluster(t *testing.T) {
 func checkAlterPartition(t *testing.T, nodes []*testNode, topic string) {
 	t.Helper()
 	ctrlID := nodeAdmin(nodes[0]).ControllerID()
-	im := nodeAdmin(nodes[0]).Image()
+	im := server.ImageOf(nodes[0].server())
 	var tp metadata.TopicPartition
 	var p metadata.Partition
 	for i, q := range im.Topics[topic].Partitions {
@@ -269,7 +269,7 @@ func checkForwarding(t *testing.T, n *testNode) {
 	cp.Topics, cp.TimeoutMillis = append(cp.Topics, cpt), 10_000
 	cpr := requestTo(t, n, cp).(*kmsg.CreatePartitionsResponse)
 	testutil.Equal(t, cpr.Topics[0].ErrorCode, int16(0), "create partitions")
-	testutil.Equal(t, len(nodeAdmin(n).Image().Topics["scratch"].Partitions), 3, "partitions applied locally")
+	testutil.Equal(t, len(server.ImageOf(n.server()).Topics["scratch"].Partitions), 3, "partitions applied locally")
 
 	ac := kmsg.NewPtrAlterConfigsRequest()
 	res := kmsg.NewAlterConfigsRequestResource()
@@ -280,7 +280,7 @@ func checkForwarding(t *testing.T, n *testNode) {
 	ac.Resources = append(ac.Resources, res)
 	acr := requestTo(t, n, ac).(*kmsg.AlterConfigsResponse)
 	testutil.Equal(t, acr.Resources[0].ErrorCode, int16(0), "alter configs")
-	testutil.Equal(t, nodeAdmin(n).Image().Topics["scratch"].Configs["cleanup.policy"], "compact", "configs applied locally")
+	testutil.Equal(t, server.ImageOf(n.server()).Topics["scratch"].Configs["cleanup.policy"], "compact", "configs applied locally")
 
 	dt := kmsg.NewPtrDeleteTopicsRequest()
 	dtt := kmsg.NewDeleteTopicsRequestTopic()
@@ -288,5 +288,5 @@ func checkForwarding(t *testing.T, n *testNode) {
 	dt.Topics, dt.TopicNames, dt.TimeoutMillis = append(dt.Topics, dtt), []string{"scratch"}, 10_000
 	dtr := requestTo(t, n, dt).(*kmsg.DeleteTopicsResponse)
 	testutil.Equal(t, dtr.Topics[0].ErrorCode, int16(0), "delete topic")
-	testutil.True(t, nodeAdmin(n).Image().Topics["scratch"] == nil, "deletion applied locally")
+	testutil.True(t, server.ImageOf(n.server()).Topics["scratch"] == nil, "deletion applied locally")
 }

@@ -38,7 +38,7 @@ func (n *Node) consoleLogin() *httpd.Login {
 		if !n.serving.Load() {
 			return nil
 		}
-		return n.admin.Image()
+		return n.leadership.Image()
 	})
 	return console.NewLogin(store, n.saslMechanisms())
 }
@@ -109,7 +109,7 @@ func (c consoleNode) Ready() bool      { return c.n.ready.Load() }
 func (c consoleNode) ReadyErr() error  { return c.n.readyErr() }
 func (c consoleNode) LeaseValid() bool { return c.n.lease.Valid() }
 
-func (c consoleNode) Image() *metadata.Image { return c.n.admin.Image() }
+func (c consoleNode) Image() *metadata.Image { return c.n.leadership.Image() }
 
 func (c consoleNode) ControllerID() int32 { return int32(c.n.admin.ControllerID()) }
 

@@ -1,6 +1,9 @@
 package server
 
-import "github.com/runnel-io/runnel/internal/controlplane"
+import (
+	"github.com/runnel-io/runnel/internal/controlplane"
+	"github.com/runnel-io/runnel/internal/metadata"
+)
 
 // AdminOf is node n's controlplane.Admin (its metadata image, the active controller
 // it knows, its channel to that controller), for the tests of package server_test:
@@ -9,6 +12,9 @@ import "github.com/runnel-io/runnel/internal/controlplane"
 // node holds inside (a forwarded change applied to its own image, the controller
 // channel's remote path).
 func AdminOf(n *Node) *controlplane.Admin { return n.admin }
+
+// ImageOf is the metadata image node n has applied to its replicas.
+func ImageOf(n *Node) *metadata.Image { return n.leadership.Image() }
 
 // HTTPGet is get (main_test.go), for package server_test.
 var HTTPGet = get

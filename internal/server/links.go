@@ -23,7 +23,7 @@ func (n *Node) newLinks(reg *prometheus.Registry) *linkWiring {
 	node := metadata.NodeID(n.cfg.NodeID)
 	m := link.NewManager(node, n.replicas, n.logger)
 	a := link.NewAdmin(link.AdminConfig{
-		Node: node, Controller: n.ctrl, Image: n.admin.Image, ControllerID: n.admin.ControllerID,
+		Node: node, Controller: n.ctrl, Image: n.leadership.Image, ControllerID: n.admin.ControllerID,
 		Peer: n.peerClient, ValidateTopicConfig: config.ValidateTopicConfig, Manager: m, Logger: n.logger,
 	})
 	m.SetReporter(a.Do)

@@ -318,7 +318,7 @@ func (n *Node) statusPage() string {
 	switch {
 	case !n.serving.Load():
 		return fmt.Sprintf("Runnel node %d  starting: waiting for the metadata quorum\n", n.cfg.NodeID)
-	case n.admin.Image() == nil:
+	case n.leadership.Image() == nil:
 		return fmt.Sprintf("Runnel node %d  starting: waiting for the first metadata image\n", n.cfg.NodeID)
 	}
 	return n.status()

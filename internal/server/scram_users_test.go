@@ -19,13 +19,15 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/runnel-io/runnel/internal/auth"
+	"github.com/runnel-io/runnel/internal/metadata"
+	"github.com/runnel-io/runnel/internal/server"
 	"github.com/runnel-io/runnel/internal/testutil"
 )
 
 // logsIn runs franz-go's client side of mech against tn's credential store (its
 // metadata image) in memory, as its SASL listener would, and returns the failure.
 func logsIn(tn *testNode, m sasl.Mechanism) error {
-	x, err := auth.NewExchange(m.Name(), auth.ImageStore(nodeAdmin(tn).Image))
+	x, err := auth.NewExchange(m.Name(), auth.ImageStore(func() *metadata.Image { return server.ImageOf(tn.server()) }))
 	if err != nil {
 		return err
 	}
@@ -132,7 +134,7 @@ func TestScramUsersOnEveryNode(t *testing.T) {
 	want := map[string]int16{"alice": kerr.ResourceNotFound.Code, "carol": kerr.UnsupportedSaslMechanism.Code,
 		"dave": kerr.UnacceptableCredential.Code, "erin": kerr.DuplicateResource.Code}
 	testutil.Equal(t, got, want, "error codes")
-	testutil.Equal(t, nodeAdmin(plainNode).Image().Scram.UserNames(), []string{"alice", "bob"}, "users after the refused request")
+	testutil.Equal(t, server.ImageOf(plainNode.server()).Scram.UserNames(), []string{"alice", "bob"}, "users after the refused request")
 
 	d := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
 	for _, u := range []string{"ghost", "bob", "bob"} {
@@ -167,7 +169,7 @@ func TestBootstrapUsersSurviveRestart(t *testing.T) {
 	both := []string{auth.MechanismScramSHA256, auth.MechanismScramSHA512}
 	check := func(tn *testNode) error {
 		for _, u := range []string{"admin", "ops", "node"} {
-			if ms := nodeAdmin(tn).Image().Scram.Mechanisms(u); !reflect.DeepEqual(ms, both) {
+			if ms := server.ImageOf(tn.server()).Scram.Mechanisms(u); !reflect.DeepEqual(ms, both) {
 				return fmt.Errorf("user %q has %v, want %v", u, ms, both)
 			}
 		}
@@ -253,7 +255,7 @@ func TestScramAPIsNeedClusterACLs(t *testing.T) {
 	// kadm turns a user's authorization error into the call's.
 	_, err = alice.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "mallory", Mechanism: kadm.ScramSha512, Password: "pw"}})
 	testutil.True(t, errors.Is(err, kerr.ClusterAuthorizationFailed), "alice creates a user: %v", err)
-	testutil.True(t, !nodeAdmin(tn).Image().Scram.Known("mallory"), "a refused user was created")
+	testutil.True(t, !server.ImageOf(tn.server()).Scram.Known("mallory"), "a refused user was created")
 
 	admin := saslClient(t, tn, scram.Auth{User: "admin", Pass: "admin-pw"}.AsSha512Mechanism())
 	got, err := admin.DescribeUserSCRAMs(ctx)

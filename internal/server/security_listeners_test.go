@@ -359,7 +359,7 @@ func TestInterBrokerSaslSSL(t *testing.T) {
 	c := nodes[0].c
 
 	for _, tn := range nodes {
-		im := server.AdminOf(tn.server()).Image()
+		im := server.ImageOf(tn.server())
 		for id, b := range im.Brokers {
 			internal := listenerAddr(t, c.Server(int(id)), "INTERNAL")
 			if b.Port != port(t, internal) || len(b.Endpoints) != 2 || b.Endpoints[0].Name != "INTERNAL" || b.Endpoints[0].SecurityProtocol != 3 {

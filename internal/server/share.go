@@ -67,7 +67,7 @@ func (c *shareCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	parts, again := c.n.kafka.ShareManager().Stats()
-	im := c.n.admin.Image()
+	im := c.n.leadership.Image()
 	for _, p := range parts {
 		if im == nil {
 			break

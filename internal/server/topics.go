@@ -164,7 +164,7 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 // status is the plain-text console page.
 func (n *Node) status() string {
 	var b strings.Builder
-	im := n.admin.Image()
+	im := n.leadership.Image()
 	fmt.Fprintf(&b, "Runnel node %d  cluster %s  controller %d  ready %v\n\n", n.cfg.NodeID, im.ClusterID, n.admin.ControllerID(), n.ready.Load())
 	fmt.Fprintf(&b, "%-40s %9s %7s %12s %12s %12s\n", "PARTITION", "LEADER", "EPOCH", "LOG-START", "HIGH-WATER", "LOG-END")
 	ps := n.replicas.Partitions()

@@ -23,7 +23,7 @@ func (n *Node) txnWiring() *txnWiring { return n.txns }
 func (n *Node) startTxns(groups func(p *replica.Partition, leader bool, leaderEpoch int32)) func(p *replica.Partition, leader bool, leaderEpoch int32) {
 	w := &txnWiring{}
 	w.peers = controlplane.NewTxnPeers(controlplane.TxnPeersConfig{
-		Self: metadata.NodeID(n.cfg.NodeID), Image: n.admin.Image, Network: n.network, PeerClient: n.peerClient,
+		Self: metadata.NodeID(n.cfg.NodeID), Image: n.leadership.Image, Network: n.network, PeerClient: n.peerClient,
 		// startTxns runs before the replica manager and the Kafka server exist, and the
 		// coordinator takes the peers' methods: read all three when called.
 		WriteLocalMarker: func(ctx context.Context, tp metadata.TopicPartition, pid int64, epoch int16, coordinatorEpoch int32, commit bool) error {
