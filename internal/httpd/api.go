@@ -401,6 +401,48 @@ type MirrorCheckpoint struct {
 	Updated      time.Time `json:"updated"`
 }
 
+// Links is /api/v1/links: this cluster's cluster links (`runnel link`,
+// docs/cluster-links.md), each with its mirror partitions as their leaders report
+// them, as `runnel link status --json` shows them.
+type Links struct {
+	Header
+	Links []Link `json:"links"`
+}
+
+// Link is one cluster link: its definition from the metadata image and the status
+// of its mirror partitions, asked of every broker (each answers for those it leads).
+type Link struct {
+	Name   string `json:"name"`
+	Source string `json:"source"`
+	// State is active or paused (`runnel link pause`).
+	State        string `json:"state"`
+	MirrorTopics int    `json:"mirror_topics"`
+	// LagRecords is the sum of the partitions' lag; MaxLagSeconds the largest.
+	LagRecords    int64           `json:"lag_records"`
+	MaxLagSeconds float64         `json:"max_lag_seconds"`
+	Partitions    []LinkPartition `json:"partitions"`
+	// Error says why some or all partitions are missing (a broker that did not
+	// answer the status, naming the node).
+	Error string `json:"error,omitempty"`
+}
+
+// LinkPartition is one mirror partition as its leader reports it (`runnel link
+// status --json`'s fields, plus the leader).
+type LinkPartition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// State is mirroring, paused, promoting, promoted, failed or failing_back.
+	State string `json:"state"`
+	// End is this cluster's end of the partition; SourceEnd the source's high
+	// watermark at the last fetch, -1 before the first.
+	End        int64   `json:"end"`
+	SourceEnd  int64   `json:"source_end"`
+	LagRecords int64   `json:"lag_records"`
+	LagSeconds float64 `json:"lag_seconds"`
+	Error      string  `json:"error"`
+	Leader     int32   `json:"leader"`
+}
+
 // APIError is the body of every error answer of /api/v1/.
 type APIError struct {
 	Code    int    `json:"code"`
@@ -430,6 +472,7 @@ type ConsoleSource interface {
 	Group(ctx context.Context, id string) (*Group, error)
 	Reassignments(ctx context.Context) (*Reassignments, error)
 	Mirrors(ctx context.Context) (*Mirrors, error)
+	Links(ctx context.Context) (*Links, error)
 }
 
 // statusOf maps a source's error to an HTTP status.

@@ -86,6 +86,8 @@ func NewConsole(o ConsoleOptions) http.Handler {
 			func(ctx context.Context, _ *http.Request) (any, error) { return s.Reassignments(ctx) }},
 		"mirrors": {"mirrors", "mirrors.html", fixed("Mirrors"),
 			func(ctx context.Context, _ *http.Request) (any, error) { return s.Mirrors(ctx) }},
+		"links": {"links", "links.html", fixed("Cluster links"),
+			func(ctx context.Context, _ *http.Request) (any, error) { return s.Links(ctx) }},
 	}
 	// Path wildcards match one escaped segment, so a group id holding '/' (sent as
 	// %2F, as the pages' links do) stays one id.
@@ -98,6 +100,7 @@ func NewConsole(o ConsoleOptions) http.Handler {
 		{"/groups/{id}", "/api/v1/groups/{id}", "group"},
 		{"/reassignments", "/api/v1/reassignments", "reassignments"},
 		{"/mirrors", "/api/v1/mirrors", "mirrors"},
+		{"/links", "/api/v1/links", "links"},
 	}
 	for _, rt := range routes {
 		v := views[rt.view]

@@ -34,6 +34,7 @@ var navEntries = []struct{ Key, Href, Label string }{
 	{"groups", "/groups", "Consumer groups"},
 	{"reassignments", "/reassignments", "Reassignments"},
 	{"mirrors", "/mirrors", "Mirrors"},
+	{"links", "/links", "Links"},
 	{"acls", "/acls", "ACLs"},
 	{"users", "/users", "Users"},
 	{"quotas", "/quotas", "Quotas"},

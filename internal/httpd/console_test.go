@@ -75,6 +75,19 @@ func (fakeSource) Mirrors(context.Context) (*Mirrors, error) {
 		{Topic: "orders", TargetTopic: "src.orders", LagRecords: 3, LagSeconds: 1.5, State: "running"}}, Groups: []MirrorCheckpoint{}}}}, nil
 }
 
+// linksEmpty makes fakeSource's Links answer a cluster without links.
+var linksEmpty bool
+
+func (fakeSource) Links(context.Context) (*Links, error) {
+	if linksEmpty {
+		return &Links{Header: hdr(), Links: []Link{}}, nil
+	}
+	return &Links{Header: hdr(), Links: []Link{{Name: "dr", Source: "src1:9092", State: "paused", MirrorTopics: 1,
+		LagRecords: 7, MaxLagSeconds: 12.5, Error: "node 3: i/o timeout", Partitions: []LinkPartition{
+			{Topic: "orders", Partition: 0, State: "paused", End: 10, SourceEnd: 17, LagRecords: 7, LagSeconds: 12.5, Leader: 1},
+			{Topic: "orders", Partition: 1, State: "failed", End: 4, SourceEnd: -1, Error: "source topic orders was re-created", Leader: 2}}}}}, nil
+}
+
 func serve(t *testing.T, method, target string) (*http.Response, string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
@@ -86,7 +99,7 @@ func serve(t *testing.T, method, target string) (*http.Response, string) {
 
 func TestConsolePagesAndAPI(t *testing.T) {
 	odd := url.PathEscape(oddGroup)
-	for _, path := range []string{"/", "/nodes", "/topics", "/topics/orders", "/groups", "/groups/" + odd, "/mirrors"} {
+	for _, path := range []string{"/", "/nodes", "/topics", "/topics/orders", "/groups", "/groups/" + odd, "/mirrors", "/links"} {
 		resp, body := serve(t, http.MethodGet, path)
 		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" {
 			t.Fatalf("GET %s: %d %s\n%s", path, resp.StatusCode, resp.Header.Get("Content-Type"), body)
@@ -221,5 +234,58 @@ func TestConsoleAssets(t *testing.T) {
 	// The templates are embedded too, but are not served.
 	if resp, _ := serve(t, http.MethodGet, "/assets/templates/layout.html"); resp.StatusCode != 404 {
 		t.Fatalf("a template is served: %d", resp.StatusCode)
+	}
+}
+
+// The links page shows every link with its state and, per partition, the lag in
+// records and seconds, the state and the error; the JSON carries
+// `runnel link status --json`'s field names.
+func TestConsoleLinks(t *testing.T) {
+	resp, body := serve(t, http.MethodGet, "/links")
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /links: %d\n%s", resp.StatusCode, body)
+	}
+	for _, want := range []string{`id="link-dr"`, "<h2>dr</h2>", "src1:9092", "<strong>paused</strong>", "1 mirror topic.",
+		"<strong>7</strong> records", "<strong>12.5 s</strong>", "node 3: i/o timeout",
+		`<td class="num">17</td><td class="num">10</td>`, `<td class="num lag behind">7</td><td class="num">12.5 s</td>`,
+		`<tr class="row-under_replicated">`, `<tr class="row-bad">`, "<td>failed</td>", "source topic orders was re-created",
+		`title="no fetch from the source yet"`, `href="/topics/orders"`, `href="/api/v1/links"`, `href="/links" class="active"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/links lacks %q", want)
+		}
+	}
+	_, body = serve(t, http.MethodGet, "/api/v1/links")
+	var raw struct {
+		Links []map[string]any `json:"links"`
+	}
+	if err := json.Unmarshal([]byte(body), &raw); err != nil || len(raw.Links) != 1 {
+		t.Fatalf("/api/v1/links: %v\n%s", err, body)
+	}
+	for _, f := range []string{"name", "source", "state", "mirror_topics", "lag_records", "max_lag_seconds", "partitions", "error"} {
+		if _, ok := raw.Links[0][f]; !ok {
+			t.Errorf("/api/v1/links: link lacks %q:\n%s", f, body)
+		}
+	}
+	ps, _ := raw.Links[0]["partitions"].([]any)
+	if len(ps) != 2 {
+		t.Fatalf("/api/v1/links: want 2 partitions:\n%s", body)
+	}
+	p := ps[0].(map[string]any)
+	for f, want := range map[string]any{"topic": "orders", "partition": 0.0, "state": "paused", "end": 10.0, "source_end": 17.0,
+		"lag_records": 7.0, "lag_seconds": 12.5, "error": "", "leader": 1.0} {
+		if p[f] != want {
+			t.Errorf("/api/v1/links: partition 0's %q is %v, want %v", f, p[f], want)
+		}
+	}
+
+	linksEmpty = true
+	defer func() { linksEmpty = false }()
+	_, body = serve(t, http.MethodGet, "/links")
+	if !strings.Contains(body, "No cluster links: <span class=\"mono\">runnel link create") {
+		t.Errorf("/links without links lacks the empty state:\n%s", body)
+	}
+	_, body = serve(t, http.MethodGet, "/api/v1/links")
+	if !strings.Contains(body, `"links": []`) {
+		t.Errorf("/api/v1/links without links must be an empty list:\n%s", body)
 	}
 }
