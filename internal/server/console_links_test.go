@@ -104,3 +104,24 @@ func TestConsoleLinks(t *testing.T) {
 		}
 	}
 }
+
+// The links need DESCRIBE on the cluster, as `runnel link status`: alice, who may
+// only read topic a, is refused naming the ACL; admin, a super user, sees them.
+func TestConsoleLinksNeedDescribeOnCluster(t *testing.T) {
+	tn := securedConsoleNode(t)
+	base := "http://" + tn.server().HTTPAddr().String()
+	alice := newConsoleClient(t, base, nil)
+	code, _, body := alice.login("alice", "alice-pw")
+	testutil.Equal(t, code, http.StatusOK, "alice's login: %s", body)
+	for _, path := range []string{"/api/v1/links", "/links"} {
+		code, _, body = alice.get(path)
+		testutil.Equal(t, code, http.StatusForbidden, "alice asks for %s: %s", path, body)
+		testutil.True(t, strings.Contains(body, "lacks DESCRIBE on the cluster"), "%s: the refusal names the cluster: %s", path, body)
+	}
+	admin := newConsoleClient(t, base, nil)
+	code, _, body = admin.login("admin", "admin-pw")
+	testutil.Equal(t, code, http.StatusOK, "admin's login: %s", body)
+	var ls httpd.Links
+	admin.getJSON("/api/v1/links", &ls)
+	testutil.True(t, ls.Links != nil && len(ls.Links) == 0, "admin's links on a node without links: %+v", ls.Links)
+}
