@@ -3,7 +3,8 @@
 // the sign-in check and ACL decision (auth.go), the record browser and write actions
 // (records.go, actions.go, pages.go), the charts (charts.go), sizes and reassignment
 // progress (sizes.go), the node, ACL, user and quota pages (admin.go,
-// pages_admin.go) and the mirror links (mirrors.go, with the public mirror package).
+// pages_admin.go), the mirror links (mirrors.go, with the public mirror package) and
+// the cluster links (links.go, with internal/link's status of every broker).
 // It reads the node through Node, which
 // internal/server implements; everything else it asks over the Kafka protocol, through
 // the node's own listener, like any client.

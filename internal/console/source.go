@@ -34,6 +34,8 @@ import (
 //     wherever it runs;
 //   - mirror links: their progress topics on this cluster, read with the mirror
 //     package's ReadProgress, as `runnel mirror status` does.
+//   - cluster links: the image's links, their partitions' status asked of every
+//     broker with link.StatusEveryBroker, as `runnel link status` does (links.go).
 //
 // What a leader or coordinator does not answer within askTimeout is shown as
 // unavailable with the error, never as an old number.
@@ -41,7 +43,8 @@ import (
 // Who sees what (auth.go): with a signed-in user, a topic or group it may not
 // DESCRIBE is left out of every list and its own page is refused (403, naming the
 // missing ACL, whether or not it exists), the reassignments need DESCRIBE on the
-// cluster (Kafka's ListPartitionReassignments); the nodes need nothing (Kafka's
+// cluster (Kafka's ListPartitionReassignments), as do the cluster links (`runnel
+// link status`); the nodes need nothing (Kafka's
 // DescribeCluster), their damaged replicas are those of topics the user may DESCRIBE.
 
 // askTimeout bounds the questions the console asks over Kafka, below the
