@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -27,16 +28,16 @@ func TestVirtualFirstCoordinatorLookups(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				node := int32(i%3 + 1)
-				cl := c.Client(t)
-				// The client learns the brokers first (Broker(id) needs them); no
-				// group lookup has happened yet.
-				if _, err := kmsg.NewPtrMetadataRequest().RequestWith(context.Background(), cl); err != nil {
+				// A client of that node alone: its first request goes there.
+				cl, err := kgo.NewClient(kgo.SeedBrokers(c.Node(int(node)).KafkaAddr), kgo.Dialer(c.Dial()))
+				if err != nil {
 					errs[i] = err
 					return
 				}
+				defer cl.Close()
 				req := kmsg.NewPtrFindCoordinatorRequest()
 				req.CoordinatorKeys = []string{fmt.Sprintf("group-%d", i)}
-				resp, err := req.RequestWith(context.Background(), cl.Broker(int(node)))
+				resp, err := req.RequestWith(context.Background(), cl)
 				switch {
 				case err != nil:
 					errs[i] = err
