@@ -81,9 +81,9 @@ func (cc *consoleClient) login(user, password string) (int, http.Header, string)
 
 // consolePages are every console page and its API twin (the group and topic pages
 // with ids that exist).
-var consolePages = []string{"/", "/nodes", "/topics", "/topics/a", "/groups", "/groups/ga", "/reassignments", "/mirrors"}
+var consolePages = []string{"/", "/nodes", "/topics", "/topics/a", "/groups", "/groups/ga", "/reassignments", "/mirrors", "/links"}
 var consoleAPIs = []string{"/api/v1/cluster", "/api/v1/nodes", "/api/v1/topics", "/api/v1/topics/a", "/api/v1/groups",
-	"/api/v1/groups/ga", "/api/v1/reassignments", "/api/v1/mirrors", "/api/v1/session"}
+	"/api/v1/groups/ga", "/api/v1/reassignments", "/api/v1/mirrors", "/api/v1/links", "/api/v1/session"}
 
 // securedConsoleNode starts a node with a SASL_PLAINTEXT listener and ACLs on: users
 // admin (a super user) and alice; the nodes' own PLAINTEXT connections are
