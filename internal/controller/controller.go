@@ -142,6 +142,9 @@ type Controller struct {
 	closeOnce sync.Once
 	// wg tracks the goroutines started by Start, Subscribe and proposals.
 	wg sync.WaitGroup
+	// futures counts the Raft futures waitFuture's helpers wait on; Close lets them be
+	// answered before it shuts Raft down (shutdownRaft).
+	futures atomic.Int64
 
 	// ready is set once WaitReady has seen the quorum and checked meta.properties.
 	ready atomic.Bool

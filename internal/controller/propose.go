@@ -94,12 +94,18 @@ func (c *Controller) pushCommitIndex(ctx context.Context) {
 // The helper goroutine is deliberately not in c.wg: hashicorp/raft (v1.7.3) does not
 // answer every future by its shutdown. A committed entry waits in the buffered
 // fsmMutateCh for runFSM, and runFSM returns on shutdown without answering what is
-// still queued, so f.Error() can block for ever. Close must not wait for it (CI
-// hung 20 minutes in Close that way); the goroutine is left behind, one per
-// proposal in flight at shutdown, holding only f and errc.
+// still queued, and an entry still in applyCh is never answered either, so f.Error()
+// can block for ever. Close must not wait for it without bound (CI hung 20 minutes in
+// Close that way): it waits a while for c.futures to drain before Raft's shutdown
+// (awaitFutures), and a goroutine whose future is still unanswered then is left
+// behind, holding only f and errc.
 func (c *Controller) waitFuture(ctx context.Context, f raft.Future) error {
 	errc := make(chan error, 1)
-	go func() { errc <- f.Error() }()
+	c.futures.Add(1)
+	go func() {
+		defer c.futures.Add(-1)
+		errc <- f.Error()
+	}()
 	select {
 	case err := <-errc:
 		return c.raftError(err)

@@ -435,6 +435,7 @@ func serverID(id metadata.NodeID) raft.ServerID { return raft.ServerID(strconv.I
 func (c *Controller) shutdownRaft() error {
 	var errs []error
 	if c.raft != nil {
+		c.awaitFutures(shutdownFutureWait)
 		c.awaitApplied(shutdownApplyWait)
 		errs = append(errs, c.raft.Shutdown().Error())
 	}
@@ -526,6 +527,23 @@ func (c *Controller) ensureFreshLocked(ctx context.Context) error {
 
 // shutdownApplyWait bounds how long Close waits for the FSM to apply what is committed.
 const shutdownApplyWait = 500 * time.Millisecond
+
+// shutdownFutureWait bounds how long Close waits for the proposals in flight to be
+// answered: longer than the leader lease, after which a leader that cannot commit
+// (its followers gone) steps down and answers them ErrLeadershipLost.
+const shutdownFutureWait = 4 * leaderLeaseTimeout
+
+// awaitFutures waits, at most d, until every future a proposal waits on is answered
+// (waitFuture): while Raft runs, each is committed and applied, or refused when this
+// node loses the leadership; after Raft's shutdown one still queued is never
+// answered, and its waiter is left behind (a leak in a node; at the end of a
+// virtual-time test, a deadlock of the bubble).
+func (c *Controller) awaitFutures(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for c.futures.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+}
 
 // awaitApplied waits, at most d, until the FSM has applied every committed entry.
 // hashicorp/raft answers a committed entry's future only once its FSM has applied it,
