@@ -274,6 +274,10 @@ func scanForDamage(f vfs.File, base, from, size, next int64, known []DamagedRang
 			if b.BaseOffset() < next || b.LastOffset()-base > math.MaxInt32 || b.BaseOffset() < base {
 				return fmt.Errorf("%w: batch at offset %d follows offset %d", recordbatch.ErrCorrupt, b.BaseOffset(), next-1)
 			}
+			if b.BaseOffset() > next && p > from && followerExpects(f, p+int64(b.Size()), limit, next+b.NextOffset()-b.BaseOffset()) {
+				return fmt.Errorf("%w: batch at position %d says offset %d, but it sits between offset %d and a batch that goes on from it as if it started at %d: its offset field is damaged",
+					recordbatch.ErrCorrupt, p, b.BaseOffset(), next-1, next)
+			}
 			fn(b, p)
 			next = b.NextOffset()
 			return nil
@@ -302,6 +306,25 @@ func scanForDamage(f vfs.File, base, from, size, next int64, known []DamagedRang
 		pos = valid + d.Length
 	}
 	return found, next, nil
+}
+
+// followerExpects reports whether the batch at position at (below limit) starts at
+// offset want. A batch's base offset is not covered by its CRC, so a flipped bit
+// there goes unseen by the batch itself: the batch seems to leave a gap (as
+// compaction leaves), and the intact batches after it then seem to go backwards
+// (and, above the recovery point, would be cut as a torn tail). When the next batch
+// starts where the suspect one would end had it started at the expected offset, both
+// neighbours agree and the suspect's offset field is the damage: a gap left by
+// compaction instead puts the next batch at the suspect's own end, past want.
+func followerExpects(f io.ReaderAt, at, limit, want int64) bool {
+	if at+8 > limit {
+		return false
+	}
+	var h [8]byte
+	if _, err := f.ReadAt(h[:], at); err != nil {
+		return false
+	}
+	return int64(binary.BigEndian.Uint64(h[:])) == want
 }
 
 // resyncChunk is how much of a segment resync reads at a time.
