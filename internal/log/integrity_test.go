@@ -81,23 +81,7 @@ func readRecordsSkippingEmpty(t *testing.T, l *Log, from, to int64) []logtest.Re
 // error naming the file and the offsets, the segment is copied to quarantine, and
 // only DropDamaged (accept-loss) removes the damaged batch, nothing else.
 func TestIssue29BitRotKeepsAcknowledgedRecords(t *testing.T) {
-	mem := vfs.NewMem()
-	var logs logBuffer
-	opts := func(o *ManagerOptions) { o.Logger = logs.logger() }
-	m := newManager(t, mem, "/d", opts)
-	tp := TopicPartition{Topic: "events"}
-	l, err := m.GetOrCreate(tp, DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 120; i++ {
-		mustAppend(t, l, logtest.BatchWith(logtest.BatchOptions{Records: 1 + i%3, ValueSize: 100, Timestamp: 1000 + int64(i)}))
-	}
-	leo, size := l.LogEndOffset(), l.Size()
-	if err := m.Close(); err != nil {
-		t.Fatal(err)
-	}
-	path := "/d/events-0/00000000000000000000.log"
+	mem, logs, opts, tp, leo, size, path := writtenEvents(t)
 	var start int
 	var victim recordbatch.Batch
 	corruptFile(t, mem, path, func(data []byte) []byte {
@@ -622,23 +606,7 @@ func TestVerifyOnReadAcrossChunks(t *testing.T) {
 // end and every other batch, and not take the bogus offset for the log end (before,
 // the log end jumped to the flipped offset and everything after the batch was damage).
 func TestFlippedBaseOffsetIsOneDamagedBatch(t *testing.T) {
-	mem := vfs.NewMem()
-	var logs logBuffer
-	opts := func(o *ManagerOptions) { o.Logger = logs.logger() }
-	m := newManager(t, mem, "/d", opts)
-	tp := TopicPartition{Topic: "events"}
-	l, err := m.GetOrCreate(tp, DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 120; i++ {
-		mustAppend(t, l, logtest.BatchWith(logtest.BatchOptions{Records: 1 + i%3, ValueSize: 100, Timestamp: 1000 + int64(i)}))
-	}
-	leo, size := l.LogEndOffset(), l.Size()
-	if err := m.Close(); err != nil {
-		t.Fatal(err)
-	}
-	path := "/d/events-0/00000000000000000000.log"
+	mem, logs, opts, tp, leo, size, path := writtenEvents(t)
 	var start int
 	var victim recordbatch.Batch
 	corruptFile(t, mem, path, func(data []byte) []byte {
@@ -662,4 +630,28 @@ func TestFlippedBaseOffsetIsOneDamagedBatch(t *testing.T) {
 	if out := logs.String(); !strings.Contains(out, "its offset field is damaged") || strings.Contains(out, "truncating") {
 		t.Fatalf("want the damage named as the batch's offset field, and nothing truncated:\n%s", out)
 	}
+}
+
+// writtenEvents writes 120 batches of 1-3 records to partition events-0 of a manager
+// on a memory file system and closes it cleanly; it returns what a test restarts the
+// manager with (opts logs into logs), the log end, the size and the segment's path.
+func writtenEvents(t *testing.T) (mem *vfs.Mem, logs *logBuffer, opts func(*ManagerOptions), tp TopicPartition, leo, size int64, path string) {
+	t.Helper()
+	mem = vfs.NewMem()
+	logs = &logBuffer{}
+	opts = func(o *ManagerOptions) { o.Logger = logs.logger() }
+	m := newManager(t, mem, "/d", opts)
+	tp = TopicPartition{Topic: "events"}
+	l, err := m.GetOrCreate(tp, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 120; i++ {
+		mustAppend(t, l, logtest.BatchWith(logtest.BatchOptions{Records: 1 + i%3, ValueSize: 100, Timestamp: 1000 + int64(i)}))
+	}
+	leo, size = l.LogEndOffset(), l.Size()
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return mem, logs, opts, tp, leo, size, "/d/events-0/00000000000000000000.log"
 }
